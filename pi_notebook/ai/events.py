@@ -1,0 +1,154 @@
+"""Assistant message events: what a stream yields while one reply is produced.
+
+Each event's ``partial`` is the reply *as it was when the event was emitted*. Later deltas never
+change an earlier event's view (pi shares one mutable object, so listeners see the future). The
+view is built lazily from an O(1) snapshot, so the cost of a stream stays linear in its length:
+nothing is copied unless somebody reads ``partial``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias
+
+from pydantic import Field, PrivateAttr, computed_field
+
+from .types import AssistantMessage, PiModel, ToolCall
+
+if TYPE_CHECKING:
+    from typing import Self
+
+__all__ = [
+    "AssistantMessageEvent",
+    "DoneEvent",
+    "ErrorEvent",
+    "PartialSource",
+    "StartEvent",
+    "TextDeltaEvent",
+    "TextEndEvent",
+    "TextStartEvent",
+    "ThinkingDeltaEvent",
+    "ThinkingEndEvent",
+    "ThinkingStartEvent",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "ToolCallStartEvent",
+]
+
+
+class PartialSource(Protocol):
+    """Something that can produce the partial message it stands for (see ``MessageBuilder``)."""
+
+    def materialize(self) -> AssistantMessage: ...
+
+
+class _PartialEvent(PiModel):
+    """An event carrying ``partial``: pass a message, or (hot path) a lazy ``PartialSource``."""
+
+    _partial: AssistantMessage | PartialSource | None = PrivateAttr(default=None)
+
+    def __init__(self, /, partial: AssistantMessage | PartialSource | None = None, **data: Any):
+        super().__init__(**data)
+        self._partial = partial
+
+    @classmethod
+    def _fast(cls, partial: AssistantMessage | PartialSource, **fields: Any) -> Self:
+        """Build without validation (providers' hot path; the fields are already right)."""
+        event = cls.model_construct(**fields)
+        event._partial = partial
+        return event  # type: ignore[return-value]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def partial(self) -> AssistantMessage:
+        source = self._partial
+        if source is None:
+            raise ValueError(f"{type(self).__name__} has no partial message")
+        if isinstance(source, AssistantMessage):
+            return source
+        message = source.materialize()
+        self._partial = message
+        return message
+
+
+class StartEvent(_PartialEvent):
+    type: Literal["start"] = "start"
+
+
+class TextStartEvent(_PartialEvent):
+    type: Literal["text_start"] = "text_start"
+    content_index: int
+
+
+class TextDeltaEvent(_PartialEvent):
+    type: Literal["text_delta"] = "text_delta"
+    content_index: int
+    delta: str
+
+
+class TextEndEvent(_PartialEvent):
+    type: Literal["text_end"] = "text_end"
+    content_index: int
+    content: str
+
+
+class ThinkingStartEvent(_PartialEvent):
+    type: Literal["thinking_start"] = "thinking_start"
+    content_index: int
+
+
+class ThinkingDeltaEvent(_PartialEvent):
+    type: Literal["thinking_delta"] = "thinking_delta"
+    content_index: int
+    delta: str
+
+
+class ThinkingEndEvent(_PartialEvent):
+    type: Literal["thinking_end"] = "thinking_end"
+    content_index: int
+    content: str
+
+
+class ToolCallStartEvent(_PartialEvent):
+    type: Literal["toolcall_start"] = "toolcall_start"
+    content_index: int
+
+
+class ToolCallDeltaEvent(_PartialEvent):
+    type: Literal["toolcall_delta"] = "toolcall_delta"
+    content_index: int
+    delta: str
+
+
+class ToolCallEndEvent(_PartialEvent):
+    type: Literal["toolcall_end"] = "toolcall_end"
+    content_index: int
+    tool_call: ToolCall
+
+
+class DoneEvent(PiModel):
+    type: Literal["done"] = "done"
+    reason: Literal["stop", "length", "toolUse"]
+    message: AssistantMessage
+
+
+class ErrorEvent(PiModel):
+    type: Literal["error"] = "error"
+    reason: Literal["error", "aborted"]
+    error: AssistantMessage
+
+
+AssistantMessageEvent: TypeAlias = Annotated[
+    StartEvent
+    | TextStartEvent
+    | TextDeltaEvent
+    | TextEndEvent
+    | ThinkingStartEvent
+    | ThinkingDeltaEvent
+    | ThinkingEndEvent
+    | ToolCallStartEvent
+    | ToolCallDeltaEvent
+    | ToolCallEndEvent
+    | DoneEvent
+    | ErrorEvent,
+    Field(discriminator="type"),
+]

@@ -1,0 +1,262 @@
+"""HTTP for every provider: one shared ``httpx.AsyncClient`` per event loop, retries with the
+official SDKs' policy, readable errors, and SSE framing (httpx-sse, which splits lines on CR/LF
+only — ``httpx``'s own ``iter_lines`` also splits on U+2028 and would break JSON payloads).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import inspect
+import json
+import random
+import time
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from httpx_sse import EventSource, ServerSentEvent
+
+from .options import ResponseInfo, StreamOptions
+from .types import Model
+
+__all__ = [
+    "ProviderError",
+    "get_client",
+    "open_sse",
+    "parse_retry_after",
+    "redact",
+]
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+    weakref.WeakKeyDictionary()
+)
+
+_NO_RETRY_CODES = {
+    "insufficient_quota",
+    "credit_balance_exhausted",
+    "billing_hard_limit_reached",
+    "monthly_spend_limit_exceeded",
+    "daily_spend_limit_exceeded",
+}
+
+
+class ProviderError(Exception):
+    """A provider answered with an error (HTTP status, or an error event inside the stream)."""
+
+    def __init__(
+        self, message: str, *, status: int | None = None, code: str | None = None, body: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.body = body
+
+
+def get_client() -> httpx.AsyncClient:
+    """The shared client of the running event loop (connections are pooled and reused)."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None or client.is_closed:
+        client = httpx.AsyncClient(
+            timeout=httpx.Timeout(600.0, connect=10.0),
+            limits=httpx.Limits(max_keepalive_connections=20, keepalive_expiry=30.0),
+            follow_redirects=True,
+        )
+        _clients[loop] = client
+    return client
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with ``secret`` (an API key) blanked out."""
+    if secret and len(secret) >= 4:
+        return text.replace(secret, "***")
+    return text
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asks us to wait: ``retry-after-ms``, else ``retry-after`` (seconds or an
+    HTTP date). ``None`` when absent or unreadable."""
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return float(value) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, parsed.timestamp() - time.time())
+
+
+def _error_details(body: str) -> tuple[str | None, str | None, str | None]:
+    """(message, type, code) from a JSON error body of any of the big APIs."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None, None, None
+    if not isinstance(data, dict):
+        return None, None, None
+    error = data.get("error", data)
+    if isinstance(error, str):
+        return error, None, None
+    if not isinstance(error, dict):
+        return None, None, None
+    message = error.get("message")
+    kind = error.get("type") or error.get("status")
+    code = error.get("code")
+    return (
+        str(message) if message is not None else None,
+        str(kind) if kind is not None else None,
+        str(code) if code is not None else None,
+    )
+
+
+def http_error(status: int, body: str, api_key: str | None) -> ProviderError:
+    message, kind, code = _error_details(body)
+    if message is None:
+        snippet = " ".join(body.split())[:300]
+        message = snippet or httpx.codes.get_reason_phrase(status) or "error"
+    label = f" ({kind})" if kind else ""
+    hint = ""
+    if status == 401:
+        hint = " — check the API key"
+    elif code in _NO_RETRY_CODES or kind in _NO_RETRY_CODES:
+        hint = " — the account is out of credit or quota; retrying will not help"
+    text = redact(f"HTTP {status}: {message}{label}{hint}", api_key)
+    return ProviderError(text, status=status, code=code or kind, body=redact(body, api_key))
+
+
+def stream_error(payload: Mapping[str, Any], api_key: str | None = None) -> ProviderError:
+    """An error that arrived inside a stream (after HTTP 200)."""
+    error = payload.get("error", payload)
+    if isinstance(error, Mapping):
+        message = error.get("message") or json.dumps(dict(error))
+        kind = error.get("type") or error.get("code") or error.get("status")
+    else:
+        message, kind = str(error), None
+    label = f" ({kind})" if kind else ""
+    return ProviderError(redact(f"{message}{label}", api_key), code=str(kind) if kind else None)
+
+
+def _should_retry(status: int, headers: Mapping[str, str], code: str | None) -> bool:
+    flag = headers.get("x-should-retry")
+    if flag == "true":
+        return True
+    if flag == "false":
+        return False
+    if code in _NO_RETRY_CODES:
+        return False
+    return status in (408, 409, 429) or status >= 500
+
+
+def _backoff(attempt: int) -> float:
+    delay = min(0.5 * 2.0**attempt, 8.0)
+    return delay * (1 - 0.25 * random.random())
+
+
+async def _call_hook(hook: Any, *args: Any) -> Any:
+    if hook is None:
+        return None
+    result = hook(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+@asynccontextmanager
+async def open_sse(
+    model: Model,
+    options: StreamOptions,
+    url: str,
+    headers: dict[str, str],
+    payload: dict[str, Any],
+    *,
+    api_key: str | None = None,
+) -> AsyncIterator[AsyncIterator[ServerSentEvent]]:
+    """POST ``payload`` and yield the response's SSE events, retrying failures that happen before
+    the body starts (429/5xx/overloaded/connection errors), honouring ``retry-after-ms``,
+    ``retry-after`` and ``x-should-retry``, capped by ``options.max_retry_delay_ms``."""
+    replaced = await _call_hook(options.on_payload, payload, model)
+    if replaced is not None:
+        payload = replaced
+    body = json.dumps(payload).encode()
+    all_headers = {
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        **(model.headers or {}),
+        **headers,
+        **(options.headers or {}),
+    }
+    timeout = None
+    if options.timeout_ms is not None:
+        seconds = options.timeout_ms / 1000
+        timeout = httpx.Timeout(seconds, connect=min(seconds, 10.0))
+    client = get_client()
+    cap = options.max_retry_delay_ms / 1000 if options.max_retry_delay_ms else None
+    attempt = 0
+    while True:
+        request = client.build_request("POST", url, content=body, headers=all_headers)
+        if timeout is not None:
+            request.extensions["timeout"] = timeout.as_dict()
+        try:
+            response = await client.send(request, stream=True)
+        except httpx.TransportError as exc:
+            if attempt >= options.max_retries:
+                raise ProviderError(
+                    redact(f"Connection to {url} failed: {exc or type(exc).__name__}", api_key)
+                ) from None
+            await asyncio.sleep(_backoff(attempt))
+            attempt += 1
+            continue
+        try:
+            await _call_hook(
+                options.on_response, ResponseInfo(response.status_code, response.headers), model
+            )
+            if response.status_code >= 400:
+                text = (await response.aread()).decode("utf-8", errors="replace")
+                error = http_error(response.status_code, text, api_key)
+                if attempt >= options.max_retries or not _should_retry(
+                    response.status_code, response.headers, error.code
+                ):
+                    raise error
+                wait = parse_retry_after(response.headers)
+                if wait is None or wait <= 0:
+                    wait = _backoff(attempt)
+                elif cap is not None and wait > cap:
+                    raise ProviderError(
+                        f"{error} (the server asked to retry after {wait:.0f} s, more than "
+                        f"max_retry_delay_ms={options.max_retry_delay_ms})",
+                        status=error.status,
+                        code=error.code,
+                        body=error.body,
+                    )
+            elif "text/event-stream" not in response.headers.get("content-type", ""):
+                text = (await response.aread()).decode("utf-8", errors="replace")
+                message, _kind, _code = _error_details(text)
+                raise ProviderError(
+                    redact(
+                        f"Expected an event stream, got {response.headers.get('content-type')!r}: "
+                        f"{message or ' '.join(text.split())[:300]}",
+                        api_key,
+                    ),
+                    status=response.status_code,
+                    body=redact(text, api_key),
+                )
+            else:
+                yield EventSource(response).aiter_sse()
+                return
+        finally:
+            await response.aclose()
+        await asyncio.sleep(wait)
+        attempt += 1

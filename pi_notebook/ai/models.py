@@ -1,0 +1,164 @@
+"""The model catalogue (``catalogue.json`` in this package), API keys from the environment, and
+``parse_model("provider/model-id")``."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from .types import Model, ThinkingLevel
+
+__all__ = [
+    "PROVIDER_ENV_KEYS",
+    "clamp_thinking_level",
+    "custom_model",
+    "get_env_api_key",
+    "get_model",
+    "get_models",
+    "get_providers",
+    "models_are_equal",
+    "parse_model",
+    "register_model",
+    "supported_thinking_levels",
+]
+
+PROVIDER_ENV_KEYS: dict[str, tuple[str, ...]] = {
+    "anthropic": ("ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"),
+    "openai": ("OPENAI_API_KEY",),
+    "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "groq": ("GROQ_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "cerebras": ("CEREBRAS_API_KEY",),
+    "huggingface": ("HF_TOKEN",),
+}
+"""Environment variables holding each provider's key, in order of preference."""
+
+_THINKING_ORDER: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high", "xhigh")
+_custom: dict[str, dict[str, Model]] = {}
+
+
+@cache
+def _catalogue() -> dict[str, dict[str, Model]]:
+    text = resources.files(__package__).joinpath("catalogue.json").read_text(encoding="utf-8")
+    raw: dict[str, Any] = json.loads(text)
+    out: dict[str, dict[str, Model]] = {}
+    for provider, entries in raw["providers"].items():
+        defaults = {k: v for k, v in entries.items() if k != "models"}
+        out[provider] = {
+            m["id"]: Model.model_validate({**defaults, "provider": provider, **m})
+            for m in entries["models"]
+        }
+    return out
+
+
+def _all() -> dict[str, dict[str, Model]]:
+    merged = {p: dict(ms) for p, ms in _catalogue().items()}
+    for provider, models in _custom.items():
+        merged.setdefault(provider, {}).update(models)
+    return merged
+
+
+def get_providers() -> list[str]:
+    """Every provider with at least one model, in catalogue order."""
+    return list(_all())
+
+
+def get_models(provider: str | None = None) -> list[Model]:
+    """The models of ``provider`` (or of all providers)."""
+    catalogue = _all()
+    if provider is None:
+        return [m for models in catalogue.values() for m in models.values()]
+    if provider not in catalogue:
+        raise KeyError(f"Unknown provider {provider!r}. Known: {', '.join(catalogue)}")
+    return list(catalogue[provider].values())
+
+
+def get_model(provider: str, model_id: str) -> Model:
+    """One model of the catalogue; a ``KeyError`` with the nearest names when unknown."""
+    models = {m.id: m for m in get_models(provider)}
+    if model_id in models:
+        return models[model_id]
+    close = [m for m in models if model_id.lower() in m.lower()][:5]
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise KeyError(f"Unknown model {provider}/{model_id}.{hint}")
+
+
+def parse_model(ref: str) -> Model:
+    """``"provider/model-id"`` → ``Model``. The model id may itself contain slashes
+    (``openrouter/anthropic/claude-sonnet-4.5``)."""
+    provider, sep, model_id = ref.strip().partition("/")
+    if not sep or not provider or not model_id:
+        raise ValueError(f"Expected PROVIDER/MODEL-ID, got {ref!r}")
+    return get_model(provider, model_id)
+
+
+def register_model(model: Model) -> None:
+    """Add a model to the catalogue for this process (custom endpoints, local servers)."""
+    _custom.setdefault(model.provider, {})[model.id] = model
+
+
+def custom_model(
+    model_id: str,
+    base_url: str,
+    *,
+    provider: str = "custom",
+    api: str = "openai-completions",
+    **fields: Any,
+) -> Model:
+    """A model on any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio, …)."""
+    return Model(
+        id=model_id,
+        name=fields.pop("name", model_id),
+        api=api,
+        provider=provider,
+        base_url=base_url.rstrip("/"),
+        **fields,
+    )
+
+
+def models_are_equal(a: Model | None, b: Model | None) -> bool:
+    return a is not None and b is not None and a.id == b.id and a.provider == b.provider
+
+
+def get_env_api_key(provider: str) -> str | None:
+    """The API key for ``provider`` from its environment variables, if any is set."""
+    for name in PROVIDER_ENV_KEYS.get(provider, (f"{provider.upper().replace('-', '_')}_API_KEY",)):
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+def supported_thinking_levels(model: Model) -> list[ThinkingLevel]:
+    if not model.reasoning:
+        return ["off"]
+    mapping = model.thinking_level_map or {}
+    levels: list[ThinkingLevel] = []
+    for level in _THINKING_ORDER:
+        if level == "xhigh" and level not in mapping:
+            continue
+        if level in mapping and mapping[level] is None:
+            continue
+        levels.append(level)
+    return levels
+
+
+def clamp_thinking_level(model: Model, level: ThinkingLevel) -> ThinkingLevel:
+    """The supported level nearest to ``level``, searching upward first, then downward."""
+    supported = supported_thinking_levels(model)
+    if level in supported:
+        return level
+    start = _THINKING_ORDER.index(level)
+    for candidate in _THINKING_ORDER[start + 1 :]:
+        if candidate in supported:
+            return candidate
+    for candidate in reversed(_THINKING_ORDER[:start]):
+        if candidate in supported:
+            return candidate
+    return "off"

@@ -1,0 +1,57 @@
+"""``StreamOptions``: what a caller may pass to ``stream()`` besides the model and context."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+from .abort import AbortSignal
+from .types import Model, ThinkingLevel
+
+__all__ = ["ResponseInfo", "StreamOptions"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseInfo:
+    """What ``on_response`` receives: the HTTP status and headers, before the body is read."""
+
+    status: int
+    headers: Mapping[str, str]
+
+
+@dataclass(slots=True)
+class StreamOptions:
+    """Options of one model call. Unknown keyword arguments are kept in ``extra`` and ignored by
+    providers that do not know them (the agent loop passes its whole config, as pi does)."""
+
+    api_key: str | None = None
+    signal: AbortSignal | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    headers: dict[str, str] | None = None
+    session_id: str | None = None
+    max_retries: int = 2
+    max_retry_delay_ms: int = 60_000
+    timeout_ms: int | None = None
+    cache_retention: Literal["none", "short", "long"] = "short"
+    metadata: dict[str, Any] | None = None
+    reasoning: ThinkingLevel | None = None
+    thinking_budgets: dict[str, int] | None = None
+    on_payload: Callable[[dict[str, Any], Model], Any] | None = None
+    on_response: Callable[[ResponseInfo, Model], Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_kwargs(cls, options: Mapping[str, Any]) -> StreamOptions:
+        known = {f.name for f in fields(cls)} - {"extra"}
+        kwargs = {k: v for k, v in options.items() if k in known and v is not None}
+        extra = {k: v for k, v in options.items() if k not in known}
+        return cls(**kwargs, extra=extra)
+
+
+async def maybe_await(value: Any) -> Any:
+    """Await ``value`` if it is awaitable (hooks may be sync or async)."""
+    if isinstance(value, Awaitable):
+        return await value
+    return value

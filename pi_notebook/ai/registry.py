@@ -1,0 +1,99 @@
+"""The API registry and the entry points ``stream`` / ``complete`` / ``stream_simple`` /
+``complete_simple``: dispatch on ``model.api`` to the provider that speaks that wire protocol."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .event_stream import AssistantMessageEventStream
+from .options import StreamOptions
+from .types import AssistantMessage, Context, Model, ThinkingLevel
+
+__all__ = [
+    "ApiProvider",
+    "StreamFunction",
+    "complete",
+    "complete_simple",
+    "get_api_provider",
+    "register_api_provider",
+    "stream",
+    "stream_simple",
+    "unregister_api_providers",
+]
+
+StreamFunction = Callable[[Model, Context, StreamOptions], AssistantMessageEventStream]
+"""A provider's entry point. It never raises: failures are ``error`` events in the stream."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiProvider:
+    api: str
+    stream: StreamFunction
+    source_id: str | None = None
+
+
+_providers: dict[str, ApiProvider] = {}
+
+_BUILTIN_MODULES = {
+    "openai-completions": "pi_notebook.ai.providers.openai_completions",
+    "anthropic-messages": "pi_notebook.ai.providers.anthropic_messages",
+    "openai-responses": "pi_notebook.ai.providers.openai_responses",
+    "google-generative-ai": "pi_notebook.ai.providers.google_generative_ai",
+}
+
+
+def register_api_provider(api: str, stream: StreamFunction, source_id: str | None = None) -> None:
+    """Register (or replace) the provider for ``api``."""
+    _providers[api] = ApiProvider(api=api, stream=stream, source_id=source_id)
+
+
+def unregister_api_providers(source_id: str) -> None:
+    """Remove every provider registered with ``source_id``."""
+    for api in [a for a, p in _providers.items() if p.source_id == source_id]:
+        del _providers[api]
+
+
+def get_api_provider(api: str) -> ApiProvider:
+    provider = _providers.get(api)
+    if provider is None and api in _BUILTIN_MODULES:
+        module = importlib.import_module(_BUILTIN_MODULES[api])
+        register_api_provider(api, module.stream, source_id="builtin")
+        provider = _providers[api]
+    if provider is None:
+        raise ValueError(f"No API provider registered for api: {api}")
+    return provider
+
+
+def stream(model: Model, context: Context, **options: Any) -> AssistantMessageEventStream:
+    """Stream one reply of ``model`` to ``context``.
+
+    Raises only for an unknown ``model.api``; every other failure is an ``error`` event.
+    """
+    provider = get_api_provider(model.api)
+    return provider.stream(model, context, StreamOptions.from_kwargs(options))
+
+
+async def complete(model: Model, context: Context, **options: Any) -> AssistantMessage:
+    """The final message of ``stream(...)``."""
+    return await stream(model, context, **options).result()
+
+
+def stream_simple(
+    model: Model, context: Context, *, reasoning: ThinkingLevel | None = None, **options: Any
+) -> AssistantMessageEventStream:
+    """``stream`` with one unified ``reasoning`` level (``off``/``None`` = no thinking) and a
+    default output limit of ``min(model.max_tokens, 32000)``."""
+    if reasoning == "off":
+        reasoning = None
+    if options.get("max_tokens") is None:
+        options["max_tokens"] = min(model.max_tokens, 32_000)
+    return stream(model, context, reasoning=reasoning, **options)
+
+
+async def complete_simple(
+    model: Model, context: Context, *, reasoning: ThinkingLevel | None = None, **options: Any
+) -> AssistantMessage:
+    return await stream_simple(model, context, reasoning=reasoning, **options).result()

@@ -1,0 +1,75 @@
+"""Each package's ``__all__`` is curated: exactly its public names, sorted, and all importable.
+DESIGN.md fixes some of these names; the lists below guard them."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+PACKAGES = ["pi_notebook", "pi_notebook.ai"]
+
+REQUIRED = {
+    "pi_notebook.ai": {
+        "TextContent",
+        "ThinkingContent",
+        "ImageContent",
+        "ToolCall",
+        "UserMessage",
+        "AssistantMessage",
+        "ToolResultMessage",
+        "Usage",
+        "Cost",
+        "StopReason",
+        "ThinkingLevel",
+        "Model",
+        "get_model",
+        "get_models",
+        "get_providers",
+        "parse_model",
+        "Context",
+        "Tool",
+        "AbortController",
+        "AbortSignal",
+        "stream",
+        "complete",
+        "stream_simple",
+        "complete_simple",
+        "AssistantMessageEventStream",
+        "register_faux_provider",
+        "FauxProvider",
+        "faux_assistant_message",
+        "faux_text",
+        "faux_thinking",
+        "faux_tool_call",
+    },
+}
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_all_is_sorted_unique_and_importable(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = module.__all__
+    assert exported == sorted(exported, key=str.casefold) or exported == sorted(exported)
+    assert len(set(exported)) == len(exported)
+    for symbol in exported:
+        assert hasattr(module, symbol), f"{name}.{symbol} is listed but missing"
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_no_unlisted_public_names(name: str) -> None:
+    module = importlib.import_module(name)
+    submodules = {
+        n
+        for n, v in vars(module).items()
+        if getattr(v, "__name__", "").startswith(name + ".") and type(v).__name__ == "module"
+    }
+    public = {n for n in vars(module) if not n.startswith("_") or n == "__version__"}
+    public -= submodules
+    assert public == set(module.__all__)
+
+
+@pytest.mark.parametrize(("name", "required"), sorted(REQUIRED.items()))
+def test_design_contract_names_exist(name: str, required: set[str]) -> None:
+    module = importlib.import_module(name)
+    assert required <= set(module.__all__)
