@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-PACKAGES = ["pi_notebook", "pi_notebook.ai"]
+PACKAGES = ["pi_notebook", "pi_notebook.ai", "pi_notebook.agent"]
 
 REQUIRED = {
     "pi_notebook.ai": {
