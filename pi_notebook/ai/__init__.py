@@ -54,6 +54,7 @@ from .registry import (
     stream_simple,
     unregister_api_providers,
 )
+from .transform import transform_messages
 from .types import (
     AssistantMessage,
     Context,
@@ -137,5 +138,6 @@ __all__ = [
     "stream",
     "stream_simple",
     "supported_thinking_levels",
+    "transform_messages",
     "unregister_api_providers",
 ]
