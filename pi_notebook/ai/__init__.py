@@ -43,6 +43,7 @@ from .models import (
     supported_thinking_levels,
 )
 from .options import ResponseInfo, StreamOptions
+from .overflow import is_context_overflow
 from .producer import produce_stream
 from .registry import (
     StreamFunction,
@@ -128,6 +129,7 @@ __all__ = [
     "get_model",
     "get_models",
     "get_providers",
+    "is_context_overflow",
     "models_are_equal",
     "now_ms",
     "parse_model",

@@ -1,0 +1,86 @@
+"""Context-overflow detection from provider error texts and from usage."""
+
+from __future__ import annotations
+
+import pytest
+
+from pi_notebook.ai import AssistantMessage, Usage, is_context_overflow
+
+
+def failed(text: str) -> AssistantMessage:
+    return AssistantMessage(
+        api="x", provider="x", model="m", stop_reason="error", error_message=text
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Anthropic
+        "HTTP 400: prompt is too long: 208000 tokens > 200000 maximum (invalid_request_error)",
+        "input length and `max_tokens` exceed context limit: 197000 + 8192 > 200000",
+        # OpenAI Chat Completions / vLLM / DeepSeek / OpenRouter
+        "HTTP 400: This model's maximum context length is 128000 tokens. However, your messages "
+        "resulted in 130000 tokens. (invalid_request_error)",
+        "HTTP 400: Request too long (context_length_exceeded)",
+        # OpenAI Responses
+        "Your input exceeds the context window of this model. Please adjust your input.",
+        # llama.cpp, exactly as our HTTP layer formats its HTTP 400
+        "HTTP 400: request (631 tokens) exceeds the available context size (256 tokens), try "
+        "increasing it (exceed_context_size_error)",
+        # Google Gemini
+        "HTTP 400: The input token count (1234567) exceeds the maximum number of tokens allowed "
+        "(1048576). (INVALID_ARGUMENT)",
+        # xAI
+        "This model's maximum prompt length is 131072 but the request contains 140000 tokens.",
+        # Groq
+        "Please reduce the length of the messages or completion.",
+        # Mistral
+        "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum "
+        "context length",
+        # Bedrock, LM Studio, Copilot
+        "Input is too long for requested model.",
+        "The number of tokens to keep from the initial prompt is greater than the context length",
+        "prompt token count of 140000 exceeds the limit of 128000",
+    ],
+)
+def test_provider_overflow_errors_are_recognised(text: str) -> None:
+    assert is_context_overflow(failed(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "HTTP 401: Invalid API Key (authentication_error) — check the API key",
+        "HTTP 429: Rate limit reached for gpt-4o on tokens per min (TPM): Limit 30000, "
+        "Requested 40000. (rate_limit_exceeded)",
+        "HTTP 429: You exceeded your current quota (insufficient_quota)",
+        "HTTP 500: The model produced output that does not match the expected format",
+        "Request was aborted",
+    ],
+)
+def test_other_errors_are_not_overflow(text: str) -> None:
+    assert not is_context_overflow(failed(text))
+
+
+def test_overflow_wording_only_counts_on_error_replies() -> None:
+    message = AssistantMessage(
+        api="x", provider="x", model="m", stop_reason="aborted", error_message="prompt is too long"
+    )
+    assert not is_context_overflow(message)
+
+
+def test_silent_overflow_from_usage() -> None:
+    def reply(input: int, cache_read: int, stop: str = "stop") -> AssistantMessage:
+        return AssistantMessage(
+            api="x",
+            provider="x",
+            model="m",
+            stop_reason=stop,  # type: ignore[arg-type]
+            usage=Usage(input=input, cache_read=cache_read),
+        )
+
+    assert is_context_overflow(reply(900, 200), context_window=1000)
+    assert not is_context_overflow(reply(800, 200), context_window=1000)
+    assert not is_context_overflow(reply(900, 200))  # window unknown
+    assert not is_context_overflow(reply(900, 200, "toolUse"), context_window=1000)
