@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from functools import cache
@@ -48,13 +49,29 @@ def _catalogue() -> dict[str, dict[str, Model]]:
     text = resources.files(__package__).joinpath("catalogue.json").read_text(encoding="utf-8")
     raw: dict[str, Any] = json.loads(text)
     out: dict[str, dict[str, Model]] = {}
-    for provider, entries in raw["providers"].items():
-        defaults = {k: v for k, v in entries.items() if k != "models"}
-        out[provider] = {
-            m["id"]: Model.model_validate({**defaults, "provider": provider, **m})
-            for m in entries["models"]
-        }
+    for provider, block in raw["providers"].items():
+        defaults = {k: v for k, v in block.items() if k != "models"}
+        models: dict[str, Model] = {}
+        for entry in block["models"]:
+            model = _catalogue_entry(provider, defaults, entry)
+            if model.id in models:
+                raise ValueError(f"catalogue.json: duplicate model {provider}/{model.id}")
+            models[model.id] = model
+        out[provider] = models
     return out
+
+
+def _catalogue_entry(provider: str, defaults: dict[str, Any], entry: dict[str, Any]) -> Model:
+    """One catalogue model: the provider block's defaults under the entry's own fields, with
+    ``compat`` and ``headers`` merged key by key rather than replaced."""
+    fields = {**defaults, "provider": provider, **entry}
+    for key in ("compat", "headers"):
+        if key in defaults and key in entry:
+            fields[key] = {**defaults[key], **entry[key]}
+    try:
+        return Model.model_validate(fields)
+    except ValueError as exc:
+        raise ValueError(f"catalogue.json: bad entry {provider}/{entry.get('id')}: {exc}") from exc
 
 
 def _all() -> dict[str, dict[str, Model]]:
@@ -80,27 +97,46 @@ def get_models(provider: str | None = None) -> list[Model]:
 
 
 def get_model(provider: str, model_id: str) -> Model:
-    """One model of the catalogue; a ``KeyError`` with the nearest names when unknown."""
+    """One model of the catalogue; a ``KeyError`` naming the nearest ids when unknown."""
     models = {m.id: m for m in get_models(provider)}
     if model_id in models:
         return models[model_id]
-    close = [m for m in models if model_id.lower() in m.lower()][:5]
-    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    needle = model_id.lower()
+    close = [m for m in models if needle in m.lower()]
+    similar = difflib.get_close_matches(model_id, list(models), n=5, cutoff=0.5)
+    close += [m for m in similar if m not in close]
+    hint = f" Did you mean: {', '.join(close[:5])}?" if close else f" Known: {', '.join(models)}."
     raise KeyError(f"Unknown model {provider}/{model_id}.{hint}")
 
 
 def parse_model(ref: str) -> Model:
     """``"provider/model-id"`` → ``Model``. The model id may itself contain slashes
     (``openrouter/anthropic/claude-sonnet-4.5``)."""
+    if not isinstance(ref, str):
+        raise TypeError(f"Expected a 'provider/model-id' string, got {type(ref).__name__}")
     provider, sep, model_id = ref.strip().partition("/")
-    if not sep or not provider or not model_id:
-        raise ValueError(f"Expected PROVIDER/MODEL-ID, got {ref!r}")
-    return get_model(provider, model_id)
+    if not sep or not provider.strip() or not model_id.strip():
+        raise ValueError(
+            f"Expected PROVIDER/MODEL-ID (e.g. anthropic/claude-sonnet-4-5), got {ref!r}"
+        )
+    return get_model(provider.strip(), model_id.strip())
 
 
 def register_model(model: Model) -> None:
-    """Add a model to the catalogue for this process (custom endpoints, local servers)."""
+    """Add (or replace) a model for this process: custom endpoints, local servers.
+    ``get_model``/``parse_model`` find it under ``model.provider``."""
+    if not isinstance(model, Model):
+        raise TypeError(f"register_model expects a Model, got {type(model).__name__}")
     _custom.setdefault(model.provider, {})[model.id] = model
+
+
+_COMPATIBLE_SERVER_COMPAT: dict[str, Any] = {
+    "maxTokensField": "max_tokens",
+    "supportsDeveloperRole": False,
+    "supportsStore": False,
+    "supportsReasoningEffort": False,
+}
+"""What a generic OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio) understands."""
 
 
 def custom_model(
@@ -111,7 +147,19 @@ def custom_model(
     api: str = "openai-completions",
     **fields: Any,
 ) -> Model:
-    """A model on any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio, …)."""
+    """A model on any OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio, …).
+
+    ``base_url`` is the API root the server's paths hang off (``http://localhost:11434/v1``).
+    For ``openai-completions`` the compat flags default to what such servers accept
+    (``max_tokens``, no developer role, no ``store``); ``compat=`` overrides them key by key.
+    Other keyword arguments are ``Model`` fields (``context_window``, ``max_tokens``, ``cost``…).
+    """
+    if not model_id:
+        raise ValueError("custom_model needs a model id")
+    if not base_url.startswith(("http://", "https://")):
+        raise ValueError(f"custom_model needs an http(s) base URL, got {base_url!r}")
+    if api == "openai-completions":
+        fields["compat"] = {**_COMPATIBLE_SERVER_COMPAT, **(fields.get("compat") or {})}
     return Model(
         id=model_id,
         name=fields.pop("name", model_id),
@@ -123,6 +171,7 @@ def custom_model(
 
 
 def models_are_equal(a: Model | None, b: Model | None) -> bool:
+    """Whether ``a`` and ``b`` name the same model (``id`` and ``provider``; pi's rule)."""
     return a is not None and b is not None and a.id == b.id and a.provider == b.provider
 
 
@@ -136,6 +185,8 @@ def get_env_api_key(provider: str) -> str | None:
 
 
 def supported_thinking_levels(model: Model) -> list[ThinkingLevel]:
+    """``["off"]`` for a model that cannot think; else every level not mapped to ``None`` in
+    ``thinking_level_map``, with ``xhigh`` only when the map names it."""
     if not model.reasoning:
         return ["off"]
     mapping = model.thinking_level_map or {}
