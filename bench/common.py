@@ -1,0 +1,195 @@
+"""Helpers shared by the benchmarks: repeated timing, medians, the environment line, running a
+node peer script, and printing Markdown tables.
+
+Benchmarks print figures; they never pass or fail on time. Compare ratios measured in one run:
+absolute times on a shared 2-core machine are noisy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, TypeVar
+
+__all__ = [
+    "BENCH_DIR",
+    "PEERS_DIR",
+    "Stats",
+    "describe_environment",
+    "fmt_int",
+    "fmt_ms",
+    "fmt_rate",
+    "fmt_us",
+    "node_available",
+    "print_table",
+    "rotated",
+    "run_node_json",
+    "stats",
+    "timed",
+]
+
+BENCH_DIR = Path(__file__).resolve().parent
+PEERS_DIR = BENCH_DIR / "peers"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Best and median of repeated measurements (seconds)."""
+
+    best: float
+    median: float
+    runs: int
+
+
+def stats(samples: Sequence[float]) -> Stats:
+    """Best and median of ``samples`` (at least one)."""
+    if not samples:
+        raise ValueError("no samples")
+    return Stats(best=min(samples), median=statistics.median(samples), runs=len(samples))
+
+
+def rotated(items: Sequence[T], shift: int) -> list[T]:
+    """``items`` rotated left by ``shift``: repetition r runs the consumers in a different order,
+    so no one consumer always runs first (cold) or last (after the others warmed the machine)."""
+    if not items:
+        return []
+    k = shift % len(items)
+    return [*items[k:], *items[:k]]
+
+
+def fmt_int(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def fmt_us(seconds: float) -> str:
+    """Microseconds with a precision that suits the magnitude."""
+    us = seconds * 1e6
+    if us < 10:
+        return f"{us:.2f}"
+    if us < 100:
+        return f"{us:.1f}"
+    return f"{us:,.0f}"
+
+
+def fmt_ms(seconds: float) -> str:
+    ms = seconds * 1e3
+    if ms < 10:
+        return f"{ms:.2f}"
+    if ms < 100:
+        return f"{ms:.1f}"
+    return f"{ms:,.0f}"
+
+
+def fmt_rate(per_second: float) -> str:
+    """A rate such as events/s, rounded to three significant digits."""
+    if per_second >= 1e6:
+        return f"{per_second / 1e6:.2f} M"
+    if per_second >= 1e3:
+        return f"{per_second / 1e3:.1f} k"
+    return f"{per_second:.0f}"
+
+
+def print_table(
+    title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], *, note: str = ""
+) -> None:
+    """Print a Markdown table (first column left-aligned, the others right-aligned)."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        if len(row) != len(headers):
+            raise ValueError(f"row {row!r} does not have {len(headers)} cells")
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "| " + " | ".join(parts) + " |"
+
+    rule = (
+        "|"
+        + "|".join(
+            ":" + "-" * (w + 1) if i == 0 else "-" * (w + 1) + ":" for i, w in enumerate(widths)
+        )
+        + "|"
+    )
+    print(f"\n### {title}\n")
+    print(line(headers))
+    print(rule)
+    for row in rows:
+        print(line(row))
+    if note:
+        print(f"\n{note}")
+    sys.stdout.flush()
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def node_available() -> bool:
+    """True when ``node`` is on PATH and the pinned peers are installed (``npm ci`` in peers/)."""
+    return shutil.which("node") is not None and (PEERS_DIR / "node_modules").is_dir()
+
+
+def describe_environment(packages: Sequence[str] = ()) -> str:
+    """One line naming the machine, Python and the versions of ``packages`` that are installed."""
+    parts = [
+        f"Python {platform.python_version()}",
+        f"{os.cpu_count()} CPUs",
+        platform.machine(),
+    ]
+    for package in packages:
+        version = _version(package)
+        parts.append(f"{package} {version}" if version else f"{package} (not installed)")
+    if shutil.which("node"):
+        node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False)
+        parts.append(f"node {node.stdout.strip()}")
+    return ", ".join(parts)
+
+
+def run_node_json(script: str, args: Sequence[str], *, timeout: float) -> Any:
+    """Run ``bench/peers/<script>`` with ``args`` and return the JSON it prints last on stdout."""
+    if not node_available():
+        raise RuntimeError(
+            "node peers are not installed: run `npm ci --prefix bench/peers` (see bench/README.md)"
+        )
+    completed = subprocess.run(
+        ["node", "--max-old-space-size=4096", str(PEERS_DIR / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=PEERS_DIR,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(
+            f"{script} {' '.join(args)} failed ({completed.returncode}): "
+            f"{completed.stderr.strip()[-2000:]}"
+        )
+    lines = [line for line in completed.stdout.splitlines() if line.strip()]
+    if not lines:
+        raise RuntimeError(f"{script} printed nothing")
+    return json.loads(lines[-1])
+
+
+def timed(fn: Callable[[], T]) -> tuple[float, T]:
+    """``(seconds, result)`` of one call of ``fn``."""
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result

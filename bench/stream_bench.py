@@ -1,0 +1,408 @@
+"""Streaming layer, side by side: pi_notebook vs the official SDKs vs raw httpx, same bytes.
+
+An OpenAI-style stream of N chat-completion chunks and an Anthropic-style stream of N
+``content_block_delta`` events are served over loopback by ``bench/sse_server.py`` in its own
+process (one SSE event per HTTP chunk, each flushed). Each consumer reads the whole stream and
+accumulates the reply text (checked against what the server sent):
+
+- ``pi_notebook``: ``pi_notebook.ai.stream()`` with a model on the ``openai-completions`` /
+  ``anthropic-messages`` API, every event consumed;
+- ``openai SDK``: ``AsyncOpenAI.chat.completions.create(stream=True)``;
+  ``anthropic SDK``: ``AsyncAnthropic.messages.create(stream=True)``;
+- ``httpx+sse+json`` (the floor): httpx + httpx-sse + ``json.loads`` per event, text picked out of
+  plain dicts;
+- ``httpx bytes``: httpx reading the chunked body only (the cost of HTTP chunk decoding).
+
+Consumers alternate order across repetitions; the table gives best and median µs per chunk and
+chunks/s for 10k, 100k and 1M deltas (the SDKs at 1M only with ``--sdk-1m``: they are slow).
+
+    python3 -m bench.stream_bench                       # everything, a few minutes
+    python3 -m bench.stream_bench --sizes 10k,100k --reps 5
+    python3 -m bench.stream_bench --profile pi_notebook --protocol openai --sizes 100k
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import importlib.util
+import io
+import json
+import pstats
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+from httpx_sse import aconnect_sse
+
+from bench.common import (
+    Stats,
+    describe_environment,
+    fmt_rate,
+    fmt_us,
+    print_table,
+    rotated,
+    stats,
+)
+from bench.sse_server import MODEL, expected_text, serve_in_subprocess
+
+Protocol = Literal["openai", "anthropic"]
+ConsumeFn = Callable[[str, int], Awaitable[str | None]]
+"""``(server URL, N) -> accumulated reply text`` (``None`` when the consumer does not parse)."""
+
+OURS = "pi_notebook"
+FLOOR = "httpx+sse+json"
+PROMPT = "Tell me a story."
+_PROVIDER_MODULES = {
+    "openai": "pi_notebook.ai.providers.openai_completions",
+    "anthropic": "pi_notebook.ai.providers.anthropic_messages",
+}
+
+
+@dataclass
+class Consumer:
+    name: str
+    protocol: Protocol
+    consume: ConsumeFn
+    sdk: bool = False
+    samples: dict[int, list[float]] = field(default_factory=dict)
+
+
+class Consumers:
+    """The consumers of one benchmark run, holding their (reused, warm) HTTP clients."""
+
+    def __init__(self) -> None:
+        self.http = httpx.AsyncClient(timeout=httpx.Timeout(600.0))
+        self._sdk_clients: dict[tuple[str, int], Any] = {}
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+        for client in self._sdk_clients.values():
+            await client.close()
+
+    # --- pi_notebook ------------------------------------------------------------------------------
+
+    async def ours(self, protocol: Protocol, url: str, n: int) -> str:
+        from pi_notebook.ai import Context, UserMessage, custom_model, stream
+
+        if protocol == "openai":
+            model = custom_model(MODEL, f"{url}/n/{n}/v1", provider="bench")
+        else:
+            model = custom_model(MODEL, f"{url}/n/{n}", provider="bench", api="anthropic-messages")
+        context = Context(messages=[UserMessage(content=PROMPT, timestamp=0)])
+        parts: list[str] = []
+        events = stream(model, context, api_key="bench-key", max_tokens=1024)
+        async for event in events:
+            if event.type == "text_delta":
+                parts.append(event.delta)
+            elif event.type == "error":
+                raise RuntimeError(f"pi_notebook stream failed: {event.error.error_message}")
+        return "".join(parts)
+
+    # --- official SDKs ----------------------------------------------------------------------------
+
+    def _openai_client(self, url: str, n: int) -> Any:
+        from openai import AsyncOpenAI
+
+        key = ("openai", n)
+        if key not in self._sdk_clients:
+            self._sdk_clients[key] = AsyncOpenAI(base_url=f"{url}/n/{n}/v1", api_key="bench-key")
+        return self._sdk_clients[key]
+
+    def _anthropic_client(self, url: str, n: int) -> Any:
+        from anthropic import AsyncAnthropic
+
+        key = ("anthropic", n)
+        if key not in self._sdk_clients:
+            self._sdk_clients[key] = AsyncAnthropic(base_url=f"{url}/n/{n}", api_key="bench-key")
+        return self._sdk_clients[key]
+
+    async def openai_sdk(self, url: str, n: int) -> str:
+        client = self._openai_client(url, n)
+        parts: list[str] = []
+        chunks = await client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": PROMPT}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        async for chunk in chunks:
+            if chunk.choices:
+                text = chunk.choices[0].delta.content
+                if text:
+                    parts.append(text)
+        return "".join(parts)
+
+    async def anthropic_sdk(self, url: str, n: int) -> str:
+        client = self._anthropic_client(url, n)
+        parts: list[str] = []
+        events = await client.messages.create(
+            model=MODEL,
+            max_tokens=1024,
+            messages=[{"role": "user", "content": PROMPT}],
+            stream=True,
+        )
+        async for event in events:
+            if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                parts.append(event.delta.text)
+        return "".join(parts)
+
+    # --- floors -----------------------------------------------------------------------------------
+
+    async def floor_openai(self, url: str, n: int) -> str:
+        parts: list[str] = []
+        payload = {"model": MODEL, "messages": [{"role": "user", "content": PROMPT}]}
+        target = f"{url}/n/{n}/v1/chat/completions"
+        async with aconnect_sse(self.http, "POST", target, json=payload) as source:
+            async for sse in source.aiter_sse():
+                if sse.data == "[DONE]":
+                    break
+                choices = json.loads(sse.data)["choices"]
+                if choices:
+                    text = choices[0]["delta"].get("content")
+                    if text:
+                        parts.append(text)
+        return "".join(parts)
+
+    async def floor_anthropic(self, url: str, n: int) -> str:
+        parts: list[str] = []
+        payload = {
+            "model": MODEL,
+            "max_tokens": 1024,
+            "messages": [{"role": "user", "content": PROMPT}],
+        }
+        async with aconnect_sse(self.http, "POST", f"{url}/n/{n}/v1/messages", json=payload) as src:
+            async for sse in src.aiter_sse():
+                data = json.loads(sse.data)
+                if data["type"] == "content_block_delta":
+                    delta = data["delta"]
+                    if delta["type"] == "text_delta":
+                        parts.append(delta["text"])
+        return "".join(parts)
+
+    async def raw_bytes(self, path: str, url: str, n: int) -> None:
+        async with self.http.stream("POST", f"{url}/n/{n}/v1/{path}", json={}) as response:
+            async for _chunk in response.aiter_raw():
+                pass
+        return None
+
+    def build(self, protocols: list[Protocol]) -> list[Consumer]:
+        out: list[Consumer] = []
+        for protocol in protocols:
+            if importlib.util.find_spec(_PROVIDER_MODULES[protocol]) is not None:
+                out.append(Consumer(OURS, protocol, _bind(self.ours, protocol)))
+            if protocol == "openai":
+                out.append(Consumer("openai SDK", protocol, self.openai_sdk, sdk=True))
+                out.append(Consumer(FLOOR, protocol, self.floor_openai))
+                out.append(
+                    Consumer("httpx bytes", protocol, _bind(self.raw_bytes, "chat/completions"))
+                )
+            else:
+                out.append(Consumer("anthropic SDK", protocol, self.anthropic_sdk, sdk=True))
+                out.append(Consumer(FLOOR, protocol, self.floor_anthropic))
+                out.append(Consumer("httpx bytes", protocol, _bind(self.raw_bytes, "messages")))
+        return out
+
+
+def _bind(fn: Callable[..., Awaitable[str | None]], first: Any) -> ConsumeFn:
+    async def consume(url: str, n: int) -> str | None:
+        return await fn(first, url, n)
+
+    return consume
+
+
+async def _run_once(consumer: Consumer, url: str, n: int, *, check: bool) -> float:
+    start = time.perf_counter()
+    text = await consumer.consume(url, n)
+    elapsed = time.perf_counter() - start
+    if check and text is not None and text != expected_text(n):
+        raise RuntimeError(
+            f"{consumer.name} ({consumer.protocol}) accumulated a wrong reply: "
+            f"{len(text)} characters instead of {len(expected_text(n))}"
+        )
+    return elapsed
+
+
+def parse_size(text: str) -> int:
+    """``10k`` → 10_000, ``1M`` → 1_000_000, ``2500`` → 2500."""
+    text = text.strip()
+    scale = {"k": 1_000, "m": 1_000_000}.get(text[-1:].lower(), 1)
+    digits = text[:-1] if scale != 1 else text
+    try:
+        value = int(float(digits) * scale)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 10k, 100k, 1M)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"size must be positive: {text!r}")
+    return value
+
+
+def size_label(n: int) -> str:
+    if n % 1_000_000 == 0:
+        return f"{n // 1_000_000}M"
+    if n % 1_000 == 0:
+        return f"{n // 1_000}k"
+    return str(n)
+
+
+async def run(args: argparse.Namespace) -> None:
+    protocols: list[Protocol] = args.protocol
+    sizes: list[int] = args.sizes
+    with serve_in_subprocess() as url:
+        consumers = Consumers()
+        try:
+            selected = [
+                c for c in consumers.build(protocols) if not args.only or c.name in args.only
+            ]
+            if not any(c.name == OURS for c in selected) and (not args.only or OURS in args.only):
+                print(
+                    "note: pi_notebook's providers for "
+                    f"{'/'.join(protocols)} are not importable yet; measuring the peers only"
+                )
+            if args.profile:
+                await _profile(selected, args.profile, url, sizes[0])
+                return
+            for consumer in selected:  # warm up connections and imports; check correctness
+                await _run_once(consumer, url, 1_000, check=True)
+            for n in sizes:
+                large = n >= 1_000_000
+                reps = args.reps_large if large else args.reps
+                active = [c for c in selected if not (large and c.sdk and not args.sdk_1m)]
+                for rep in range(reps):
+                    for consumer in rotated(active, rep):
+                        elapsed = await _run_once(consumer, url, n, check=rep == 0)
+                        consumer.samples.setdefault(n, []).append(elapsed)
+                        if args.verbose:
+                            print(
+                                f"  {consumer.protocol:9} {consumer.name:15} {size_label(n):>5}"
+                                f" rep {rep + 1}: {elapsed * 1e6 / n:8.2f} µs/chunk",
+                                flush=True,
+                            )
+        finally:
+            await consumers.aclose()
+    _report(selected, sizes, protocols)
+
+
+async def _profile(consumers: list[Consumer], name: str, url: str, n: int) -> None:
+    """Run ``name`` once per protocol under cProfile and print where the time goes."""
+    for consumer in consumers:
+        if consumer.name != name:
+            continue
+        await _run_once(consumer, url, 1_000, check=True)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        elapsed = await _run_once(consumer, url, n, check=True)
+        profiler.disable()
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(30)
+        print(
+            f"\n### cProfile: {name}, {consumer.protocol}, {size_label(n)} chunks "
+            f"({elapsed * 1e6 / n:.1f} µs/chunk with the profiler on)\n"
+        )
+        print(out.getvalue())
+
+
+def _report(consumers: list[Consumer], sizes: list[int], protocols: list[Protocol]) -> None:
+    for protocol in protocols:
+        rows: list[list[str]] = []
+        for consumer in (c for c in consumers if c.protocol == protocol):
+            for n in sizes:
+                if n not in consumer.samples:
+                    continue
+                s = stats(consumer.samples[n])
+                rows.append(
+                    [
+                        consumer.name,
+                        size_label(n),
+                        fmt_us(s.median / n),
+                        fmt_us(s.best / n),
+                        fmt_rate(n / s.median),
+                        str(s.runs),
+                    ]
+                )
+        style = "OpenAI chat.completion.chunk" if protocol == "openai" else "Anthropic"
+        print_table(
+            f"{style} stream over loopback",
+            ["consumer", "chunks", "µs/chunk (median)", "µs/chunk (best)", "chunks/s", "runs"],
+            rows,
+        )
+    _summary(consumers, sizes, protocols)
+
+
+def _summary(consumers: list[Consumer], sizes: list[int], protocols: list[Protocol]) -> None:
+    def median(name: str, protocol: Protocol, n: int) -> Stats | None:
+        for c in consumers:
+            if c.name == name and c.protocol == protocol and n in c.samples:
+                return stats(c.samples[n])
+        return None
+
+    rows: list[list[str]] = []
+    for protocol in protocols:
+        sdk_name = "openai SDK" if protocol == "openai" else "anthropic SDK"
+        for n in sizes:
+            ours, sdk, floor = (median(x, protocol, n) for x in (OURS, sdk_name, FLOOR))
+            if ours is None:
+                continue
+            rows.append(
+                [
+                    f"{protocol} {size_label(n)}",
+                    fmt_us(ours.median / n),
+                    fmt_us(sdk.median / n) if sdk else "–",
+                    f"{sdk.median / ours.median:.2f}×" if sdk else "–",
+                    fmt_us(floor.median / n) if floor else "–",
+                    f"{ours.median / floor.median:.2f}×" if floor else "–",
+                ]
+            )
+    if not rows:
+        return
+    print_table(
+        "pi_notebook against the SDK and the floor (medians)",
+        ["stream", "ours µs", "SDK µs", "SDK ÷ ours", "floor µs", "ours ÷ floor"],
+        rows,
+        note="SDK ÷ ours > 1 means pi_notebook is faster. Linear scaling: µs/chunk stays flat "
+        "from 10k to 1M.",
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description="Streaming layer: pi_notebook vs the official SDKs vs raw httpx, same bytes."
+    )
+    parser.add_argument(
+        "--sizes",
+        type=lambda s: [parse_size(x) for x in s.split(",")],
+        default=[10_000, 100_000, 1_000_000],
+        help="comma-separated chunk counts (default: 10k,100k,1M)",
+    )
+    parser.add_argument(
+        "--protocol",
+        type=lambda s: [p.strip() for p in s.split(",")],
+        default=["openai", "anthropic"],
+        help="openai, anthropic or both (default)",
+    )
+    parser.add_argument("--reps", type=int, default=3, help="repetitions below 1M (default 3)")
+    parser.add_argument("--reps-large", type=int, default=1, help="repetitions at ≥ 1M (default 1)")
+    parser.add_argument("--sdk-1m", action="store_true", help="also run the SDKs at ≥ 1M (slow)")
+    parser.add_argument(
+        "--only",
+        type=lambda s: [x.strip() for x in s.split(",")],
+        default=[],
+        help="comma-separated consumer names to run (e.g. 'pi_notebook,httpx+sse+json')",
+    )
+    parser.add_argument(
+        "--profile", metavar="CONSUMER", help="run CONSUMER once under cProfile (first size)"
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every run")
+    args = parser.parse_args()
+    for protocol in args.protocol:
+        if protocol not in ("openai", "anthropic"):
+            parser.error(f"unknown protocol {protocol!r}: use openai and/or anthropic")
+    print(describe_environment(["pydantic", "httpx", "httpx-sse", "openai", "anthropic"]))
+    asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()
