@@ -747,8 +747,8 @@ async def test_thinking_budget_in_the_body_and_no_temperature() -> None:
     plain = MODEL.model_copy(update={"reasoning": False})
     body = await request_body(CTX, plain, reasoning="high", temperature=0.5)
     assert "thinking" not in body and body["temperature"] == 0.5
-    headers_free = await request_body(CTX, thinking_budgets={"low": 3000}, reasoning="low")
-    assert headers_free["thinking"]["budget_tokens"] == 3000
+    custom = await request_body(CTX, thinking_budgets={"low": 3000}, reasoning="low")
+    assert custom["thinking"]["budget_tokens"] == 3000
 
 
 def test_thinking_budget_math() -> None:
