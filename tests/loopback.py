@@ -82,6 +82,7 @@ class LoopbackServer:
         self.requests: list[RecordedRequest] = []
         self.disconnected = asyncio.Event()
         self._server: asyncio.Server | None = None
+        self._handlers: set[asyncio.Task[None]] = set()
         self.port = 0
 
     @property
@@ -99,9 +100,16 @@ class LoopbackServer:
     async def __aexit__(self, *exc: object) -> None:
         assert self._server is not None
         self._server.close()
+        for task in list(self._handlers):
+            task.cancel()
+        if self._handlers:
+            await asyncio.wait(self._handlers, timeout=5)
         await self._server.wait_closed()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
         try:
             while True:
                 request = await self._read_request(reader)
@@ -116,9 +124,10 @@ class LoopbackServer:
                 keep_open = await self._write_reply(reader, writer, reply)
                 if not keep_open:
                     return
-        except (ConnectionError, asyncio.IncompleteReadError):
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             return
         finally:
+            self._handlers.discard(task)
             self.disconnected.set()
             writer.close()
 
