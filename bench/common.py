@@ -102,9 +102,15 @@ def fmt_rate(per_second: float) -> str:
 
 
 def print_table(
-    title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], *, note: str = ""
+    title: str,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    note: str = "",
+    left_columns: int = 1,
 ) -> None:
-    """Print a Markdown table (first column left-aligned, the others right-aligned)."""
+    """Print a Markdown table: the first ``left_columns`` columns left-aligned (labels), the
+    others right-aligned (figures)."""
     widths = [len(h) for h in headers]
     for row in rows:
         if len(row) != len(headers):
@@ -113,7 +119,7 @@ def print_table(
 
     def line(cells: Sequence[str]) -> str:
         parts = [
-            cell.ljust(w) if i == 0 else cell.rjust(w)
+            cell.ljust(w) if i < left_columns else cell.rjust(w)
             for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
         ]
         return "| " + " | ".join(parts) + " |"
@@ -121,7 +127,8 @@ def print_table(
     rule = (
         "|"
         + "|".join(
-            ":" + "-" * (w + 1) if i == 0 else "-" * (w + 1) + ":" for i, w in enumerate(widths)
+            ":" + "-" * (w + 1) if i < left_columns else "-" * (w + 1) + ":"
+            for i, w in enumerate(widths)
         )
         + "|"
     )
@@ -170,7 +177,7 @@ def run_node_json(script: str, args: Sequence[str], *, timeout: float) -> Any:
             "node peers are not installed: run `npm ci --prefix bench/peers` (see bench/README.md)"
         )
     completed = subprocess.run(
-        ["node", "--max-old-space-size=4096", str(PEERS_DIR / script), *args],
+        ["node", "--expose-gc", "--max-old-space-size=4096", str(PEERS_DIR / script), *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -1,0 +1,172 @@
+// The real pi agent loop (@mariozechner/pi-agent-core, pinned in package.json) on scripted
+// workloads, for bench/compare_agent_loop.py. Prints one JSON line with the timings.
+//
+//   node agent_loop.mjs --turns 1 --deltas 100000 --tools 0                 # one 100k-delta reply
+//   node agent_loop.mjs --turns 1 --deltas 0 --tools 1000 --execution sequential
+//   node agent_loop.mjs --turns 1000 --deltas 100 --tools 1 --reps 3
+//
+// A workload is `turns` model replies that each stream `deltas` text deltas and then `tools`
+// no-op tool calls, followed by one closing reply of a single text delta (so the run ends with
+// stopReason "stop"); with no tool calls the first reply already ends the run (--turns 1). The scripted stream function pushes a whole reply at once, the way pi's
+// providers push events as they parse them: one shared mutable partial message, `text +=` per
+// delta. The timed span is `await agent.prompt(...)` with one subscriber that consumes every
+// agent event; a fresh Agent is built for each repetition, after one untimed warm-up run.
+
+import { Agent } from "@mariozechner/pi-agent-core";
+import { createAssistantMessageEventStream, Type } from "@mariozechner/pi-ai";
+import { readFileSync } from "node:fs";
+
+const DELTA_TEXTS = [
+	" The", " quick", " brown", " fox", " jumps", " over", " the", " lazy",
+	" dog", ".", "\n\n", ' "Café"', " naïve", " 👍", " {x}", " done",
+];
+
+function parseArgs(argv) {
+	const options = { turns: 1, deltas: 0, tools: 0, execution: "parallel", reps: 3, warmup: 1 };
+	for (let i = 0; i < argv.length; i += 2) {
+		const key = argv[i].replace(/^--/, "");
+		const value = argv[i + 1];
+		if (!(key in options) || value === undefined) {
+			throw new Error(`usage: node agent_loop.mjs [--turns N] [--deltas N] [--tools N] ` +
+				`[--execution parallel|sequential] [--reps N] [--warmup N]; bad argument ${argv[i]}`);
+		}
+		options[key] = key === "execution" ? value : Number.parseInt(value, 10);
+		if (key !== "execution" && !(Number.isInteger(options[key]) && options[key] >= 0)) {
+			throw new Error(`--${key} needs a non-negative integer, got ${value}`);
+		}
+	}
+	if (options.tools === 0 && options.turns !== 1) {
+		throw new Error("a reply without tool calls ends the run: --tools 0 needs --turns 1");
+	}
+	if (options.execution !== "parallel" && options.execution !== "sequential") {
+		throw new Error(`--execution must be parallel or sequential, got ${options.execution}`);
+	}
+	return options;
+}
+
+const model = {
+	id: "scripted",
+	name: "Scripted model",
+	api: "scripted",
+	provider: "bench",
+	baseUrl: "",
+	reasoning: false,
+	input: ["text"],
+	cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+	contextWindow: 1_000_000_000,
+	maxTokens: 16_384,
+};
+
+const noop = {
+	name: "noop",
+	label: "No-op",
+	description: "Does nothing and says ok.",
+	parameters: Type.Object({}),
+	execute: async () => ({ content: [{ type: "text", text: "ok" }], details: {} }),
+};
+
+function emptyUsage() {
+	return {
+		input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0,
+		cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+	};
+}
+
+/** A stream function that plays `turns` replies of `deltas` text deltas + `tools` tool calls. */
+function scriptedStreamFn({ turns, deltas, tools }) {
+	let call = 0;
+	return (streamModel) => {
+		const turn = call++;
+		const closing = turn >= turns;
+		const deltaCount = closing ? 1 : deltas;
+		const toolCount = closing ? 0 : tools;
+		const stream = createAssistantMessageEventStream();
+		const output = {
+			role: "assistant",
+			content: [],
+			api: streamModel.api,
+			provider: streamModel.provider,
+			model: streamModel.id,
+			usage: emptyUsage(),
+			stopReason: toolCount > 0 ? "toolUse" : "stop",
+			timestamp: Date.now(),
+		};
+		stream.push({ type: "start", partial: output });
+		if (deltaCount > 0) {
+			const block = { type: "text", text: "" };
+			output.content.push(block);
+			const contentIndex = output.content.length - 1;
+			stream.push({ type: "text_start", contentIndex, partial: output });
+			for (let i = 0; i < deltaCount; i++) {
+				const delta = DELTA_TEXTS[i % DELTA_TEXTS.length];
+				block.text += delta;
+				stream.push({ type: "text_delta", contentIndex, delta, partial: output });
+			}
+			stream.push({ type: "text_end", contentIndex, content: block.text, partial: output });
+		}
+		for (let t = 0; t < toolCount; t++) {
+			const toolCall = { type: "toolCall", id: `call_${turn}_${t}`, name: "noop", arguments: {} };
+			output.content.push(toolCall);
+			const contentIndex = output.content.length - 1;
+			stream.push({ type: "toolcall_start", contentIndex, partial: output });
+			stream.push({ type: "toolcall_delta", contentIndex, delta: "{}", partial: output });
+			stream.push({ type: "toolcall_end", contentIndex, toolCall, partial: output });
+		}
+		stream.push({ type: "done", reason: output.stopReason, message: output });
+		return stream;
+	};
+}
+
+async function runOnce(workload) {
+	const agent = new Agent({
+		initialState: { systemPrompt: "You are a benchmark.", model, tools: [noop], messages: [] },
+		streamFn: scriptedStreamFn(workload),
+		toolExecution: workload.execution,
+	});
+	let events = 0;
+	agent.subscribe(() => {
+		events++;
+	});
+	const start = performance.now();
+	await agent.prompt("Go.");
+	const ms = performance.now() - start;
+	const messages = agent.state.messages;
+	const expectedMessages = workload.tools > 0 ? 2 + workload.turns * (1 + workload.tools) : 2;
+	if (messages.length !== expectedMessages || agent.state.errorMessage) {
+		throw new Error(`unexpected run: ${messages.length} messages (expected ${expectedMessages}), ` +
+			`error ${agent.state.errorMessage ?? "none"}`);
+	}
+	return { ms, events, messages: messages.length };
+}
+
+async function main() {
+	const workload = parseArgs(process.argv.slice(2));
+	const small = { ...workload, turns: Math.min(workload.turns, 10), deltas: Math.min(workload.deltas, 1000) };
+	for (let i = 0; i < workload.warmup; i++) {
+		await runOnce(small);
+	}
+	const runs = [];
+	let last;
+	for (let i = 0; i < workload.reps; i++) {
+		globalThis.gc?.();
+		last = await runOnce(workload);
+		runs.push(last.ms);
+	}
+	const pkg = JSON.parse(
+		readFileSync(new URL("./node_modules/@mariozechner/pi-agent-core/package.json", import.meta.url)),
+	);
+	console.log(JSON.stringify({
+		peer: "pi-agent-core",
+		version: pkg.version,
+		node: process.version,
+		workload,
+		runs_ms: runs,
+		events: last?.events ?? 0,
+		messages: last?.messages ?? 0,
+	}));
+}
+
+main().catch((error) => {
+	console.error(error instanceof Error ? error.stack : String(error));
+	process.exit(1);
+});
