@@ -134,14 +134,15 @@ class CompletionsStreamParser:
     def feed(self, chunk: Mapping[str, Any]) -> None:
         """One parsed ``chat.completion.chunk`` (or an error payload)."""
         builder = self._builder
-        builder.start()
         if chunk.get("error"):
             raise stream_error(chunk, self._api_key)
+        # Set before ``start``: the builder's snapshots read these when a partial is materialised.
         if builder.response_id is None and isinstance(chunk.get("id"), str):
             builder.response_id = chunk["id"]
         served_by = chunk.get("model")
         if builder.response_model is None and isinstance(served_by, str) and served_by:
             builder.response_model = served_by if served_by != builder.model.id else None
+        builder.start()
         usage = chunk.get("usage")
         choices = chunk.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices else None
@@ -264,6 +265,7 @@ class CompletionsStreamParser:
                 call.id = f"call_{uuid.uuid4().hex[:24]}"
                 builder.open_block(call.content_index).id = call.id
         reason, error = map_finish_reason(self.finish_reason, bool(self._calls))
+        builder.start()
         if reason is None:
             builder.end_open_blocks()
             builder.fail(error or "The provider ended the reply with an error")
@@ -296,14 +298,15 @@ async def _produce(builder: MessageBuilder, context: Context, options: StreamOpt
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
     url = completions_url(model.base_url)
     parser = CompletionsStreamParser(builder, api_key=api_key)
-    async with open_sse(model, options, url, headers, payload, api_key=api_key) as events:
-        builder.start()
-        async with aclosing(events):  # type: ignore[type-var]
-            try:
-                async for sse in events:
-                    if parser.feed_data(sse.data, sse.event):
-                        break
-            except httpx.TransportError as exc:
-                parser.finish(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-                return
+    async with (
+        open_sse(model, options, url, headers, payload, api_key=api_key) as events,
+        aclosing(events),  # type: ignore[type-var]
+    ):
+        try:
+            async for sse in events:
+                if parser.feed_data(sse.data, sse.event):
+                    break
+        except httpx.TransportError as exc:
+            parser.finish(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            return
     parser.finish()
