@@ -296,11 +296,19 @@ async def test_failed_response_keeps_partial_content() -> None:
     assert result.text == "partial" and result.usage.input == 60
 
 
-async def test_error_event_after_200() -> None:
+@pytest.mark.parametrize(
+    "error",
+    [
+        ev("error", code="rate_limit_exceeded", message="Slow down", param=None),
+        {"type": "error", "error": {"type": "rate_limit_exceeded", "message": "Slow down"}},
+        {"error": {"code": "rate_limit_exceeded", "message": "Slow down"}},
+    ],
+)
+async def test_error_event_after_200(error: dict[str, Any]) -> None:
     events = [
         *created(),
         *message_events("msg_1", ["so far"]),
-        ev("error", code="rate_limit_exceeded", message="Slow down", param=None),
+        error,
         completed(),  # never read: the error is terminal
     ]
     async with LoopbackServer() as server:

@@ -344,6 +344,8 @@ class ResponsesStreamParser:
         if self.finished:
             return
         kind = event.get("type")
+        if kind is None and "error" in event:
+            kind = "error"  # a bare {"error": {...}} payload, as compatible servers send
         handler = self._handlers.get(kind) if isinstance(kind, str) else None
         if handler is not None:
             handler(self, event)
