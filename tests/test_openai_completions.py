@@ -414,14 +414,29 @@ async def test_missing_key_for_a_hosted_provider_is_a_clear_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("GROQ_API_KEY", raising=False)
-    async with LoopbackServer() as server:
-        model = Model(id="llama", api="openai-completions", provider="groq", base_url=server.url)
-        events, message = await run(model)
+    model = Model(
+        id="llama",
+        api="openai-completions",
+        provider="groq",
+        base_url="https://api.groq.com/openai/v1",
+    )
+    events, message = await run(model)
     assert types(events) == ["error"]
     assert (
         message.error_message == "No API key for provider 'groq': set GROQ_API_KEY or pass api_key="
     )
-    assert server.requests == []
+
+
+async def test_a_known_provider_on_this_machine_needs_no_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    async with LoopbackServer() as server:
+        model = Model(id="gpt", api="openai-completions", provider="openai", base_url=server.url)
+        server.add(Reply.sse(sse_chunks(text_stream("local"), done=True)))
+        _, message = await run(model)
+    assert message.text == "local"
+    assert "authorization" not in server.requests[0].headers
 
 
 async def test_key_from_the_environment_is_sent_and_never_leaks(
@@ -816,11 +831,15 @@ async def test_pitfall_21_mid_stream_error_after_http_200_keeps_partial_content(
     assert len(server.requests) == 1
 
 
-async def test_pitfall_21_error_event_named_by_a_proxy() -> None:
+@pytest.mark.parametrize(
+    "data", [b'{"message": "upstream overloaded"}', b"upstream overloaded, try later"]
+)
+async def test_pitfall_21_error_event_named_by_a_proxy(data: bytes) -> None:
     body = sse_chunks([chunk({"content": "a"})])
-    body.append(b'event: error\ndata: {"message": "upstream overloaded"}\n\n')
+    body.append(b"event: error\ndata: " + data + b"\n\n")
     _, message, _ = await served([Reply.sse(body)])
-    assert message.stop_reason == "error" and "upstream overloaded" in (message.error_message or "")
+    assert message.stop_reason == "error" and message.text == "a"
+    assert "upstream overloaded" in (message.error_message or "")
 
 
 async def test_pitfall_22_429_with_retry_after_then_success() -> None:

@@ -20,11 +20,13 @@ keeps the partial content.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import uuid
 from collections.abc import Mapping
 from contextlib import aclosing
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -121,6 +123,8 @@ class CompletionsStreamParser:
         try:
             chunk = json.loads(stripped)
         except ValueError:
+            if event == "error":
+                raise stream_error({"message": stripped[:500]}, self._api_key) from None
             raise ProviderError(
                 f"The provider sent invalid JSON in the stream: {stripped[:200]!r}"
             ) from None
@@ -282,8 +286,17 @@ def stream(model: Model, context: Context, options: StreamOptions) -> AssistantM
 
 
 def _needs_api_key(model: Model) -> bool:
-    """Known hosted providers need a key; custom and local endpoints may run without one."""
-    return model.provider in PROVIDER_ENV_KEYS
+    """Known hosted providers need a key; custom endpoints and servers on this machine may run
+    without one."""
+    if model.provider not in PROVIDER_ENV_KEYS:
+        return False
+    host = urlsplit(model.base_url).hostname or ""
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
 
 
 async def _produce(builder: MessageBuilder, context: Context, options: StreamOptions) -> None:
