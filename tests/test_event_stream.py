@@ -148,3 +148,25 @@ def test_stream_created_outside_a_loop_starts_lazily() -> None:
 async def test_context_roundtrip_smoke() -> None:
     ctx = Context(system_prompt="s", messages=[UserMessage(content="hi")])
     assert ctx.to_json_dict()["systemPrompt"] == "s"
+
+
+async def test_snapshots_keep_ids_and_names_of_their_moment() -> None:
+    async def body(out: MessageBuilder) -> None:
+        out.start()
+        j = out.toolcall_start("", "")
+        out.toolcall_delta(j, '{"a"')
+        out.response_id = "resp_1"
+        block = out.open_block(j)
+        block.id, block.name = "call_1", "late_name"
+        out.toolcall_delta(j, ": 1}")
+        out.toolcall_end(j)
+        out.done("toolUse")
+
+    events = [e async for e in build(body)]
+    first, second = [e for e in events if e.type == "toolcall_delta"]
+    early = first.partial
+    assert early.response_id is None
+    assert (early.content[0].id, early.content[0].name) == ("", "")  # type: ignore[union-attr]
+    late = second.partial
+    assert late.response_id == "resp_1"
+    assert (late.content[0].id, late.content[0].name) == ("call_1", "late_name")  # type: ignore[union-attr]

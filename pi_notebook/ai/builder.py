@@ -87,48 +87,58 @@ class _OpenBlock:
         self.id = id
         self.name = name
 
+    def state(self) -> tuple[_OpenBlock, int, str, str, str | None]:
+        """What a snapshot needs to rebuild this block as it is now."""
+        return (self, len(self.chunks), self.id, self.name, self.signature)
+
     def build(self, count: int | None = None, final: bool = False) -> AssistantContent:
+        return self.build_from(count, self.id, self.name, self.signature, final)
+
+    def build_from(
+        self, count: int | None, id: str, name: str, signature: str | None, final: bool = False
+    ) -> AssistantContent:
         chunks = self.chunks if count is None else self.chunks[:count]
         text = "".join(chunks)
         if self.kind == "text":
-            return TextContent.model_construct(text=text, text_signature=self.signature)
+            return TextContent.model_construct(text=text, text_signature=signature)
         if self.kind == "thinking":
-            return ThinkingContent.model_construct(thinking=text, thinking_signature=self.signature)
+            return ThinkingContent.model_construct(thinking=text, thinking_signature=signature)
         if final:
             arguments, error = parse_tool_arguments(text)
             return ToolCall.model_construct(
-                id=self.id,
-                name=self.name,
+                id=id,
+                name=name,
                 arguments=arguments,
-                thought_signature=self.signature,
+                thought_signature=signature,
                 parse_error=error,
                 raw_arguments=text if error else None,
             )
         return ToolCall.model_construct(
-            id=self.id,
-            name=self.name,
-            arguments=parse_partial_json(text),
-            thought_signature=self.signature,
+            id=id, name=name, arguments=parse_partial_json(text), thought_signature=signature
         )
 
 
 class _Snapshot:
-    """The builder's state at one event, in O(1): block count, open blocks' chunk counts, usage."""
+    """The builder's state at one event, in O(1): block count, the open blocks' chunk counts and
+    metadata, usage and response ids — everything a later event could change."""
 
-    __slots__ = ("_blocks", "_builder", "_count", "_open", "_usage")
+    __slots__ = ("_blocks", "_builder", "_count", "_ids", "_open", "_usage")
 
     def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
         self._blocks = builder._blocks
         self._count = len(builder._blocks)
-        self._open = tuple((i, b, len(b.chunks)) for i, b in builder.open_blocks())
+        self._open = tuple((i, builder.open_block(i).state()) for i in builder._open)
         self._usage = builder.usage
+        self._ids = (builder.response_id, builder.response_model)
 
     def materialize(self) -> AssistantMessage:
         content: list[Any] = list(self._blocks[: self._count])
-        for index, block, count in self._open:
-            content[index] = block.build(count)
-        return self._builder._message(content, self._usage, stop_reason="stop")
+        for index, (block, count, id, name, signature) in self._open:
+            content[index] = block.build_from(count, id, name, signature)
+        message = self._builder._message(content, self._usage, stop_reason="stop")
+        message.response_id, message.response_model = self._ids
+        return message
 
 
 class MessageBuilder:
