@@ -1,0 +1,548 @@
+"""``Agent``: the stateful agent — a transcript, tools, queues, and one run at a time.
+
+``await agent.prompt("…")`` runs the loop on the current transcript; every event first updates
+``agent.state`` (the reducer, spec §6.2) and is then handed to each subscriber in order, awaited.
+While a run is active, ``steer`` queues messages injected after the current turn and
+``follow_up`` queues messages that start a new turn when the run would otherwise end.
+
+Each run works on a snapshot (system prompt, a copy of the transcript and tools, a config built
+from the agent's fields); changes made during a run apply to the next one. A run that fails (a
+hook or listener raising, a stream function breaking its contract) ends with a failure message
+reported as message_start, message_end, turn_end, agent_end (pi 0.79), and ``prompt`` returns
+normally with ``state.error_message`` set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Literal, TypeAlias
+
+from ..ai.abort import AbortController, AbortSignal
+from ..ai.options import ResponseInfo
+from ..ai.producer import describe_error
+from ..ai.types import (
+    AssistantMessage,
+    ImageContent,
+    Model,
+    TextContent,
+    ThinkingLevel,
+    Usage,
+    UserMessage,
+)
+from .events import (
+    AgentEndEvent,
+    AgentEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    TurnEndEvent,
+)
+from .loop import run_agent_loop, run_agent_loop_continue
+from .tools import AgentTool
+from .types import (
+    AfterToolCall,
+    AgentContext,
+    AgentLoopConfig,
+    AgentMessage,
+    BeforeToolCall,
+    ConvertToLlm,
+    GetApiKey,
+    PrepareNextTurn,
+    QueueMode,
+    StreamFn,
+    ToolExecutionMode,
+    TransformContext,
+    default_convert_to_llm,
+)
+
+__all__ = ["BUSY_MESSAGE", "Agent", "AgentListener", "AgentState"]
+
+_log = logging.getLogger(__name__)
+
+BUSY_MESSAGE = (
+    "Agent is already processing a prompt. Use steer() or followUp() to queue messages, "
+    "or wait for completion."
+)
+_BUSY_CONTINUE_MESSAGE = "Agent is already processing. Wait for completion before continuing."
+_QUEUE_MODES = ("all", "one-at-a-time")
+_TOOL_EXECUTION_MODES = ("sequential", "parallel")
+
+AgentListener: TypeAlias = Callable[..., Awaitable[None] | None]
+"""``listener(event)`` or ``listener(event, signal)``, sync or async."""
+
+
+def _placeholder_model() -> Model:
+    return Model(id="unknown", name="unknown", api="unknown", provider="unknown")
+
+
+class AgentState:
+    """What the agent is and is doing.
+
+    ``system_prompt``, ``model`` and ``thinking_level`` are plain fields; assigning ``tools`` or
+    ``messages`` stores a copy of the list. ``is_streaming``, ``streaming_message`` (the message
+    being received, including the partial assistant reply), ``pending_tool_calls`` (ids of tool
+    calls between start and end) and ``error_message`` (of the last failed reply) are read-only.
+    """
+
+    __slots__ = (
+        "_error_message",
+        "_is_streaming",
+        "_messages",
+        "_pending_tool_calls",
+        "_streaming",
+        "_tools",
+        "model",
+        "system_prompt",
+        "thinking_level",
+    )
+
+    def __init__(
+        self,
+        system_prompt: str,
+        model: Model,
+        thinking_level: ThinkingLevel,
+        tools: Iterable[AgentTool],
+        messages: Iterable[AgentMessage],
+    ) -> None:
+        self.system_prompt = system_prompt
+        self.model = model
+        self.thinking_level: ThinkingLevel = thinking_level
+        self._tools = list(tools)
+        self._messages = list(messages)
+        self._is_streaming = False
+        self._streaming: AgentMessage | MessageUpdateEvent | None = None
+        self._pending_tool_calls: set[str] = set()
+        self._error_message: str | None = None
+
+    @property
+    def tools(self) -> list[AgentTool]:
+        return self._tools
+
+    @tools.setter
+    def tools(self, tools: Iterable[AgentTool]) -> None:
+        self._tools = list(tools)
+
+    @property
+    def messages(self) -> list[AgentMessage]:
+        return self._messages
+
+    @messages.setter
+    def messages(self, messages: Iterable[AgentMessage]) -> None:
+        self._messages = list(messages)
+
+    @property
+    def is_streaming(self) -> bool:
+        return self._is_streaming
+
+    @property
+    def streaming_message(self) -> AgentMessage | None:
+        current = self._streaming
+        if isinstance(current, MessageUpdateEvent):
+            return current.message  # materialised only when asked for
+        return current
+
+    @property
+    def pending_tool_calls(self) -> frozenset[str]:
+        return frozenset(self._pending_tool_calls)
+
+    @property
+    def error_message(self) -> str | None:
+        return self._error_message
+
+    def __repr__(self) -> str:
+        return (
+            f"<AgentState model={self.model.ref} messages={len(self._messages)} "
+            f"tools={len(self._tools)} streaming={self._is_streaming}>"
+        )
+
+
+class _MessageQueue:
+    """Steering or follow-up messages waiting for the loop to poll them."""
+
+    __slots__ = ("_items", "mode")
+
+    def __init__(self, mode: QueueMode) -> None:
+        self.mode: QueueMode = _check_mode(mode)
+        self._items: deque[AgentMessage] = deque()
+
+    def push(self, message: AgentMessage) -> None:
+        self._items.append(message)
+
+    def drain(self) -> list[AgentMessage]:
+        if not self._items:
+            return []
+        if self.mode == "all":
+            items = list(self._items)
+            self._items.clear()
+            return items
+        return [self._items.popleft()]
+
+    def clear(self) -> None:
+        self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def _check_mode(mode: str) -> QueueMode:
+    if mode not in _QUEUE_MODES:
+        raise ValueError(f"queue mode must be 'all' or 'one-at-a-time', not {mode!r}")
+    return mode  # type: ignore[return-value]
+
+
+def _takes_signal(listener: AgentListener) -> bool:
+    """Whether ``listener`` accepts a second positional argument (the run's signal)."""
+    try:
+        parameters = inspect.signature(listener).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = 0
+    for parameter in parameters:
+        if parameter.kind is parameter.VAR_POSITIONAL:
+            return True
+        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= 2
+
+
+def _as_message(message: str | AgentMessage) -> AgentMessage:
+    if isinstance(message, str):
+        return UserMessage(content=[TextContent(text=message)])
+    if not hasattr(message, "role"):
+        raise TypeError(f"expected a message (with a role) or a str, not {type(message).__name__}")
+    return message
+
+
+class _ActiveRun:
+    __slots__ = ("controller", "done")
+
+    def __init__(self) -> None:
+        self.controller = AbortController()
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+
+class Agent:
+    """A stateful agent over the agent loop. See the module docstring.
+
+    The hook attributes (``convert_to_llm``, ``transform_context``, ``stream_fn``,
+    ``get_api_key``, ``before_tool_call``, ``after_tool_call``, ``prepare_next_turn``) and the
+    pass-through options (``session_id``, ``thinking_budgets``, ``transport``,
+    ``max_retry_delay_ms``, ``on_payload``, ``on_response``, ``tool_execution``) are public and
+    read when the next run starts.
+    """
+
+    def __init__(
+        self,
+        system_prompt: str = "",
+        model: Model | None = None,
+        thinking_level: ThinkingLevel = "off",
+        tools: Iterable[AgentTool] = (),
+        messages: Iterable[AgentMessage] = (),
+        convert_to_llm: ConvertToLlm | None = None,
+        transform_context: TransformContext | None = None,
+        stream_fn: StreamFn | None = None,
+        get_api_key: GetApiKey | None = None,
+        before_tool_call: BeforeToolCall | None = None,
+        after_tool_call: AfterToolCall | None = None,
+        steering_mode: QueueMode = "one-at-a-time",
+        follow_up_mode: QueueMode = "one-at-a-time",
+        tool_execution: ToolExecutionMode = "parallel",
+    ) -> None:
+        if tool_execution not in _TOOL_EXECUTION_MODES:
+            raise ValueError(
+                f"tool_execution must be 'parallel' or 'sequential', not {tool_execution!r}"
+            )
+        self._state = AgentState(
+            system_prompt, model or _placeholder_model(), thinking_level, tools, messages
+        )
+        self.convert_to_llm: ConvertToLlm = convert_to_llm or default_convert_to_llm
+        self.transform_context = transform_context
+        self.stream_fn = stream_fn
+        self.get_api_key = get_api_key
+        self.before_tool_call = before_tool_call
+        self.after_tool_call = after_tool_call
+        self.prepare_next_turn: PrepareNextTurn | None = None
+        self.tool_execution: ToolExecutionMode = tool_execution
+        self.session_id: str | None = None
+        self.thinking_budgets: dict[str, int] | None = None
+        self.transport: str | None = None
+        self.max_retry_delay_ms: int | None = None
+        self.on_payload: Callable[[dict[str, Any], Model], Any] | None = None
+        self.on_response: Callable[[ResponseInfo, Model], Any] | None = None
+        self._steering = _MessageQueue(steering_mode)
+        self._follow_up = _MessageQueue(follow_up_mode)
+        self._listeners: tuple[tuple[AgentListener, bool], ...] = ()
+        self._active: _ActiveRun | None = None
+
+    # --- state and subscriptions -----------------------------------------------------------------
+
+    @property
+    def state(self) -> AgentState:
+        return self._state
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        """The active run's abort signal (``None`` while idle)."""
+        return self._active.controller.signal if self._active is not None else None
+
+    def subscribe(self, listener: AgentListener) -> Callable[[], None]:
+        """Call ``listener(event)`` — or ``listener(event, signal)`` if it takes two arguments —
+        for every event, after the state was updated; async listeners are awaited, all in
+        subscription order. Returns a function that unsubscribes."""
+        entry = (listener, _takes_signal(listener))
+        self._listeners = (*self._listeners, entry)
+
+        def unsubscribe() -> None:
+            self._listeners = tuple(e for e in self._listeners if e is not entry)
+
+        return unsubscribe
+
+    async def _process_event(self, event: AgentEvent, *, tolerant: bool = False) -> None:
+        """Apply ``event`` to the state, then hand it to every listener in order."""
+        state = self._state
+        if event.type == "message_update":
+            state._streaming = event
+        elif event.type == "message_start":
+            state._streaming = event.message
+        elif event.type == "message_end":
+            state._streaming = None
+            state._messages.append(event.message)
+        elif event.type == "tool_execution_start":
+            state._pending_tool_calls.add(event.tool_call_id)
+        elif event.type == "tool_execution_end":
+            state._pending_tool_calls.discard(event.tool_call_id)
+        elif event.type == "turn_end":
+            message = event.message
+            if isinstance(message, AssistantMessage) and message.error_message:
+                state._error_message = message.error_message
+        elif event.type == "agent_end":
+            state._streaming = None
+
+        signal = self.signal
+        for listener, with_signal in self._listeners:
+            try:
+                outcome = listener(event, signal) if with_signal else listener(event)
+                if outcome is not None and inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                if not tolerant:
+                    raise
+                _log.exception("agent listener failed while a run failure was reported")
+
+    # --- queues ----------------------------------------------------------------------------------
+
+    @property
+    def steering_mode(self) -> QueueMode:
+        return self._steering.mode
+
+    @steering_mode.setter
+    def steering_mode(self, mode: QueueMode) -> None:
+        self._steering.mode = _check_mode(mode)
+
+    @property
+    def follow_up_mode(self) -> QueueMode:
+        return self._follow_up.mode
+
+    @follow_up_mode.setter
+    def follow_up_mode(self, mode: QueueMode) -> None:
+        self._follow_up.mode = _check_mode(mode)
+
+    def steer(self, message: str | AgentMessage) -> None:
+        """Queue a message for after the current turn (a str becomes a user message)."""
+        self._steering.push(_as_message(message))
+
+    def follow_up(self, message: str | AgentMessage) -> None:
+        """Queue a message for when the run would end (a str becomes a user message)."""
+        self._follow_up.push(_as_message(message))
+
+    def clear_steering_queue(self) -> None:
+        self._steering.clear()
+
+    def clear_follow_up_queue(self) -> None:
+        self._follow_up.clear()
+
+    def clear_all_queues(self) -> None:
+        self._steering.clear()
+        self._follow_up.clear()
+
+    def has_queued_messages(self) -> bool:
+        return bool(self._steering) or bool(self._follow_up)
+
+    # --- runs ------------------------------------------------------------------------------------
+
+    async def prompt(
+        self,
+        text_or_messages: str | AgentMessage | Sequence[AgentMessage],
+        images: Sequence[ImageContent] | None = None,
+    ) -> None:
+        """Run the agent on a prompt: a text (with optional images), a message, or messages.
+
+        Raises ``RuntimeError`` if a run is active. Returns when the run and all listeners are
+        done (failures are reported through events and ``state.error_message``).
+        """
+        if self._active is not None:
+            raise RuntimeError(BUSY_MESSAGE)
+        await self._run_prompt(self._prompt_messages(text_or_messages, images))
+
+    async def continue_run(self) -> None:
+        """Continue from the current transcript without a new prompt.
+
+        If the last message is an assistant reply, queued steering (else follow-up) messages are
+        sent as the prompt; with nothing queued that is an error.
+        """
+        if self._active is not None:
+            raise RuntimeError(_BUSY_CONTINUE_MESSAGE)
+        messages = self._state.messages
+        if not messages:
+            raise ValueError("No messages to continue from")
+        if messages[-1].role == "assistant":
+            queued = self._steering.drain()
+            if queued:
+                await self._run_prompt(queued, skip_initial_steering_poll=True)
+                return
+            queued = self._follow_up.drain()
+            if queued:
+                await self._run_prompt(queued)
+                return
+            raise ValueError("Cannot continue from message role: assistant")
+
+        async def execute(signal: AbortSignal) -> None:
+            await run_agent_loop_continue(
+                self._snapshot(), self._config(), self._process_event, signal, self.stream_fn
+            )
+
+        await self._run(execute)
+
+    def abort(self) -> None:
+        """Abort the active run (no-op while idle). Queued messages are kept."""
+        if self._active is not None:
+            self._active.controller.abort()
+
+    async def wait_for_idle(self) -> None:
+        """Return once no run is active."""
+        active = self._active
+        if active is not None:
+            await asyncio.shield(active.done)
+
+    def reset(self) -> None:
+        """Forget the transcript, run status and queues (model, tools, system prompt stay)."""
+        state = self._state
+        state._messages = []
+        state._is_streaming = False
+        state._streaming = None
+        state._pending_tool_calls = set()
+        state._error_message = None
+        self.clear_all_queues()
+
+    # --- internals -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _prompt_messages(
+        text_or_messages: str | AgentMessage | Sequence[AgentMessage],
+        images: Sequence[ImageContent] | None,
+    ) -> list[AgentMessage]:
+        if isinstance(text_or_messages, str):
+            content: list[TextContent | ImageContent] = [TextContent(text=text_or_messages)]
+            content.extend(images or ())
+            return [UserMessage(content=content)]
+        if images:
+            raise ValueError("images can only be given with a text prompt")
+        if hasattr(text_or_messages, "role"):
+            return [text_or_messages]
+        if isinstance(text_or_messages, Sequence):
+            return [_as_message(m) for m in text_or_messages]
+        raise TypeError(
+            f"prompt takes a str, a message or a list of messages, "
+            f"not {type(text_or_messages).__name__}"
+        )
+
+    def _snapshot(self) -> AgentContext:
+        state = self._state
+        return AgentContext(state.system_prompt, list(state.messages), list(state.tools))
+
+    def _config(self, *, skip_initial_steering_poll: bool = False) -> AgentLoopConfig:
+        state = self._state
+        skip = skip_initial_steering_poll
+
+        def steering() -> list[AgentMessage]:
+            nonlocal skip
+            if skip:
+                skip = False
+                return []
+            return self._steering.drain()
+
+        return AgentLoopConfig(
+            model=state.model,
+            convert_to_llm=self.convert_to_llm,
+            transform_context=self.transform_context,
+            get_api_key=self.get_api_key,
+            before_tool_call=self.before_tool_call,
+            after_tool_call=self.after_tool_call,
+            prepare_next_turn=self.prepare_next_turn,
+            get_steering_messages=steering,
+            get_follow_up_messages=self._follow_up.drain,
+            tool_execution=self.tool_execution,
+            reasoning=None if state.thinking_level == "off" else state.thinking_level,
+            session_id=self.session_id,
+            thinking_budgets=self.thinking_budgets,
+            max_retry_delay_ms=self.max_retry_delay_ms,
+            on_payload=self.on_payload,
+            on_response=self.on_response,
+            stream_options={"transport": self.transport} if self.transport else {},
+        )
+
+    async def _run_prompt(
+        self, messages: list[AgentMessage], *, skip_initial_steering_poll: bool = False
+    ) -> None:
+        async def execute(signal: AbortSignal) -> None:
+            config = self._config(skip_initial_steering_poll=skip_initial_steering_poll)
+            await run_agent_loop(
+                messages, self._snapshot(), config, self._process_event, signal, self.stream_fn
+            )
+
+        await self._run(execute)
+
+    async def _run(self, execute: Callable[[AbortSignal], Awaitable[None]]) -> None:
+        if self._active is not None:
+            raise RuntimeError(BUSY_MESSAGE)
+        active = self._active = _ActiveRun()
+        state = self._state
+        state._is_streaming = True
+        state._streaming = None
+        state._error_message = None
+        try:
+            await execute(active.controller.signal)
+        except Exception as exc:
+            await self._report_failure(exc, active.controller.signal.aborted)
+        finally:
+            state._is_streaming = False
+            state._streaming = None
+            state._pending_tool_calls = set()
+            self._active = None
+            active.done.set_result(None)
+
+    async def _report_failure(self, exc: Exception, aborted: bool) -> None:
+        """End a failed run with a failure reply, reported as pi 0.79 does."""
+        _log.warning("agent run failed: %s", describe_error(exc), exc_info=exc)
+        model = self._state.model
+        stop_reason: Literal["aborted", "error"] = "aborted" if aborted else "error"
+        failure = AssistantMessage(
+            content=[TextContent(text="")],
+            api=model.api,
+            provider=model.provider,
+            model=model.id,
+            usage=Usage(),
+            stop_reason=stop_reason,
+            error_message=describe_error(exc),
+        )
+        for event in (
+            MessageStartEvent._quick(type="message_start", message=failure),
+            MessageEndEvent._quick(type="message_end", message=failure),
+            TurnEndEvent._quick(type="turn_end", message=failure, tool_results=[]),
+            AgentEndEvent._quick(type="agent_end", messages=[failure]),
+        ):
+            await self._process_event(event, tolerant=True)

@@ -1,0 +1,274 @@
+"""Agent events — what a run reports, in pi's order — and the sink that delivers them in order.
+
+``model_dump(mode="json", by_alias=True, exclude_none=True)`` of an event gives pi's camelCase
+JSON. A ``message_update`` carries the provider event that caused it; its ``message`` is that
+event's partial reply, materialised only when somebody reads it, so streaming stays linear.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable
+from functools import cache
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+
+from pydantic import Field, GetPydanticSchema, TypeAdapter, computed_field
+from pydantic_core import core_schema
+
+from ..ai.events import AssistantMessageEvent
+from ..ai.types import AssistantMessage, Message, PiModel, ToolResultMessage
+from .tools import AgentToolResult
+from .types import AgentMessage
+
+if TYPE_CHECKING:
+    from typing import Self
+
+__all__ = [
+    "AgentEndEvent",
+    "AgentEvent",
+    "AgentEventType",
+    "AgentStartEvent",
+    "EventSink",
+    "MessageEndEvent",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
+    "ToolExecutionEndEvent",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "TurnEndEvent",
+    "TurnStartEvent",
+]
+
+AgentEventType: TypeAlias = Literal[
+    "agent_start",
+    "agent_end",
+    "turn_start",
+    "turn_end",
+    "message_start",
+    "message_update",
+    "message_end",
+    "tool_execution_start",
+    "tool_execution_update",
+    "tool_execution_end",
+]
+
+_LLM_ROLES = frozenset({"user", "assistant", "toolResult"})
+
+
+@cache
+def _message_adapter() -> TypeAdapter[Message]:
+    return TypeAdapter(Message)
+
+
+def _as_agent_message(value: Any) -> Any:
+    """Validation of an ``AgentMessage`` field: LLM messages given as dicts become models;
+    app-defined messages (anything with a ``role``) pass through untouched."""
+    if isinstance(value, dict):
+        if value.get("role") in _LLM_ROLES:
+            return _message_adapter().validate_python(value)
+        if "role" in value:
+            return value
+    elif hasattr(value, "role"):
+        return value
+    raise ValueError(f"an agent message needs a role, got {type(value).__name__}")
+
+
+AgentMessageField = Annotated[
+    AgentMessage,
+    GetPydanticSchema(
+        lambda _source, _handler: core_schema.no_info_plain_validator_function(_as_agent_message)
+    ),
+]
+"""An ``AgentMessage`` inside an event: serialised as whatever model it is."""
+
+
+class _AgentEventBase(PiModel):
+    @classmethod
+    def _quick(cls, **values: Any) -> Self:
+        """Build without validation (the loop's hot path). Every field must be given."""
+        event = cls.__new__(cls)
+        object.__setattr__(event, "__dict__", values)
+        object.__setattr__(event, "__pydantic_fields_set__", set(values))
+        object.__setattr__(event, "__pydantic_extra__", {})
+        object.__setattr__(event, "__pydantic_private__", None)
+        return event
+
+
+class AgentStartEvent(_AgentEventBase):
+    type: Literal["agent_start"] = "agent_start"
+
+
+class AgentEndEvent(_AgentEventBase):
+    """The run is over; ``messages`` are the messages it added (prompts included)."""
+
+    type: Literal["agent_end"] = "agent_end"
+    messages: list[AgentMessageField]
+
+
+class TurnStartEvent(_AgentEventBase):
+    type: Literal["turn_start"] = "turn_start"
+
+
+class TurnEndEvent(_AgentEventBase):
+    """One assistant reply and the results of its tool calls (in call order)."""
+
+    type: Literal["turn_end"] = "turn_end"
+    message: AgentMessageField
+    tool_results: list[ToolResultMessage]
+
+
+class MessageStartEvent(_AgentEventBase):
+    type: Literal["message_start"] = "message_start"
+    message: AgentMessageField
+
+
+class MessageUpdateEvent(_AgentEventBase):
+    """A streaming delta of the assistant reply; ``message`` is the reply up to this delta."""
+
+    type: Literal["message_update"] = "message_update"
+    assistant_message_event: AssistantMessageEvent
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def message(self) -> AssistantMessage:
+        event = self.assistant_message_event
+        partial: AssistantMessage = getattr(event, "partial")  # noqa: B009 (every delta event has one)
+        return partial
+
+
+class MessageEndEvent(_AgentEventBase):
+    type: Literal["message_end"] = "message_end"
+    message: AgentMessageField
+
+
+class ToolExecutionStartEvent(_AgentEventBase):
+    """A tool call is about to be prepared; ``args`` are the model's raw arguments."""
+
+    type: Literal["tool_execution_start"] = "tool_execution_start"
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+
+
+class ToolExecutionUpdateEvent(_AgentEventBase):
+    """Progress reported by a running tool."""
+
+    type: Literal["tool_execution_update"] = "tool_execution_update"
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    partial_result: AgentToolResult
+
+
+class ToolExecutionEndEvent(_AgentEventBase):
+    """A tool call is finished (parallel batches report these in completion order)."""
+
+    type: Literal["tool_execution_end"] = "tool_execution_end"
+    tool_call_id: str
+    tool_name: str
+    result: AgentToolResult
+    is_error: bool
+
+
+AgentEvent: TypeAlias = Annotated[
+    AgentStartEvent
+    | AgentEndEvent
+    | TurnStartEvent
+    | TurnEndEvent
+    | MessageStartEvent
+    | MessageUpdateEvent
+    | MessageEndEvent
+    | ToolExecutionStartEvent
+    | ToolExecutionUpdateEvent
+    | ToolExecutionEndEvent,
+    Field(discriminator="type"),
+]
+
+Emit: TypeAlias = Callable[[AgentEvent], Awaitable[None]]
+
+
+class EventSink:
+    """Delivers events to an awaited ``emit``, one at a time and in the order they were produced.
+
+    The loop awaits ``send`` for its own events (no extra task switch when nothing is queued).
+    Running tools report progress through ``post``, a plain callback that may fire while another
+    event is being delivered, or from a worker thread; such events wait in a deque and a drainer
+    task delivers them. A failure while delivering a posted event is raised by the next
+    ``send`` or ``flush``.
+    """
+
+    __slots__ = ("_busy", "_drainer", "_emit", "_error", "_loop", "_queue", "_thread")
+
+    def __init__(self, emit: Emit) -> None:
+        self._emit = emit
+        self._queue: deque[tuple[AgentEvent, asyncio.Future[None] | None]] = deque()
+        self._busy = False
+        self._drainer: asyncio.Task[None] | None = None
+        self._error: BaseException | None = None
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.get_ident()
+
+    async def send(self, event: AgentEvent) -> None:
+        """Deliver ``event`` after everything queued before it; return once it was handled."""
+        self._raise_pending_error()
+        if self._busy or self._queue:
+            waiter = self._loop.create_future()
+            self._queue.append((event, waiter))
+            self._start_drainer()
+            await waiter
+            return
+        self._busy = True
+        try:
+            await self._emit(event)
+        finally:
+            self._busy = False
+            if self._queue:
+                self._start_drainer()
+
+    def post(self, event: AgentEvent) -> None:
+        """Queue ``event`` for delivery without waiting (safe from other threads)."""
+        if threading.get_ident() != self._thread:
+            self._loop.call_soon_threadsafe(self.post, event)
+            return
+        self._queue.append((event, None))
+        self._start_drainer()
+
+    async def flush(self) -> None:
+        """Wait until every posted event was delivered; raise a delivery failure, if any."""
+        drainer = self._drainer
+        if drainer is not None:
+            await asyncio.shield(drainer)
+        self._raise_pending_error()
+
+    def _raise_pending_error(self) -> None:
+        error = self._error
+        if error is not None:
+            self._error = None
+            raise error
+
+    def _start_drainer(self) -> None:
+        if self._busy:
+            return
+        self._busy = True
+        self._drainer = self._loop.create_task(self._drain())
+
+    async def _drain(self) -> None:
+        queue = self._queue
+        try:
+            while queue:
+                event, waiter = queue.popleft()
+                try:
+                    await self._emit(event)
+                except Exception as exc:
+                    if waiter is None:
+                        self._error = self._error or exc
+                    elif not waiter.done():
+                        waiter.set_exception(exc)
+                else:
+                    if waiter is not None and not waiter.done():
+                        waiter.set_result(None)
+        finally:
+            self._busy = False
+            self._drainer = None

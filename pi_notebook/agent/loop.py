@@ -1,0 +1,455 @@
+"""The agent loop: prompt → model reply → tool calls → next reply …, reported as agent events.
+
+``run_agent_loop(prompts, context, config, emit)`` awaits ``emit`` for every event (the ``Agent``
+and the harness use it: a slow listener back-pressures the run) and returns the messages the run
+added. ``agent_loop(...)`` runs the same loop as a background task and hands its events to an
+async iterator. The ``*_continue`` variants resume from an existing transcript without a prompt.
+
+Event order (pi's, spec §4.6)::
+
+    agent_start, turn_start, message_start/end per prompt,
+    [turn_start (not for the first turn), message_start/end per injected steering/follow-up
+     message, message_start, message_update…, message_end (assistant),
+     tool events (see ``tool_execution``), turn_end] …, agent_end
+
+A reply that ends in ``error`` or ``aborted`` ends the run after its ``turn_end``. Steering
+messages are polled at the start and after every turn, follow-ups only when the run would end.
+
+Cost per turn does not grow with the transcript: the working context is appended to, and with the
+default ``convert_to_llm`` only new messages are converted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import fields
+from typing import Any
+
+from ..ai.abort import AbortSignal
+from ..ai.event_stream import AssistantMessageEventStream
+from ..ai.options import StreamOptions, maybe_await
+from ..ai.registry import stream_simple
+from ..ai.types import AssistantMessage, Context, Message, Model, ToolResultMessage
+from .events import (
+    AgentEndEvent,
+    AgentEvent,
+    AgentStartEvent,
+    Emit,
+    EventSink,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from .tool_execution import execute_tool_calls
+from .types import (
+    AgentContext,
+    AgentLoopConfig,
+    AgentMessage,
+    GetQueuedMessages,
+    StreamFn,
+    TurnEndContext,
+    TurnUpdate,
+    default_convert_to_llm,
+)
+
+__all__ = [
+    "AgentEventStream",
+    "agent_loop",
+    "agent_loop_continue",
+    "default_stream_fn",
+    "run_agent_loop",
+    "run_agent_loop_continue",
+]
+
+_DELTA_TYPES = frozenset(
+    {
+        "text_start",
+        "text_delta",
+        "text_end",
+        "thinking_start",
+        "thinking_delta",
+        "thinking_end",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_end",
+    }
+)
+_STREAM_OPTION_NAMES = tuple(f.name for f in fields(StreamOptions) if f.name != "extra")
+
+
+def default_stream_fn(
+    model: Model, context: Context, options: StreamOptions
+) -> AssistantMessageEventStream:
+    """pi-ai's ``stream_simple`` over the provider registered for ``model.api``."""
+    kwargs: dict[str, Any] = {name: getattr(options, name) for name in _STREAM_OPTION_NAMES}
+    kwargs.update(options.extra)
+    return stream_simple(model, context, **kwargs)
+
+
+class _Run:
+    """One run of the loop: its working context, the messages it added, and where events go."""
+
+    def __init__(
+        self,
+        context: AgentContext,
+        new_messages: list[AgentMessage],
+        config: AgentLoopConfig,
+        signal: AbortSignal | None,
+        sink: EventSink,
+        stream_fn: StreamFn | None,
+    ) -> None:
+        self.context = context
+        self.new_messages = new_messages
+        self.config = config
+        self.signal = signal
+        self.sink = sink
+        self.stream_fn: StreamFn = stream_fn or default_stream_fn
+        self.model = config.model
+        self.reasoning = config.reasoning
+        self._converted: list[Message] = []
+        self._converted_from: list[AgentMessage] | None = None
+        self._converted_count = 0
+
+    async def emit_message(self, message: AgentMessage) -> None:
+        """``message_start`` + ``message_end`` for a message that arrives whole."""
+        await self.sink.send(MessageStartEvent._quick(type="message_start", message=message))
+        await self.sink.send(MessageEndEvent._quick(type="message_end", message=message))
+
+    async def end(self) -> None:
+        await self.sink.send(
+            AgentEndEvent._quick(type="agent_end", messages=list(self.new_messages))
+        )
+
+    async def poll(self, hook: GetQueuedMessages | None) -> list[AgentMessage]:
+        if hook is None:
+            return []
+        return list(await maybe_await(hook()))
+
+    # --- the loop --------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        config = self.config
+        send = self.sink.send
+        pending = await self.poll(config.get_steering_messages)
+        first_turn = True
+        while True:
+            more_tool_calls = True
+            while more_tool_calls or pending:
+                if first_turn:
+                    first_turn = False
+                else:
+                    await send(TurnStartEvent._quick(type="turn_start"))
+                for message in pending:
+                    await self.emit_message(message)
+                    self.context.messages.append(message)
+                    self.new_messages.append(message)
+                pending = []
+
+                reply = await self.stream_reply()
+                self.new_messages.append(reply)
+                if reply.stop_reason == "error" or reply.stop_reason == "aborted":
+                    await send(TurnEndEvent._quick(type="turn_end", message=reply, tool_results=[]))
+                    await self.end()
+                    return
+
+                tool_results: list[ToolResultMessage] = []
+                more_tool_calls = False
+                if any(block.type == "toolCall" for block in reply.content):
+                    batch = await execute_tool_calls(
+                        reply, self.context, config, self.signal, self.sink
+                    )
+                    tool_results = batch.messages
+                    self.context.messages.extend(tool_results)
+                    self.new_messages.extend(tool_results)
+                    more_tool_calls = not batch.terminate
+                await send(
+                    TurnEndEvent._quick(type="turn_end", message=reply, tool_results=tool_results)
+                )
+
+                if config.prepare_next_turn is not None or config.should_stop_after_turn:
+                    turn = TurnEndContext(reply, tool_results, self.context, self.new_messages)
+                    if config.prepare_next_turn is not None:
+                        self.apply(await maybe_await(config.prepare_next_turn(turn)))
+                    if config.should_stop_after_turn is not None and await maybe_await(
+                        config.should_stop_after_turn(turn)
+                    ):
+                        await self.end()
+                        return
+                pending = await self.poll(config.get_steering_messages)
+
+            pending = await self.poll(config.get_follow_up_messages)
+            if not pending:
+                break
+        await self.end()
+
+    def apply(self, update: TurnUpdate | None) -> None:
+        """Take over what ``prepare_next_turn`` replaced."""
+        if update is None:
+            return
+        if not isinstance(update, TurnUpdate):
+            raise TypeError(
+                f"prepare_next_turn must return a TurnUpdate or None, not {type(update).__name__}"
+            )
+        if update.context is not None:
+            self.context = update.context
+        if update.model is not None:
+            self.model = update.model
+        if update.thinking_level is not None:
+            self.reasoning = update.thinking_level
+
+    # --- one model call --------------------------------------------------------------------------
+
+    async def llm_messages(self) -> list[Message]:
+        """The messages for the next call: hooks applied, or the default conversion extended
+        by the messages appended since the last call."""
+        config = self.config
+        messages = self.context.messages
+        if config.transform_context is None and config.convert_to_llm is default_convert_to_llm:
+            if self._converted_from is not messages or self._converted_count > len(messages):
+                self._converted, self._converted_from, self._converted_count = [], messages, 0
+            self._converted.extend(default_convert_to_llm(messages[self._converted_count :]))
+            self._converted_count = len(messages)
+            return list(self._converted)
+        view: list[AgentMessage] = messages
+        if config.transform_context is not None:
+            view = list(await maybe_await(config.transform_context(list(messages), self.signal)))
+        return list(await maybe_await(config.convert_to_llm(view)))
+
+    async def stream_options(self) -> StreamOptions:
+        config = self.config
+        api_key = config.api_key
+        if config.get_api_key is not None:
+            api_key = await maybe_await(config.get_api_key(self.model.provider)) or api_key
+        options: dict[str, Any] = dict(config.stream_options)
+        explicit = {
+            "api_key": api_key,
+            "signal": self.signal,
+            "reasoning": self.reasoning,
+            "session_id": config.session_id,
+            "max_tokens": config.max_tokens,
+            "temperature": config.temperature,
+            "headers": config.headers,
+            "max_retry_delay_ms": config.max_retry_delay_ms,
+            "thinking_budgets": config.thinking_budgets,
+            "on_payload": config.on_payload,
+            "on_response": config.on_response,
+        }
+        options.update((k, v) for k, v in explicit.items() if v is not None)
+        return StreamOptions.from_kwargs(options)
+
+    async def stream_reply(self) -> AssistantMessage:
+        """Call the model and relay its reply as message_start / message_update… / message_end."""
+        context = self.context
+        llm_context = Context.model_construct(
+            system_prompt=context.system_prompt,
+            messages=await self.llm_messages(),
+            tools=list(context.tools) or None,
+        )
+        options = await self.stream_options()
+        produced = self.stream_fn(self.model, llm_context, options)
+        stream = await produced if inspect.isawaitable(produced) else produced
+
+        send = self.sink.send
+        started = False
+        final: AssistantMessage | None = None
+        async for event in stream:
+            kind = event.type
+            if kind in _DELTA_TYPES:
+                if started:
+                    await send(
+                        MessageUpdateEvent._quick(
+                            type="message_update", assistant_message_event=event
+                        )
+                    )
+            elif kind == "start":
+                if not started:
+                    started = True
+                    message = event.partial  # type: ignore[union-attr]
+                    await send(MessageStartEvent._quick(type="message_start", message=message))
+            elif kind == "done":
+                final = event.message  # type: ignore[union-attr]
+                break
+            elif kind == "error":
+                final = event.error  # type: ignore[union-attr]
+                break
+        if final is None:
+            final = await stream.result()
+        if not isinstance(final, AssistantMessage):
+            raise TypeError(f"the stream function produced {type(final).__name__}, not a reply")
+        if not started:
+            await send(MessageStartEvent._quick(type="message_start", message=final))
+        context.messages.append(final)
+        await send(MessageEndEvent._quick(type="message_end", message=final))
+        return final
+
+
+# --- awaited-emit entry points -------------------------------------------------------------------
+
+
+async def run_agent_loop(
+    prompts: Iterable[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: Emit,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> list[AgentMessage]:
+    """Run the loop on ``prompts`` after ``context``; every event is awaited through ``emit``.
+
+    ``context`` is not modified. Returns the messages the run added (prompts first).
+    """
+    prompts = list(prompts)
+    working = AgentContext(
+        context.system_prompt, [*context.messages, *prompts], list(context.tools)
+    )
+    run = _Run(working, list(prompts), config, signal, EventSink(emit), stream_fn)
+    await run.sink.send(AgentStartEvent._quick(type="agent_start"))
+    await run.sink.send(TurnStartEvent._quick(type="turn_start"))
+    for prompt in prompts:
+        await run.emit_message(prompt)
+    await run.run()
+    return run.new_messages
+
+
+def _check_continuable(context: AgentContext) -> None:
+    if not context.messages:
+        raise ValueError("Cannot continue: no messages in context")
+    role = context.messages[-1].role
+    if role == "assistant":
+        raise ValueError(f"Cannot continue from message role: {role}")
+
+
+async def run_agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: Emit,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> list[AgentMessage]:
+    """Resume from ``context`` (whose last message must not be an assistant reply)."""
+    _check_continuable(context)
+    working = AgentContext(context.system_prompt, list(context.messages), list(context.tools))
+    run = _Run(working, [], config, signal, EventSink(emit), stream_fn)
+    await run.sink.send(AgentStartEvent._quick(type="agent_start"))
+    await run.sink.send(TurnStartEvent._quick(type="turn_start"))
+    await run.run()
+    return run.new_messages
+
+
+# --- async-iterator entry points -----------------------------------------------------------------
+
+_running_loops: set[asyncio.Task[Any]] = set()
+"""Strong references: a loop task must not be garbage-collected while it runs."""
+
+
+class AgentEventStream:
+    """The events of a loop run as an async iterator; ``await result()`` gives the new messages.
+
+    The run goes on in a task of its own and does not wait for the consumer (events queue up in
+    a deque). If the run fails, iteration raises the failure after the events before it.
+    """
+
+    __slots__ = ("_backlog", "_error", "_messages", "_raised", "_runner", "_task", "_waiter")
+
+    def __init__(self, runner: Callable[[Emit], Awaitable[list[AgentMessage]]]) -> None:
+        self._runner = runner
+        self._backlog: deque[AgentEvent] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._messages: list[AgentMessage] = []
+        self._error: Exception | None = None
+        self._raised = False
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # started by the first consumer
+        self._start()
+
+    def _start(self) -> asyncio.Task[None]:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+            _running_loops.add(self._task)
+            self._task.add_done_callback(_running_loops.discard)
+        return self._task
+
+    async def _emit(self, event: AgentEvent) -> None:
+        self._backlog.append(event)
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def _run(self) -> None:
+        try:
+            self._messages = await self._runner(self._emit)
+        except Exception as exc:
+            self._error = exc
+        finally:
+            self._wake()
+
+    def __aiter__(self) -> AgentEventStream:
+        return self
+
+    async def __anext__(self) -> AgentEvent:
+        task = self._start()
+        while True:
+            if self._backlog:
+                return self._backlog.popleft()
+            if task.done():
+                if self._error is not None and not self._raised:
+                    self._raised = True
+                    raise self._error
+                raise StopAsyncIteration
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+
+    async def result(self) -> list[AgentMessage]:
+        """The messages the run added (raises the run's failure, if it failed)."""
+        await asyncio.shield(self._start())
+        if self._error is not None:
+            raise self._error
+        return self._messages
+
+    async def aclose(self) -> None:
+        """Cancel the run (if still going) and wait for it to stop."""
+        task = self._start()
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def agent_loop(
+    prompts: Iterable[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> AgentEventStream:
+    """``run_agent_loop`` as an async iterator of events (the run does not wait for you)."""
+    prompts = list(prompts)
+    return AgentEventStream(
+        lambda emit: run_agent_loop(prompts, context, config, emit, signal, stream_fn)
+    )
+
+
+def agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> AgentEventStream:
+    """``run_agent_loop_continue`` as an async iterator. Raises at once if ``context`` cannot
+    be continued (empty, or ending with an assistant reply)."""
+    _check_continuable(context)
+    return AgentEventStream(
+        lambda emit: run_agent_loop_continue(context, config, emit, signal, stream_fn)
+    )

@@ -1,0 +1,336 @@
+"""Running the tool calls of one assistant reply (pi's ``executeToolCalls``, 0.79 semantics).
+
+Every call is first *prepared*, in call order: ``tool_execution_start``, find the tool, reject
+unparseable arguments, ``prepare_arguments``, validation, ``before_tool_call``. A call that fails
+preparation gets an immediate error result (its ``tool_execution_end`` follows at once, and
+``after_tool_call`` is not consulted). Prepared calls then execute:
+
+- **parallel** (default): all prepared calls run concurrently once the preparation pass is over;
+  each reports ``tool_execution_end`` when it finishes (completion order), and the tool-result
+  messages follow in call order;
+- **sequential** (``tool_execution="sequential"``, or any called tool with
+  ``execution_mode="sequential"``): each call is prepared, run, ended and its result message
+  emitted before the next one starts.
+
+A tool that raises produces an error result carrying the exception text; ``after_tool_call`` may
+then override the result field by field. Abort is cooperative: running tools get the signal; once
+it fired, no further call starts (those already prepared end with "Operation aborted") and the
+remaining calls of the reply are skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from ..ai.abort import AbortSignal
+from ..ai.options import maybe_await
+from ..ai.producer import describe_error
+from ..ai.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage
+from .events import (
+    EventSink,
+    MessageEndEvent,
+    MessageStartEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+)
+from .tools import AgentTool, AgentToolResult
+from .types import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    AgentContext,
+    AgentLoopConfig,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+)
+from .validation import arguments_error_for, validate_tool_arguments
+
+__all__ = ["ABORTED_TOOL_MESSAGE", "BLOCKED_TOOL_MESSAGE", "ToolBatch", "execute_tool_calls"]
+
+BLOCKED_TOOL_MESSAGE = "Tool execution was blocked"
+ABORTED_TOOL_MESSAGE = "Operation aborted"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBatch:
+    """The outcome of one reply's tool calls: result messages in call order, and whether every
+    result asked to end the run (``terminate``)."""
+
+    messages: list[ToolResultMessage]
+    terminate: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    result: AgentToolResult
+    is_error: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    call: ToolCall
+    tool: AgentTool
+    args: dict[str, Any]
+
+
+_Finished: TypeAlias = tuple[_Outcome, ToolResultMessage]
+
+
+def _error(message: str) -> _Outcome:
+    return _Outcome(AgentToolResult(content=[TextContent(text=message)], details={}), True)
+
+
+class _Batch:
+    """Shared state of one batch: the reply, the working context, config, signal and sink."""
+
+    __slots__ = ("assistant", "config", "context", "signal", "sink", "tools")
+
+    def __init__(
+        self,
+        assistant: AssistantMessage,
+        context: AgentContext,
+        config: AgentLoopConfig,
+        signal: AbortSignal | None,
+        sink: EventSink,
+    ) -> None:
+        self.assistant = assistant
+        self.context = context
+        self.config = config
+        self.signal = signal
+        self.sink = sink
+        self.tools: dict[str, AgentTool] = {}
+        for tool in context.tools:
+            self.tools.setdefault(tool.name, tool)
+
+    @property
+    def aborted(self) -> bool:
+        return self.signal is not None and self.signal.aborted
+
+    def is_sequential(self, calls: Sequence[ToolCall]) -> bool:
+        if self.config.tool_execution == "sequential":
+            return True
+        for call in calls:
+            tool = self.tools.get(call.name)
+            if tool is not None and tool.execution_mode == "sequential":
+                return True
+        return False
+
+    # --- the three steps of a call ---------------------------------------------------------------
+
+    async def prepare(self, call: ToolCall) -> _Prepared | _Outcome:
+        """Everything before execution; an ``_Outcome`` means the call will not run."""
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return _error(f"Tool {call.name} not found")
+        try:
+            unparseable = arguments_error_for(call)
+            if unparseable is not None:
+                return _error(unparseable)
+            raw = call.arguments
+            if tool.prepare_arguments is not None:
+                raw = tool.prepare_arguments(raw)
+            args = validate_tool_arguments(tool, raw)
+            hook = self.config.before_tool_call
+            if hook is not None:
+                context = BeforeToolCallContext(self.assistant, call, args, self.context)
+                decision = await maybe_await(hook(context, self.signal))
+                if self.aborted:
+                    return _error(ABORTED_TOOL_MESSAGE)
+                if decision is not None and not isinstance(decision, BeforeToolCallResult):
+                    raise TypeError(
+                        "before_tool_call must return a BeforeToolCallResult or None, "
+                        f"not {type(decision).__name__}"
+                    )
+                if decision is not None and decision.block:
+                    return _error(decision.reason or BLOCKED_TOOL_MESSAGE)
+            if self.aborted:
+                return _error(ABORTED_TOOL_MESSAGE)
+        except Exception as exc:
+            return _error(describe_error(exc))
+        return _Prepared(call, tool, args)
+
+    async def execute(self, prepared: _Prepared) -> _Outcome:
+        """Run the tool; its progress updates are delivered before this returns."""
+        if self.aborted:
+            return _error(ABORTED_TOOL_MESSAGE)
+        call = prepared.call
+        sink = self.sink
+        accepting = True
+
+        def on_update(partial: AgentToolResult) -> None:
+            if accepting:
+                sink.post(
+                    ToolExecutionUpdateEvent._quick(
+                        type="tool_execution_update",
+                        tool_call_id=call.id,
+                        tool_name=call.name,
+                        args=call.arguments,
+                        partial_result=partial,
+                    )
+                )
+
+        try:
+            result = await prepared.tool.execute(call.id, prepared.args, self.signal, on_update)
+            if not isinstance(result, AgentToolResult):
+                raise TypeError(
+                    f"Tool {call.name} returned {type(result).__name__}, "
+                    "expected an AgentToolResult"
+                )
+            outcome = _Outcome(result, False)
+        except Exception as exc:
+            outcome = _error(describe_error(exc))
+        finally:
+            accepting = False  # updates after the tool settled are ignored
+        await sink.flush()
+        return outcome
+
+    async def finalize(self, prepared: _Prepared, outcome: _Outcome) -> _Outcome:
+        """Apply ``after_tool_call``'s field-wise override, if any."""
+        hook = self.config.after_tool_call
+        if hook is None:
+            return outcome
+        context = AfterToolCallContext(
+            self.assistant,
+            prepared.call,
+            prepared.args,
+            outcome.result,
+            outcome.is_error,
+            self.context,
+        )
+        try:
+            override = await maybe_await(hook(context, self.signal))
+            if override is None:
+                return outcome
+            if not isinstance(override, AfterToolCallResult):
+                raise TypeError(
+                    "after_tool_call must return an AfterToolCallResult or None, "
+                    f"not {type(override).__name__}"
+                )
+            result = outcome.result
+            merged = AgentToolResult(
+                content=result.content if override.content is None else override.content,
+                details=result.details if override.details is None else override.details,
+                terminate=result.terminate if override.terminate is None else override.terminate,
+            )
+        except Exception as exc:
+            return _error(describe_error(exc))
+        return _Outcome(
+            merged, outcome.is_error if override.is_error is None else override.is_error
+        )
+
+    # --- events ----------------------------------------------------------------------------------
+
+    async def started(self, call: ToolCall) -> None:
+        await self.sink.send(
+            ToolExecutionStartEvent._quick(
+                type="tool_execution_start",
+                tool_call_id=call.id,
+                tool_name=call.name,
+                args=call.arguments,
+            )
+        )
+
+    async def ended(self, call: ToolCall, outcome: _Outcome) -> None:
+        await self.sink.send(
+            ToolExecutionEndEvent._quick(
+                type="tool_execution_end",
+                tool_call_id=call.id,
+                tool_name=call.name,
+                result=outcome.result,
+                is_error=outcome.is_error,
+            )
+        )
+
+    async def result_message(self, call: ToolCall, outcome: _Outcome) -> ToolResultMessage:
+        message = ToolResultMessage(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            content=outcome.result.content,
+            details=outcome.result.details,
+            is_error=outcome.is_error,
+        )
+        await self.sink.send(MessageStartEvent._quick(type="message_start", message=message))
+        await self.sink.send(MessageEndEvent._quick(type="message_end", message=message))
+        return message
+
+    # --- the two modes ---------------------------------------------------------------------------
+
+    async def run_sequential(self, calls: Sequence[ToolCall]) -> list[_Finished]:
+        finished: list[_Finished] = []
+        for call in calls:
+            await self.started(call)
+            prepared = await self.prepare(call)
+            if isinstance(prepared, _Outcome):
+                outcome = prepared
+            else:
+                outcome = await self.finalize(prepared, await self.execute(prepared))
+            await self.ended(call, outcome)
+            finished.append((outcome, await self.result_message(call, outcome)))
+            if self.aborted:
+                break
+        return finished
+
+    async def run_parallel(self, calls: Sequence[ToolCall]) -> list[_Finished]:
+        outcomes: dict[int, _Outcome] = {}
+        runnable: list[tuple[int, _Prepared]] = []
+        prepared_count = 0
+        for index, call in enumerate(calls):
+            await self.started(call)
+            prepared = await self.prepare(call)
+            prepared_count += 1
+            if isinstance(prepared, _Outcome):
+                outcomes[index] = prepared
+                await self.ended(call, prepared)
+            else:
+                runnable.append((index, prepared))
+            if self.aborted:
+                break
+
+        async def run(index: int, prepared: _Prepared) -> None:
+            outcome = await self.finalize(prepared, await self.execute(prepared))
+            await self.ended(prepared.call, outcome)
+            outcomes[index] = outcome
+
+        if len(runnable) == 1:
+            await run(*runnable[0])
+        elif runnable:
+            await _run_concurrently([run(index, prepared) for index, prepared in runnable])
+
+        finished: list[_Finished] = []
+        for index in range(prepared_count):
+            outcome = outcomes[index]
+            finished.append((outcome, await self.result_message(calls[index], outcome)))
+        return finished
+
+
+async def _run_concurrently(coroutines: list[Coroutine[Any, Any, None]]) -> None:
+    """Run all; on the first failure cancel the others and re-raise it."""
+    tasks = [asyncio.ensure_future(c) for c in coroutines]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def execute_tool_calls(
+    assistant_message: AssistantMessage,
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+    sink: EventSink,
+) -> ToolBatch:
+    """Run the tool calls of ``assistant_message`` and report them through ``sink``."""
+    calls = assistant_message.tool_calls
+    batch = _Batch(assistant_message, context, config, signal, sink)
+    if batch.is_sequential(calls):
+        finished = await batch.run_sequential(calls)
+    else:
+        finished = await batch.run_parallel(calls)
+    terminate = bool(finished) and all(outcome.result.terminate for outcome, _ in finished)
+    return ToolBatch([message for _, message in finished], terminate)
