@@ -7,6 +7,7 @@ import asyncio
 import base64
 import dataclasses
 import enum
+import functools
 import json
 import threading
 import time
@@ -22,9 +23,19 @@ from pi_notebook.agent import (
     tool,
     validate_tool_arguments,
 )
+from pi_notebook.agent.agent import Agent
 from pi_notebook.agent.docstrings import parse_docstring
 from pi_notebook.agent.tool_output import html_to_text, to_tool_result, truncate_text
-from pi_notebook.ai import AbortController, AbortSignal, ImageContent, TextContent
+from pi_notebook.ai import (
+    AbortController,
+    AbortSignal,
+    FauxProvider,
+    ImageContent,
+    TextContent,
+    ToolResultMessage,
+    faux_assistant_message,
+    faux_tool_call,
+)
 
 PNG_1X1 = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -288,6 +299,9 @@ def test_forms_options_and_the_original_function() -> None:
     assert rewrapped.requires_approval and rewrapped.description == "Fixed."
     assert list(properties(rewrapped)) == ["a", "b"]
     assert tool(plain).fn is add
+    partial = tool(functools.partial(google, days=5), name="forecast")
+    assert partial.description.startswith("Forecast the weather.")
+    assert properties(partial)["days"]["default"] == 5
 
 
 def test_bad_usage_is_reported_clearly() -> None:
@@ -703,3 +717,46 @@ def test_matplotlib_figure() -> None:
         block = to_tool_result(value).content[0]
         assert isinstance(block, ImageContent) and block.mime_type == "image/png"
         assert base64.b64decode(block.data).startswith(b"\x89PNG")
+
+
+# --- through the agent loop -----------------------------------------------------------------------
+
+
+async def test_decorated_tools_in_an_agent_run(faux: FauxProvider) -> None:
+    calls: list[tuple[str, int, int]] = []
+
+    @tool
+    def repeat(text: str, times: Annotated[int, Field(ge=1)], on_update: Any) -> str:
+        """Repeat a text."""
+        on_update(f"repeating {times}x")
+        calls.append((text, times, threading.get_ident()))
+        return text * times
+
+    faux.set_responses(
+        [
+            faux_assistant_message(
+                [
+                    faux_tool_call("repeat", {"text": 7, "times": "3"}, id="ok"),
+                    faux_tool_call("repeat", {"text": "x", "times": 0}, id="bad"),
+                ]
+            ),
+            faux_assistant_message("done"),
+        ]
+    )
+    agent = Agent(model=faux.get_model(), tools=[repeat])
+    events: list[Any] = []
+    agent.subscribe(events.append)
+    await agent.prompt("go")
+
+    assert calls == [("7", 3, calls[0][2])] and calls[0][2] != threading.get_ident()
+    results = [m for m in agent.state.messages if isinstance(m, ToolResultMessage)]
+    assert [(r.tool_call_id, r.is_error) for r in results] == [("ok", False), ("bad", True)]
+    assert text_of(AgentToolResult(content=results[0].content)) == "777"
+    assert text_of(AgentToolResult(content=results[1].content)) == (
+        'Validation failed for tool "repeat":\n  - times: must be >= 1\n\n'
+        'Received arguments:\n{\n  "text": "x",\n  "times": 0\n}'
+    )
+    starts = [e for e in events if e.type == "tool_execution_start"]
+    assert starts[0].args == {"text": 7, "times": "3"}  # events keep the raw arguments
+    updates = [e for e in events if e.type == "tool_execution_update"]
+    assert [text_of(e.partial_result) for e in updates] == ["repeating 3x"]

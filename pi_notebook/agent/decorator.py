@@ -162,6 +162,17 @@ class _Parameter:
     """The model's field for it (``p0``, ``p1`` …): parameter names may clash with BaseModel's."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Signature:
+    """How to call the function: what the model fills (parsed by ``model``), what is injected,
+    and which parameters must be passed by position."""
+
+    parameters: tuple[_Parameter, ...]
+    injected: frozenset[str]
+    positional: tuple[str, ...]
+    model: type[BaseModel]
+
+
 def _build(
     fn: Callable[..., Any], options: ToolOptions, namespace: Mapping[str, Any] | None
 ) -> FunctionTool:
@@ -180,13 +191,13 @@ def _build(
         raise ValueError(
             f"Invalid tool name {name!r}: use 1-64 letters, digits, '_' or '-' (pass name=...)"
         )
-    doc = parse_docstring(inspect.getdoc(fn))
-    parameters, injected, model = _arguments_model(fn, name, doc, namespace)
+    doc = parse_docstring(inspect.getdoc(_unwrap_partial(fn)))
+    plan = _plan(fn, name, doc, namespace)
     try:
-        schema = _clean_schema(model.model_json_schema(by_alias=True))
+        schema = _clean_schema(plan.model.model_json_schema(by_alias=True))
     except PydanticUserError as exc:
         raise TypeError(f"Tool {name!r}: a parameter type has no JSON schema: {exc}") from exc
-    invoker = _Invoker(fn, name, model, parameters, injected, options.max_output_chars)
+    invoker = _Invoker(fn, name, plan, options.max_output_chars)
     return FunctionTool(
         name=name,
         label=options.label or name,
@@ -195,20 +206,20 @@ def _build(
         execute=invoker,
         execution_mode=options.execution_mode,
         fn=fn,
-        arguments_model=model,
+        arguments_model=plan.model,
         requires_approval=options.requires_approval,
         max_output_chars=options.max_output_chars,
         options=options,
     )
 
 
-def _arguments_model(
+def _plan(
     fn: Callable[..., Any],
     name: str,
     doc: ParsedDocstring,
     namespace: Mapping[str, Any] | None,
-) -> tuple[tuple[_Parameter, ...], frozenset[str], type[BaseModel]]:
-    """The parameters the model fills, the injected ones, and the pydantic model parsing them."""
+) -> _Signature:
+    """Read the signature: the model's parameters and their pydantic model, the injected ones."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
@@ -238,15 +249,14 @@ def _arguments_model(
         model = create_model(f"{name}_arguments", __config__=ConfigDict(extra="ignore"), **fields)
     except PydanticUserError as exc:
         raise TypeError(f"Tool {name!r}: unsupported parameter type: {exc}") from exc
-    return tuple(parameters), frozenset(injected), model
+    positional = tuple(p.name for p in signature.parameters.values() if p.kind == p.POSITIONAL_ONLY)
+    return _Signature(tuple(parameters), frozenset(injected), positional, model)
 
 
 def _type_hints(
     fn: Callable[..., Any], name: str, namespace: Mapping[str, Any] | None
 ) -> dict[str, Any]:
-    target: Any = fn
-    while isinstance(target, functools.partial):
-        target = target.func
+    target: Any = _unwrap_partial(fn)
     if not inspect.isroutine(target):
         target = type(target).__call__  # a callable object: its __call__ has the hints
     try:
@@ -261,6 +271,12 @@ def _type_hints(
         except Exception as exc:
             error = exc
     raise TypeError(f"Tool {name!r}: cannot resolve the type hints: {error}") from error
+
+
+def _unwrap_partial(fn: Callable[..., Any]) -> Callable[..., Any]:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return fn
 
 
 def _with_field_info(annotation: Any, alias: str, description: str | None) -> Any:
@@ -280,35 +296,15 @@ class _Invoker:
     """The ``execute`` of a ``FunctionTool``: parse the arguments, inject ``signal``/``on_update``,
     call the function (a sync one in a worker thread), convert what it returns."""
 
-    __slots__ = (
-        "fn",
-        "injected",
-        "is_async",
-        "max_chars",
-        "model",
-        "name",
-        "parameters",
-        "positional",
-    )
+    __slots__ = ("fn", "is_async", "max_chars", "name", "plan")
 
     def __init__(
-        self,
-        fn: Callable[..., Any],
-        name: str,
-        model: type[BaseModel],
-        parameters: tuple[_Parameter, ...],
-        injected: frozenset[str],
-        max_chars: int | None,
+        self, fn: Callable[..., Any], name: str, plan: _Signature, max_chars: int | None
     ) -> None:
         self.fn = fn
         self.name = name
-        self.model = model
-        self.parameters = parameters
-        self.injected = injected
+        self.plan = plan
         self.max_chars = max_chars
-        self.positional = tuple(
-            p.name for p in inspect.signature(fn).parameters.values() if p.kind == p.POSITIONAL_ONLY
-        )
         self.is_async = inspect.iscoroutinefunction(fn) or (
             not inspect.isroutine(fn) and inspect.iscoroutinefunction(type(fn).__call__)
         )
@@ -321,9 +317,9 @@ class _Invoker:
         on_update: ToolUpdateCallback,
     ) -> AgentToolResult:
         values = self.parse(params)
-        if "signal" in self.injected:
+        if "signal" in self.plan.injected:
             values["signal"] = signal if signal is not None else AbortSignal()
-        if "on_update" in self.injected:
+        if "on_update" in self.plan.injected:
             values["on_update"] = _ProgressReporter(on_update, self.max_chars)
         args, kwargs = self.arrange(values)
         if self.is_async:
@@ -339,18 +335,18 @@ class _Invoker:
     def parse(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Arguments parsed into the annotated types, by parameter name; defaults filled in."""
         try:
-            parsed = self.model.model_validate(params)
+            parsed = self.plan.model.model_validate(params)
         except ValidationError as exc:
             issues = (
                 SchemaIssue(e["type"], tuple(str(part) for part in e["loc"]), e["msg"])
                 for e in exc.errors(include_url=False)
             )
             raise ToolArgumentsError(self.name, issues, params) from None
-        return {p.name: getattr(parsed, p.field) for p in self.parameters}
+        return {p.name: getattr(parsed, p.field) for p in self.plan.parameters}
 
     def arrange(self, values: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         """Positional-only parameters by position (in signature order), the rest by keyword."""
-        return [values.pop(name) for name in self.positional], values
+        return [values.pop(name) for name in self.plan.positional], values
 
 
 class _ProgressReporter:
