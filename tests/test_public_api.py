@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-PACKAGES = ["pi_notebook", "pi_notebook.ai", "pi_notebook.agent"]
+PACKAGES = ["pi_notebook", "pi_notebook.ai", "pi_notebook.agent", "pi_notebook.harness"]
 
 REQUIRED = {
     "pi_notebook.ai": {

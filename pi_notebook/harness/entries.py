@@ -1,0 +1,276 @@
+"""Session file records: the header line and the entries, exactly as pi writes them (JSONL v3).
+
+``model_dump(mode="json", by_alias=True, exclude_none=True)`` of any of them gives pi's JSON with
+pi's key order (fields are declared in that order; ``parentId`` and a leaf's ``targetId`` stay
+``null`` instead of being dropped). Entries are immutable; ids are opaque strings (new ones are
+full UUIDv7 strings); entry timestamps are ISO-8601 UTC strings with milliseconds, while messages
+inside entries keep their own epoch-millisecond timestamps.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from typing import Annotated, Any, Literal, TypeAlias, get_args
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
+
+from ..ai.types import PiModel, UserContent
+from .messages import HarnessMessage
+
+__all__ = [
+    "SESSION_VERSION",
+    "ActiveToolsChangeEntry",
+    "BranchSummaryEntry",
+    "CompactionEntry",
+    "CustomEntry",
+    "CustomMessageEntry",
+    "LabelEntry",
+    "LeafEntry",
+    "MessageEntry",
+    "ModelChangeEntry",
+    "SessionEntry",
+    "SessionHeader",
+    "SessionInfoEntry",
+    "ThinkingLevelChangeEntry",
+    "iso_now",
+    "iso_to_ms",
+    "new_id",
+]
+
+SESSION_VERSION = 3
+"""The JSONL format version written (pi-coding-agent 0.73 and the 0.74–0.80 harness)."""
+
+
+def new_id() -> str:
+    """A fresh UUIDv7 string (time-ordered; 74 random bits, so no collision check is needed)."""
+    ms = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (
+        (ms & 0xFFFF_FFFF_FFFF) << 80
+        | 0x7 << 76
+        | (rand >> 68) << 64
+        | 0b10 << 62
+        | rand & ((1 << 62) - 1)
+    )
+    return str(uuid.UUID(int=value))
+
+
+def iso_now() -> str:
+    """Now as pi writes entry timestamps (``new Date().toISOString()``): ms precision, ``Z``."""
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
+def iso_to_ms(timestamp: str) -> int:
+    """Epoch milliseconds of an ISO timestamp (naive ones taken as UTC); ``ValueError`` if bad."""
+    moment = datetime.fromisoformat(timestamp)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MS
+
+
+@cache
+def _required_nullable(model: type[BaseModel]) -> frozenset[str]:
+    """Fields that must be given but may be ``None``: pi writes them as ``null``."""
+    return frozenset(
+        name
+        for name, field in model.model_fields.items()
+        if field.is_required() and isinstance(None, _types_of(field.annotation))
+    )
+
+
+def _types_of(annotation: Any) -> tuple[type, ...]:
+    return tuple(t for t in get_args(annotation) if isinstance(t, type))
+
+
+class _Record(PiModel):
+    """Base of the header and the entries: frozen, and ``null`` kept where pi writes ``null``
+    (``parentId``, a leaf's ``targetId``: the required fields that may be ``None``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    @model_serializer(mode="wrap")
+    def _keep_nulls(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        nullable = _required_nullable(type(self))
+        if not nullable or not info.exclude_none:
+            return data
+        excluded = info.exclude if isinstance(info.exclude, set | dict) else ()
+        out: dict[str, Any] = {}
+        for name, field in type(self).model_fields.items():
+            key = (field.alias or name) if info.by_alias else name
+            if key in data:
+                out[key] = data[key]
+            elif name in nullable and name not in excluded and getattr(self, name) is None:
+                out[key] = None
+        for key, value in data.items():  # extra keys (unknown to this model) go last
+            if key not in out:
+                out[key] = value
+        return out
+
+
+class SessionHeader(_Record):
+    """The first line of a session file. ``parent_session``: the file this one was forked from."""
+
+    type: Literal["session"] = "session"
+    version: int = SESSION_VERSION
+    id: str
+    timestamp: str
+    cwd: str = ""
+    parent_session: str | None = None
+
+
+class MessageEntry(_Record):
+    """A message of the transcript (kept verbatim, with its own epoch-ms timestamp)."""
+
+    type: Literal["message"] = "message"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    message: HarnessMessage
+
+
+class ThinkingLevelChangeEntry(_Record):
+    type: Literal["thinking_level_change"] = "thinking_level_change"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    thinking_level: str
+
+
+class ModelChangeEntry(_Record):
+    type: Literal["model_change"] = "model_change"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    provider: str
+    model_id: str
+
+
+class ActiveToolsChangeEntry(_Record):
+    """Which tools are active from here on (written by pi's harness, not by pi-coding-agent)."""
+
+    type: Literal["active_tools_change"] = "active_tools_change"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    active_tool_names: list[str]
+
+
+class CompactionEntry(_Record):
+    """History before ``first_kept_entry_id`` is replaced by ``summary`` in the context."""
+
+    type: Literal["compaction"] = "compaction"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    summary: str
+    first_kept_entry_id: str
+    tokens_before: int
+    details: Any = None
+    from_hook: bool | None = None
+
+
+class BranchSummaryEntry(_Record):
+    """A summary of the branch left behind; ``from_id`` is where it branched (or ``"root"``)."""
+
+    type: Literal["branch_summary"] = "branch_summary"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    from_id: str
+    summary: str
+    details: Any = None
+    from_hook: bool | None = None
+
+
+class CustomEntry(_Record):
+    """Extension state; never part of the context. (pi writes ``customType`` before ``id``.)"""
+
+    type: Literal["custom"] = "custom"
+    custom_type: str
+    data: Any = None
+    id: str
+    parent_id: str | None
+    timestamp: str
+
+
+class CustomMessageEntry(_Record):
+    """Extension content that enters the context as a ``custom`` message."""
+
+    type: Literal["custom_message"] = "custom_message"
+    custom_type: str
+    content: str | list[UserContent]
+    display: bool
+    details: Any = None
+    id: str
+    parent_id: str | None
+    timestamp: str
+
+
+class LabelEntry(_Record):
+    """Sets (or, with no/empty ``label``, clears) the label of ``target_id``."""
+
+    type: Literal["label"] = "label"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    target_id: str
+    label: str | None = None
+
+
+class SessionInfoEntry(_Record):
+    """Session metadata: the display ``name`` (trimmed; empty clears it)."""
+
+    type: Literal["session_info"] = "session_info"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    name: str | None = None
+
+
+class LeafEntry(_Record):
+    """A leaf move (pi's harness): from here on the current position is ``target_id``.
+
+    Its ``parent_id`` is the previous leaf; ``target_id`` ``None`` means "before the first entry".
+    """
+
+    type: Literal["leaf"] = "leaf"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    target_id: str | None
+
+
+SessionEntry: TypeAlias = Annotated[
+    MessageEntry
+    | ThinkingLevelChangeEntry
+    | ModelChangeEntry
+    | ActiveToolsChangeEntry
+    | CompactionEntry
+    | BranchSummaryEntry
+    | CustomEntry
+    | CustomMessageEntry
+    | LabelEntry
+    | SessionInfoEntry
+    | LeafEntry,
+    Field(discriminator="type"),
+]
+"""Any entry line of a session file (discriminator ``type``)."""

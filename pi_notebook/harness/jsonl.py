@@ -1,0 +1,293 @@
+"""The JSONL codec of session files: pi's exact bytes out, validated records in, v1/v2 migrated.
+
+Writing reproduces ``JSON.stringify``: compact separators, non-ASCII kept, and JavaScript number
+formatting (``0`` not ``0.0``, ``1e-7`` not ``1e-07``). Reading validates every line with
+pydantic-core straight from bytes (jiter underneath), with the garbage collector paused.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import re
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import from_json
+
+from .entries import SESSION_VERSION, LeafEntry, SessionEntry, SessionHeader, new_id
+
+__all__ = [
+    "ENTRY_ADAPTER",
+    "DecodedSession",
+    "SessionFileError",
+    "SessionFileWarning",
+    "decode_session",
+    "encode_record",
+    "gc_paused",
+    "js_json",
+]
+
+ENTRY_ADAPTER: TypeAdapter[SessionEntry] = TypeAdapter(SessionEntry)
+
+
+class SessionFileError(ValueError):
+    """A session file that cannot be read as one: names the file and (when known) the line."""
+
+    def __init__(self, source: str, line: int | None, reason: str) -> None:
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {reason}")
+        self.source = source
+        self.line = line
+        self.reason = reason
+
+
+class SessionFileWarning(UserWarning):
+    """Something in a session file was dropped or repaired (torn last line, skipped line)."""
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+
+class _NeedsJsFloat(Exception):
+    """A float whose Python repr differs from JavaScript's (|x| < 1e-4): use the slow encoder."""
+
+
+def _js_number(value: float) -> str:
+    """``String(value)`` in JavaScript, for a finite float."""
+    if value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    text = repr(value)
+    if "e-" not in text:
+        return text
+    mantissa, exponent = text.split("e-")
+    power = int(exponent)
+    if power <= 6:  # JavaScript writes 1e-6 ≤ |x| < 1e-4 in fixed notation
+        digits = mantissa.lstrip("-").replace(".", "")
+        return ("-" if value < 0 else "") + "0." + "0" * (power - 1) + digits
+    return f"{mantissa}e-{power}"
+
+
+def _js_values(value: Any) -> Any:
+    """``value`` with floats JavaScript prints as integers turned into ints (and NaN/inf → null)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _js_values(item) for key, item in value.items()}
+    if kind is list:
+        return [_js_values(item) for item in value]
+    if kind is float:
+        if not math.isfinite(value):
+            return None
+        if value.is_integer() and abs(value) < 1e21:
+            return int(value)
+        if abs(value) < 1e-4:
+            raise _NeedsJsFloat
+    return value
+
+
+def _encode_slow(value: Any) -> str:
+    if isinstance(value, dict):
+        items = (_encode_slow(str(k)) + ":" + _encode_slow(v) for k, v in value.items())
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_encode_slow(v) for v in value) + "]"
+    if isinstance(value, float):
+        return _js_number(value) if math.isfinite(value) else "null"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def js_json(value: Any) -> str:
+    """``JSON.stringify(value)`` for JSON-compatible Python data (dict, list, str, numbers…)."""
+    try:
+        normal = _js_values(value)
+    except _NeedsJsFloat:
+        return _encode_slow(value)
+    return json.dumps(normal, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encode_record(record: SessionHeader | SessionEntry) -> bytes:
+    """One line of a session file, ``\\n`` included, byte-for-byte as pi would write it."""
+    text = js_json(record.model_dump(mode="json", by_alias=True, exclude_none=True)) + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: JSON.stringify escapes them
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector around a bulk load.
+
+    On the way out, everything alive is promoted to the oldest generation (``gc.freeze()`` then
+    ``gc.unfreeze()``, both O(1)) unless the application froze objects itself: loaded records are
+    long-lived and hold no cycles, so scanning them as young objects (millions after a big load)
+    would only cost time, twice.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
+            gc.unfreeze()
+        if enabled:
+            gc.enable()
+
+
+@dataclass(slots=True)
+class DecodedSession:
+    header: SessionHeader
+    entries: list[SessionEntry]
+    migrated_from: int | None
+    """The file's version when it was older than 3 (the caller should rewrite it), else None."""
+
+
+def _reason(exc: ValidationError) -> str:
+    error = exc.errors(include_url=False)[0]
+    if error["type"] == "json_invalid":
+        return f"not valid JSON ({error['msg']})"
+    loc = ".".join(str(part) for part in error["loc"])
+    return f"invalid entry: {loc}: {error['msg']}" if loc else f"invalid entry: {error['msg']}"
+
+
+class _Decoder:
+    """Validates lines one by one, raising (strict) or warning and skipping (lenient)."""
+
+    def __init__(self, source: str, strict: bool) -> None:
+        self.source = source
+        self.strict = strict
+        self.entries: list[SessionEntry] = []
+        self.ids: set[str] = set()
+
+    def reject(self, line: int, reason: str) -> None:
+        if self.strict:
+            raise SessionFileError(self.source, line, reason)
+        warnings.warn(f"{self.source}:{line}: skipped: {reason}", SessionFileWarning, stacklevel=4)
+
+    def add(self, line: int, entry: SessionEntry) -> None:
+        if entry.id in self.ids:
+            self.reject(line, f"duplicate entry id {entry.id!r}")
+        elif (
+            isinstance(entry, LeafEntry)
+            and entry.target_id is not None
+            and entry.target_id not in self.ids
+        ):
+            self.reject(line, f"leaf entry targets unknown entry {entry.target_id!r}")
+        else:
+            self.ids.add(entry.id)
+            self.entries.append(entry)
+
+
+def _parse_header(line: bytes, source: str) -> dict[str, Any]:
+    try:
+        data = from_json(line)
+    except ValueError as exc:
+        raise SessionFileError(source, 1, f"no session header: not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("type") != "session":
+        reason = 'no session header (the first line is not {"type":"session",…})'
+        raise SessionFileError(source, 1, reason)
+    return data
+
+
+def decode_session(lines: Sequence[bytes], *, source: str, strict: bool = True) -> DecodedSession:
+    """Validate a session file's complete lines (``\\n`` stripped; blank lines are ignored).
+
+    Versions 1 and 2 are migrated in memory (``migrated_from`` says so); versions above 3 are
+    refused. ``strict=False`` skips malformed entry lines with a :class:`SessionFileWarning`.
+    """
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        raise SessionFileError(source, None, "empty file (no session header)")
+    raw_header = _parse_header(lines[first], source)
+    version = raw_header.get("version", 1)
+    if not isinstance(version, int) or version > SESSION_VERSION:
+        raise SessionFileError(
+            source, first + 1, f"unsupported session version {version!r} (this reads 1 to 3)"
+        )
+    decoder = _Decoder(source, strict)
+    with gc_paused():
+        if version == SESSION_VERSION:
+            validate = ENTRY_ADAPTER.validator.validate_json
+            ids, entries = decoder.ids, decoder.entries
+            for number in range(first + 2, len(lines) + 1):
+                line = lines[number - 1]
+                if not line or line.isspace():
+                    continue
+                try:
+                    entry: SessionEntry = validate(line)
+                except ValidationError as exc:
+                    decoder.reject(number, _reason(exc))
+                    continue
+                if entry.id in ids or type(entry) is LeafEntry:
+                    decoder.add(number, entry)  # the checks, with their error messages
+                else:
+                    ids.add(entry.id)
+                    entries.append(entry)
+        else:
+            raw_header["version"] = SESSION_VERSION
+            for index, data in _migrate(lines, first, version, decoder):
+                try:
+                    entry = ENTRY_ADAPTER.validate_python(data)
+                except ValidationError as exc:
+                    decoder.reject(index + 1, _reason(exc))
+                    continue
+                decoder.add(index + 1, entry)
+    try:
+        header = SessionHeader.model_validate(raw_header)
+    except ValidationError as exc:
+        reason = f"invalid session header: {_reason(exc)}"
+        raise SessionFileError(source, first + 1, reason) from None
+    return DecodedSession(header, decoder.entries, version if version < SESSION_VERSION else None)
+
+
+def _migrate(
+    lines: Sequence[bytes], first: int, version: int, decoder: _Decoder
+) -> list[tuple[int, dict[str, Any]]]:
+    """Bring v1/v2 entry dicts to v3, as pi-coding-agent does.
+
+    v1 → v2: ids and a linear ``parentId`` chain are added; a compaction's
+    ``firstKeptEntryIndex`` (an index into the file's records, header = 0) becomes
+    ``firstKeptEntryId``. v2 → v3: message role ``hookMessage`` becomes ``custom``.
+    """
+    records: list[tuple[int, dict[str, Any]]] = []
+    for index in range(first + 1, len(lines)):
+        if not lines[index].strip():
+            continue
+        try:
+            data = from_json(lines[index])
+        except ValueError as exc:
+            decoder.reject(index + 1, f"not valid JSON ({exc})")
+            continue
+        if not isinstance(data, dict):
+            decoder.reject(index + 1, "not a JSON object")
+            continue
+        records.append((index, data))
+    if version < 2:
+        previous: str | None = None
+        for _, data in records:
+            data["id"] = new_id()
+            data["parentId"] = previous
+            previous = data["id"]
+        for _, data in records:
+            kept = data.pop("firstKeptEntryIndex", None)
+            if data.get("type") != "compaction" or not isinstance(kept, int):
+                continue
+            if 1 <= kept <= len(records):  # an index into the file's records, header = 0
+                data["firstKeptEntryId"] = records[kept - 1][1]["id"]
+    for _, data in records:
+        message = data.get("message")
+        if isinstance(message, dict) and message.get("role") == "hookMessage":
+            message["role"] = "custom"
+    return records

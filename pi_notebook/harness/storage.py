@@ -1,0 +1,218 @@
+"""Where a session's records live: a pi JSONL file, or memory.
+
+:class:`JsonlSessionStorage` is append-only and durable against crashes of the writing process:
+every entry is one ``write`` of one complete line, made under an exclusive advisory lock
+(``fcntl.flock``) so concurrent writers never interleave bytes, and handed to the OS before
+``append`` returns (``fsync=True`` also forces it to disk). A line torn by a killed writer is
+dropped with a :class:`SessionFileWarning` the next time the file is opened or appended to.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic_core import from_json
+
+from .entries import SessionEntry, SessionHeader
+from .jsonl import SessionFileWarning, decode_session, encode_record
+
+__all__ = ["InMemorySessionStorage", "JsonlSessionStorage", "SessionStorage"]
+
+
+class SessionStorage(ABC):
+    """The persistence a :class:`~pi_notebook.harness.Session` writes through."""
+
+    @property
+    def path(self) -> Path | None:
+        """The backing file, if any (a forked session's header names it as its parent)."""
+        return None
+
+    @abstractmethod
+    def create(self, header: SessionHeader, entries: Iterable[SessionEntry] = ()) -> None:
+        """Start a new session with ``header`` and initial ``entries``; refuses to overwrite."""
+
+    @abstractmethod
+    def load(self) -> tuple[SessionHeader, list[SessionEntry]]:
+        """The header and every entry, in the order they were appended."""
+
+    @abstractmethod
+    def append(self, entry: SessionEntry) -> None:
+        """Persist one more entry (after this returns, ``load`` includes it)."""
+
+
+class InMemorySessionStorage(SessionStorage):
+    """Keeps the records in a list: for tests, scratch sessions and notebooks without a file."""
+
+    def __init__(self) -> None:
+        self._header: SessionHeader | None = None
+        self._entries: list[SessionEntry] = []
+
+    def create(self, header: SessionHeader, entries: Iterable[SessionEntry] = ()) -> None:
+        if self._header is not None:
+            raise FileExistsError("this in-memory storage already holds a session")
+        self._header = header
+        self._entries = list(entries)
+
+    def load(self) -> tuple[SessionHeader, list[SessionEntry]]:
+        if self._header is None:
+            raise LookupError("this in-memory storage holds no session yet (use Session.create)")
+        return self._header, list(self._entries)
+
+    def append(self, entry: SessionEntry) -> None:
+        if self._header is None:
+            raise LookupError("this in-memory storage holds no session yet (use Session.create)")
+        self._entries.append(entry)
+
+    def __repr__(self) -> str:
+        return f"InMemorySessionStorage(entries={len(self._entries)})"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _is_complete_json(line: bytes) -> bool:
+    try:
+        from_json(line)
+    except ValueError:
+        return False
+    return True
+
+
+def _last_line_start(fd: int, size: int) -> int:
+    """Offset just after the last ``\\n`` before ``size`` (0 if none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        newline = os.pread(fd, end - start, start).rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        end = start
+    return 0
+
+
+class JsonlSessionStorage(SessionStorage):
+    """A session file in pi's JSONL version 3 format.
+
+    ``strict=True`` (the default) refuses a file with a malformed line anywhere but at the very
+    end: :class:`SessionFileError` names the file and line. ``strict=False`` skips such lines
+    with a warning, like pi-coding-agent does (they stay in the file). Files of versions 1 and 2
+    are migrated and rewritten on open. ``fsync=True`` makes every append wait for the disk
+    (survives power loss, costs milliseconds); without it an append survives any crash of this
+    process but not of the machine.
+
+    The lock is advisory: it orders writers that use it (this class, in any process); pi itself
+    does not take it.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, strict: bool = True, fsync: bool = False):
+        self._path = Path(path)
+        self.strict = strict
+        self.fsync = fsync
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def __repr__(self) -> str:
+        return f"JsonlSessionStorage({str(self._path)!r})"
+
+    def create(self, header: SessionHeader, entries: Iterable[SessionEntry] = ()) -> None:
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        data = b"".join([encode_record(header), *(encode_record(e) for e in entries)])
+        fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.fstat(fd).st_size:
+                raise FileExistsError(f"{self._path} already holds a session")
+            _write_all(fd, data)
+            if self.fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def append(self, entry: SessionEntry) -> None:
+        line = encode_record(entry)
+        fd = os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._repair_tail(fd)
+            _write_all(fd, line)
+            if self.fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)  # releases the lock
+
+    def load(self) -> tuple[SessionHeader, list[SessionEntry]]:
+        writable = os.access(self._path, os.W_OK)
+        flags = (os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY) | os.O_CLOEXEC
+        fd = os.open(self._path, flags)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if writable else fcntl.LOCK_SH)
+            if writable:
+                self._repair_tail(fd)
+            os.lseek(fd, 0, os.SEEK_SET)  # a repair may have moved the offset
+            with open(fd, "rb", closefd=False) as file:
+                data = file.read()
+            if not writable and data and not data.endswith(b"\n"):
+                data = self._drop_unterminated(data)
+            decoded = decode_session(data.split(b"\n"), source=str(self._path), strict=self.strict)
+            if decoded.migrated_from is not None and writable:
+                self._rewrite(decoded.header, decoded.entries)
+        finally:
+            os.close(fd)
+        return decoded.header, decoded.entries
+
+    # --- repairs ---------------------------------------------------------------------------------
+
+    def _repair_tail(self, fd: int) -> None:
+        """Under the lock: make the file end with a complete line.
+
+        A last line without ``\\n`` is either complete JSON (the newline is added) or the torn
+        remains of a write that was killed (it is cut off, with a warning).
+        """
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return
+        start = _last_line_start(fd, size)
+        if _is_complete_json(os.pread(fd, size - start, start)):
+            _write_all(fd, b"\n")
+            return
+        os.ftruncate(fd, start)
+        self._warn_torn(size - start)
+
+    def _drop_unterminated(self, data: bytes) -> bytes:
+        """The read-only variant of :meth:`_repair_tail`: repair in memory only."""
+        start = data.rfind(b"\n") + 1
+        if _is_complete_json(data[start:]):
+            return data + b"\n"
+        self._warn_torn(len(data) - start, repaired=False)
+        return data[:start]
+
+    def _warn_torn(self, size: int, *, repaired: bool = True) -> None:
+        action = "removed it from the file" if repaired else "ignored it (file is read-only)"
+        warnings.warn(
+            f"{self._path}: the last line ({size} bytes) was torn by an interrupted write; "
+            f"{action}",
+            SessionFileWarning,
+            stacklevel=4,
+        )
+
+    def _rewrite(self, header: SessionHeader, entries: list[SessionEntry]) -> None:
+        """Replace the file atomically (after a version migration)."""
+        temporary = self._path.with_name(f".{self._path.name}.{os.getpid()}.tmp")
+        try:
+            with open(temporary, "wb") as file:
+                file.write(b"".join([encode_record(header), *map(encode_record, entries)]))
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, self._path)
+        finally:
+            temporary.unlink(missing_ok=True)
