@@ -1,0 +1,313 @@
+// Rendering of transcript items (the shapes of pi_notebook/notebook/widget_protocol.py):
+// user and assistant messages, notes, tool cards and rich (mime bundle) tool results.
+import { formatCost, formatDuration, formatTokens, h } from "./dom.js";
+import { MarkdownStream, renderMarkdownInto } from "./markdown.js";
+import { sanitizeRichHtml } from "./sanitize.js";
+
+const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+function imageElement(mimeType, data) {
+  return h("img", { class: "pi-image", src: `data:${mimeType};base64,${data.replace(/\s+/g, "")}` });
+}
+
+function svgElement(svg) {
+  // As an <img>, SVG cannot run scripts or reach the page.
+  return h("img", { class: "pi-image", src: `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}` });
+}
+
+export function renderImages(images) {
+  if (!images || images.length === 0) return null;
+  return h("div", { class: "pi-images" }, images.map((img) => imageElement(img.mime_type, img.data)));
+}
+
+// The richest representation of a Jupyter mime bundle: HTML (sanitised, in a shadow root so its
+// styles stay inside), Markdown, images, then plain text. Returns null for an empty bundle.
+export function renderMimeBundle(bundle) {
+  if (!bundle) return null;
+  if (typeof bundle["text/html"] === "string") {
+    const host = h("div", { class: "pi-rich-html" });
+    const root = host.attachShadow ? host.attachShadow({ mode: "open" }) : host;
+    root.innerHTML = sanitizeRichHtml(bundle["text/html"]);
+    return host;
+  }
+  if (typeof bundle["text/markdown"] === "string") {
+    const el = h("div", { class: "pi-md" });
+    renderMarkdownInto(el, bundle["text/markdown"]);
+    return el;
+  }
+  for (const type of IMAGE_TYPES) {
+    if (typeof bundle[type] === "string") return h("div", { class: "pi-images" }, imageElement(type, bundle[type]));
+  }
+  if (typeof bundle["image/svg+xml"] === "string") return h("div", { class: "pi-images" }, svgElement(bundle["image/svg+xml"]));
+  if (typeof bundle["text/plain"] === "string") return h("pre", { class: "pi-pre", text: bundle["text/plain"] });
+  return null;
+}
+
+function oneLine(text, max = 90) {
+  const flat = String(text || "").replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+const APPROVAL_TEXT = {
+  allowed: "Allowed.",
+  denied: "Denied.",
+  cancelled: "The approval request was cancelled.",
+};
+
+// One tool call: its name and arguments (streaming in), progress, approval and result.
+export class ToolCard {
+  constructor(id, name, { onApproval, onExpand } = {}) {
+    this.id = id;
+    this.onApproval = onApproval;
+    this.onExpand = onExpand;
+    this.startedAt = null;
+    this.finished = false;
+    this.nameEl = h("span", { class: "pi-tool-name", text: name || "tool" });
+    this.stateEl = h("span", { class: "pi-tool-state", text: "preparing…" });
+    this.argsSummary = h("span", { class: "pi-tool-args-preview" });
+    this.argsPre = h("pre", { class: "pi-pre pi-tool-args-text" });
+    this.argsEl = h("details", { class: "pi-tool-args" }, h("summary", {}, "arguments ", this.argsSummary), this.argsPre);
+    this.progressEl = h("div", { class: "pi-tool-progress" });
+    this.approvalEl = h("div", { class: "pi-tool-approval" });
+    this.resultEl = h("div", { class: "pi-tool-result" });
+    this.el = h(
+      "div",
+      { class: "pi-tool pi-tool-pending", "data-tool-call-id": id },
+      h("div", { class: "pi-tool-head" }, h("span", { class: "pi-tool-icon" }), this.nameEl, this.stateEl),
+      this.argsEl,
+      this.progressEl,
+      this.approvalEl,
+      this.resultEl,
+    );
+  }
+
+  setState(kind, text) {
+    this.el.classList.remove("pi-tool-pending", "pi-tool-running", "pi-tool-approval-wait", "pi-tool-ok", "pi-tool-error");
+    this.el.classList.add(`pi-tool-${kind}`);
+    this.stateEl.textContent = text;
+  }
+
+  setCall({ name, args, complete }) {
+    if (name) this.nameEl.textContent = name;
+    if (this.argsPre.textContent !== args) {
+      this.argsPre.textContent = args;
+      this.argsSummary.textContent = oneLine(args);
+    }
+    if (!this.finished && this.startedAt === null) this.setState("pending", complete ? "queued" : "preparing…");
+  }
+
+  setRunning(entry) {
+    if (this.finished) return;
+    if (!entry) return;
+    this.startedAt = entry.started_at;
+    if (entry.args && !this.argsPre.textContent) this.setCall({ args: entry.args, complete: true });
+    const approval = entry.approval;
+    if (approval && approval.state === "pending") this.setState("approval-wait", "waiting for approval");
+    else this.setState("running", "running…");
+    this.tick(Date.now());
+    this.progressEl.replaceChildren(
+      ...[renderMimeBundle(entry.progress_bundle), entry.progress ? h("pre", { class: "pi-pre", text: entry.progress }) : null,
+        renderImages(entry.progress_images)].filter(Boolean).slice(0, 1),
+    );
+    this.renderApproval(approval);
+  }
+
+  renderApproval(approval) {
+    if (!approval) {
+      this.approvalEl.replaceChildren();
+      return;
+    }
+    if (approval.state === "pending") {
+      const allow = h("button", { class: "pi-button pi-allow", type: "button", text: "Allow" });
+      const deny = h("button", { class: "pi-button pi-deny", type: "button", text: "Deny" });
+      const answer = (value) => {
+        allow.disabled = true;
+        deny.disabled = true;
+        if (this.onApproval) this.onApproval(this.id, value);
+      };
+      allow.addEventListener("click", () => answer(true));
+      deny.addEventListener("click", () => answer(false));
+      const hint = approval.timeout ? ` (no answer within ${approval.timeout} s counts as timed out)` : "";
+      this.approvalEl.replaceChildren(h("span", { class: "pi-approval-question", text: `Run this tool call?${hint}` }), allow, deny);
+      return;
+    }
+    let text = APPROVAL_TEXT[approval.state] || approval.state;
+    if (approval.state === "timed_out") text = `No answer within ${approval.timeout} s: the request timed out.`;
+    if (approval.reason) text = `${text} ${approval.reason}`;
+    this.approvalEl.replaceChildren(h("span", { class: `pi-approval-${approval.state}`, text }));
+  }
+
+  tick(now) {
+    if (this.finished || this.startedAt === null) return;
+    const base = this.el.classList.contains("pi-tool-approval-wait") ? "waiting for approval" : "running";
+    this.stateEl.textContent = `${base} · ${formatDuration(now - this.startedAt)}`;
+  }
+
+  setResult(item) {
+    this.finished = true;
+    if (item.tool_name) this.nameEl.textContent = item.tool_name;
+    const duration = item.duration_ms === null || item.duration_ms === undefined ? "" : ` · ${formatDuration(item.duration_ms)}`;
+    this.setState(item.is_error ? "error" : "ok", `${item.is_error ? "failed" : "done"}${duration}`);
+    this.progressEl.replaceChildren();
+    this.renderApproval(item.approval && item.approval.state !== "pending" ? item.approval : null);
+    const parts = [];
+    const rich = item.is_error ? null : renderMimeBundle(item.mime_bundle);
+    if (rich) parts.push(rich);
+    else if (item.text) parts.push(h("pre", { class: item.is_error ? "pi-pre pi-tool-error-text" : "pi-pre", text: item.text }));
+    const images = renderImages(item.images);
+    if (images) parts.push(images);
+    if (!rich && item.text_length > (item.text || "").length) {
+      const more = h("button", { class: "pi-button pi-expand", type: "button", text: `Show all (${formatTokens(item.text_length)} characters)` });
+      more.addEventListener("click", () => {
+        more.disabled = true;
+        more.textContent = "loading…";
+        if (this.onExpand) this.onExpand(this.id);
+      });
+      parts.push(more);
+    }
+    if (parts.length === 0) parts.push(h("div", { class: "pi-muted", text: "(no output)" }));
+    this.resultEl.replaceChildren(...parts);
+  }
+
+  setExpandedText(text) {
+    this.resultEl.replaceChildren(h("pre", { class: "pi-pre", text }));
+  }
+}
+
+const ORIGIN_LABEL = { steer: "steering", follow_up: "follow-up", user: "injected" };
+
+export function renderUserItem(item) {
+  const label = ORIGIN_LABEL[item.origin];
+  return h(
+    "div",
+    { class: `pi-msg pi-user pi-origin-${item.origin || "prompt"}`, "data-item-id": item.id },
+    label ? h("span", { class: "pi-badge", text: label }) : null,
+    h("div", { class: "pi-user-text", text: item.text }),
+    renderImages(item.images),
+  );
+}
+
+export function renderNoteItem(item) {
+  const body = h("div", { class: "pi-md" });
+  renderMarkdownInto(body, item.text);
+  return h(
+    "details",
+    { class: `pi-msg pi-note pi-note-${item.role}`, "data-item-id": item.id },
+    h("summary", { text: item.title }),
+    body,
+  );
+}
+
+export function stopReasonText(item) {
+  if (item.stop_reason === "aborted") return "Stopped. The partial reply above is kept.";
+  if (item.stop_reason === "error") return `The model request failed: ${item.error_message || "unknown error"}`;
+  if (item.stop_reason === "length") return "The reply was cut off: the model reached its output token limit.";
+  return "";
+}
+
+function usageLine(item) {
+  const u = item.usage;
+  if (!u || !(u.input || u.output)) return null;
+  const cache = u.cache_read || u.cache_write ? ` · cache ${formatTokens(u.cache_read)} read / ${formatTokens(u.cache_write)} write` : "";
+  return h("div", { class: "pi-msg-usage", text: `${formatTokens(u.input)} in · ${formatTokens(u.output)} out${cache} · ${formatCost(u.cost)}` });
+}
+
+// An assistant message whose blocks are rendered once (finished) or kept updatable (streaming).
+export class AssistantView {
+  constructor(item, cards, handlers) {
+    this.cards = cards;
+    this.handlers = handlers;
+    this.blockEls = [];
+    this.blocksEl = h("div", { class: "pi-blocks" });
+    this.footEl = h("div", { class: "pi-msg-foot" });
+    this.el = h("div", { class: "pi-msg pi-assistant", "data-item-id": item.id }, this.blocksEl, this.footEl);
+    this.streaming = item.stop_reason === null || item.stop_reason === undefined;
+    if (this.streaming) this.el.classList.add("pi-streaming");
+    this.update(item);
+  }
+
+  update(item) {
+    const blocks = item.blocks || [];
+    for (let i = 0; i < blocks.length; i++) {
+      const block = blocks[i];
+      let slot = this.blockEls[i];
+      if (slot && slot.type !== block.type) {
+        slot.el.remove();
+        slot = undefined;
+      }
+      if (!slot) {
+        slot = this.createBlock(block);
+        this.blockEls[i] = slot;
+        this.blocksEl.append(slot.el);
+      }
+      this.updateBlock(slot, block);
+    }
+    for (let i = blocks.length; i < this.blockEls.length; i++) this.blockEls[i].el.remove();
+    this.blockEls.length = Math.min(this.blockEls.length, blocks.length);
+    const reason = stopReasonText(item);
+    this.footEl.replaceChildren(
+      reason ? h("div", { class: `pi-stop pi-stop-${item.stop_reason}`, text: reason }) : null,
+      this.streaming ? null : usageLine(item),
+    );
+  }
+
+  createBlock(block) {
+    if (block.type === "text") {
+      const el = h("div", { class: "pi-text" });
+      return { type: "text", el, stream: this.streaming ? new MarkdownStream(el) : null, text: null };
+    }
+    if (block.type === "thinking") {
+      const body = h("div", { class: "pi-thinking-body" });
+      const summary = h("summary", { text: "Thinking" });
+      const el = h("details", { class: "pi-thinking" }, summary, body);
+      if (this.streaming) el.open = true;
+      return { type: "thinking", el, body, summary, stream: this.streaming ? new MarkdownStream(body) : null, text: null };
+    }
+    let card = this.cards.get(block.id);
+    if (!card) {
+      card = new ToolCard(block.id, block.name, this.handlers);
+      this.cards.set(block.id, card);
+    }
+    return { type: "toolCall", el: card.el, card };
+  }
+
+  updateBlock(slot, block) {
+    if (slot.type === "toolCall") {
+      slot.card.setCall({ name: block.name, args: block.args, complete: block.complete });
+      return;
+    }
+    const text = block.text || "";
+    if (slot.text === text) return;
+    slot.text = text;
+    if (slot.type === "thinking") {
+      slot.summary.textContent = block.redacted ? "Thinking (redacted)" : this.streaming ? "Thinking…" : "Thinking";
+    }
+    const target = slot.type === "thinking" ? slot.body : slot.el;
+    if (slot.stream) slot.stream.update(text);
+    else renderMarkdownInto(target, text);
+  }
+}
+
+export function renderItem(item, cards, handlers) {
+  switch (item.kind) {
+    case "user":
+      return renderUserItem(item);
+    case "assistant":
+      return new AssistantView(item, cards, handlers).el;
+    case "note":
+      return renderNoteItem(item);
+    case "tool_result": {
+      let card = cards.get(item.tool_call_id);
+      if (card) {
+        card.setResult(item);
+        return null; // shown inside the card of its call
+      }
+      card = new ToolCard(item.tool_call_id, item.tool_name, handlers);
+      cards.set(item.tool_call_id, card);
+      card.setResult(item);
+      return card.el;
+    }
+    default:
+      return h("div", { class: "pi-msg pi-unknown", text: JSON.stringify(item) });
+  }
+}

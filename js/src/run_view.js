@@ -1,0 +1,271 @@
+// The live run view: header (status, model, tokens, cost, context), transcript, controls.
+// State (traits) is the source of truth; custom messages are only requests and their replies.
+import { formatCost, formatTokens, h } from "./dom.js";
+import { AssistantView, renderItem } from "./items.js";
+
+const STATUS_TEXT = {
+  waiting: "waiting for the model",
+  streaming: "streaming",
+  running_tools: "running tools",
+  awaiting_approval: "waiting for approval",
+  done: "done",
+  aborted: "stopped",
+  error: "error",
+};
+
+const LIVE = new Set(["waiting", "streaming", "running_tools", "awaiting_approval"]);
+
+// Unsent steer-box text survives a re-render of the same widget (e.g. an output update).
+const drafts = new WeakMap();
+
+export class RunView {
+  constructor(model, el, { now = () => Date.now(), setInterval = globalThis.setInterval, clearInterval = globalThis.clearInterval } = {}) {
+    this.model = model;
+    this.now = now;
+    this.clearTimer = clearInterval;
+    this.cards = new Map();
+    this.itemIds = [];
+    this.itemIdSet = new Set();
+    this.live = null; // AssistantView of `current`
+    this.liveId = null;
+    this.handlers = {
+      onApproval: (id, allow) => this.send({ type: "approval", tool_call_id: id, allow }),
+      onExpand: (id) => this.send({ type: "expand", tool_call_id: id }),
+    };
+    this.build(el);
+    this.listeners = [];
+    const on = (name, fn) => {
+      const bound = () => fn.call(this);
+      model.on(`change:${name}`, bound);
+      this.listeners.push([`change:${name}`, bound]);
+    };
+    on("messages", this.renderMessages);
+    on("current", this.renderCurrent);
+    on("running_tools", this.renderRunning);
+    on("status", this.renderStatus);
+    on("header", this.renderHeader);
+    on("controls", this.renderControls);
+    on("queued", this.renderQueued);
+    on("notice", this.renderNotice);
+    on("error", this.renderError);
+    this.customHandler = (msg) => this.onCustom(msg);
+    model.on("msg:custom", this.customHandler);
+    this.renderAll();
+    this.timer = setInterval(() => this.tick(), 1000);
+  }
+
+  send(message) {
+    this.model.send(message);
+  }
+
+  build(el) {
+    this.statusEl = h("span", { class: "pi-status" });
+    this.modelEl = h("span", { class: "pi-model" });
+    this.usageEl = h("span", { class: "pi-usage" });
+    this.contextBar = h("span", { class: "pi-context-fill" });
+    this.contextEl = h("span", { class: "pi-context", title: "context window used" }, h("span", { class: "pi-context-bar" }, this.contextBar), h("span", { class: "pi-context-text" }));
+    this.treeButton = h("button", { class: "pi-button pi-tree-button", type: "button", text: "Session tree", onclick: () => this.send({ type: "open_tree" }) });
+    this.noticeEl = h("div", { class: "pi-notice", hidden: true });
+    this.errorEl = h("div", { class: "pi-run-error", hidden: true });
+    this.transcriptEl = h("div", { class: "pi-transcript" });
+    this.liveEl = h("div", { class: "pi-live" });
+    this.queuedEl = h("div", { class: "pi-queued" });
+    this.stopButton = h("button", { class: "pi-button pi-stop-button", type: "button", text: "Stop", onclick: () => this.stop() });
+    this.input = h("textarea", { class: "pi-steer-input", rows: 1, placeholder: "" });
+    this.sendButton = h("button", { class: "pi-button pi-send", type: "button", onclick: () => this.submit() });
+    this.input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey) {
+        event.preventDefault();
+        this.submit();
+      }
+      event.stopPropagation(); // keep Jupyter's command-mode shortcuts out of the text box
+    });
+    this.input.addEventListener("input", () => drafts.set(this.model, this.input.value));
+    this.input.value = drafts.get(this.model) || "";
+    this.controlsEl = h("div", { class: "pi-controls" }, this.stopButton, this.input, this.sendButton);
+    this.root = h(
+      "div",
+      { class: "pi-run" },
+      h("div", { class: "pi-header" }, this.statusEl, this.modelEl, this.usageEl, this.contextEl, this.treeButton),
+      this.noticeEl,
+      this.transcriptEl,
+      this.liveEl,
+      this.errorEl,
+      this.queuedEl,
+      this.controlsEl,
+    );
+    el.replaceChildren(this.root);
+  }
+
+  renderAll() {
+    this.renderHeader();
+    this.renderStatus();
+    this.renderMessages();
+    this.renderCurrent();
+    this.renderRunning();
+    this.renderQueued();
+    this.renderNotice();
+    this.renderError();
+    this.renderControls();
+  }
+
+  get isLive() {
+    return LIVE.has(this.model.get("status"));
+  }
+
+  renderStatus() {
+    const status = this.model.get("status") || "waiting";
+    this.statusEl.className = `pi-status pi-status-${status}`;
+    this.statusEl.textContent = STATUS_TEXT[status] || status;
+    this.root.classList.toggle("pi-run-live", this.isLive);
+    this.renderControls();
+  }
+
+  renderHeader() {
+    const header = this.model.get("header") || {};
+    const thinking = header.thinking_level && header.thinking_level !== "off" ? ` · thinking ${header.thinking_level}` : "";
+    this.modelEl.textContent = header.model ? `${header.model}${thinking}` : "";
+    const u = header.usage || {};
+    const cache = u.cache_read || u.cache_write ? ` · cache ${formatTokens(u.cache_read || 0)}/${formatTokens(u.cache_write || 0)}` : "";
+    this.usageEl.textContent = `↑${formatTokens(u.input || 0)} ↓${formatTokens(u.output || 0)}${cache} · ${formatCost(u.cost || 0)}`;
+    const used = header.context_tokens || 0;
+    const window = header.context_window || 0;
+    const fraction = window > 0 ? Math.min(1, used / window) : 0;
+    this.contextBar.style.width = `${(fraction * 100).toFixed(1)}%`;
+    this.contextEl.classList.toggle("pi-context-high", fraction > 0.8);
+    this.contextEl.lastChild.textContent = window > 0 ? `${formatTokens(used)}/${formatTokens(window)}` : formatTokens(used);
+    this.contextEl.hidden = window <= 0 && used <= 0;
+  }
+
+  renderControls() {
+    const controls = this.model.get("controls") || {};
+    const live = this.isLive;
+    this.stopButton.hidden = !controls.stop;
+    this.stopButton.disabled = !live;
+    this.treeButton.hidden = !controls.tree;
+    const canSend = live ? controls.steer : controls.follow_up;
+    this.input.hidden = !(controls.steer || controls.follow_up);
+    this.sendButton.hidden = this.input.hidden;
+    this.input.disabled = !canSend;
+    this.sendButton.disabled = !canSend;
+    this.sendButton.textContent = live ? "Steer" : "Follow up";
+    this.input.placeholder = live ? "Steer the running agent…" : "Ask a follow-up…";
+    this.controlsEl.hidden = this.stopButton.hidden && this.input.hidden;
+  }
+
+  renderMessages() {
+    const items = this.model.get("messages") || [];
+    const ids = this.itemIds;
+    let prefixOk = ids.length <= items.length;
+    // Append-only in normal operation; a different prefix means a full re-render.
+    if (prefixOk && ids.length > 0) prefixOk = items[ids.length - 1].id === ids[ids.length - 1] && items[0].id === ids[0];
+    if (!prefixOk) {
+      this.transcriptEl.replaceChildren();
+      this.cards.clear();
+      this.itemIds = [];
+      this.itemIdSet = new Set();
+    }
+    for (let i = this.itemIds.length; i < items.length; i++) {
+      const item = items[i];
+      if (item.id === this.liveId) this.dropLive();
+      const el = renderItem(item, this.cards, this.handlers);
+      if (el) this.transcriptEl.append(el);
+      this.itemIds.push(item.id);
+      this.itemIdSet.add(item.id);
+    }
+    this.renderRunning();
+  }
+
+  dropLive() {
+    this.live = null;
+    this.liveId = null;
+    this.liveEl.replaceChildren();
+  }
+
+  renderCurrent() {
+    const current = this.model.get("current") || {};
+    if (!current.id || this.itemIdSet.has(current.id)) {
+      this.dropLive();
+      return;
+    }
+    if (this.live === null || this.liveId !== current.id) {
+      this.dropLive();
+      this.live = new AssistantView(current, this.cards, this.handlers);
+      this.liveId = current.id;
+      this.liveEl.append(this.live.el);
+    } else {
+      this.live.update(current);
+    }
+    this.renderRunning();
+  }
+
+  renderRunning() {
+    const running = this.model.get("running_tools") || {};
+    for (const [id, entry] of Object.entries(running)) {
+      const card = this.cards.get(id);
+      if (card) card.setRunning(entry);
+    }
+  }
+
+  renderQueued() {
+    const queued = this.model.get("queued") || [];
+    this.queuedEl.replaceChildren(
+      ...queued.map((q) => h("div", { class: "pi-queued-item" }, h("span", { class: "pi-badge", text: q.kind === "steer" ? "steering queued" : "follow-up queued" }), h("span", { text: q.text }))),
+    );
+  }
+
+  renderNotice() {
+    const notice = this.model.get("notice") || "";
+    this.noticeEl.hidden = !notice;
+    if (notice) {
+      this.noticeEl.replaceChildren(
+        h("span", { text: notice }),
+        h("button", { class: "pi-button pi-dismiss", type: "button", text: "×", title: "dismiss", onclick: () => this.send({ type: "dismiss_notice" }) }),
+      );
+    }
+  }
+
+  renderError() {
+    const error = this.model.get("error") || "";
+    this.errorEl.hidden = !error;
+    this.errorEl.textContent = error;
+  }
+
+  stop() {
+    this.stopButton.disabled = true;
+    this.send({ type: "stop" });
+  }
+
+  submit() {
+    const text = this.input.value.trim();
+    if (!text || this.input.disabled) return;
+    this.send({ type: this.isLive ? "steer" : "follow_up", text });
+    this.input.value = "";
+    drafts.delete(this.model);
+  }
+
+  onCustom(message) {
+    if (message && message.type === "expanded") {
+      const card = this.cards.get(message.tool_call_id);
+      if (card) card.setExpandedText(message.text);
+    }
+  }
+
+  tick() {
+    const now = this.now();
+    for (const card of this.cards.values()) card.tick(now);
+  }
+
+  dispose() {
+    for (const [event, fn] of this.listeners) this.model.off(event, fn);
+    this.model.off("msg:custom", this.customHandler);
+    this.clearTimer(this.timer);
+  }
+}
+
+function render({ model, el }) {
+  const view = new RunView(model, el);
+  return () => view.dispose();
+}
+
+export default { render };

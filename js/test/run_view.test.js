@@ -1,0 +1,163 @@
+import { afterEach, describe, expect, it } from "vitest";
+import widget, { RunView } from "../src/run_view.js";
+import { FakeModel } from "./fake_model.js";
+
+const USAGE = { input: 1200, output: 340, cache_read: 0, cache_write: 0, total_tokens: 1540, cost: 0.0123 };
+
+function baseState(overrides = {}) {
+  return {
+    status: "waiting",
+    header: { model: "faux/faux-1", thinking_level: "off", usage: { ...USAGE }, context_tokens: 1540, context_window: 10_000 },
+    messages: [],
+    current: {},
+    running_tools: {},
+    queued: [],
+    notice: "",
+    error: "",
+    controls: { stop: true, steer: true, follow_up: true, tree: true },
+    ...overrides,
+  };
+}
+
+const views = [];
+function mount(state) {
+  const model = new FakeModel(state);
+  const el = document.createElement("div");
+  const view = new RunView(model, el, { setInterval: () => 0, clearInterval: () => {} });
+  views.push(view);
+  return { model, el, view };
+}
+
+afterEach(() => {
+  while (views.length) views.pop().dispose();
+});
+
+const user = (id, text, origin = "prompt") => ({ kind: "user", id, text, images: [], origin });
+const assistant = (id, blocks, stop_reason = "stop", extra = {}) => ({ kind: "assistant", id, blocks, stop_reason, error_message: null, model: "faux/faux-1", usage: USAGE, ...extra });
+const toolResult = (id, callId, text, extra = {}) => ({ kind: "tool_result", id, tool_call_id: callId, tool_name: "ls", is_error: false, text, text_length: text.length, images: [], mime_bundle: null, duration_ms: 12, approval: null, ...extra });
+
+describe("RunView", () => {
+  it("renders a whole saved run from state alone (page reload, executed notebook)", () => {
+    const { el } = mount(baseState({
+      status: "done",
+      messages: [
+        user("m0", "list files"),
+        assistant("m1", [{ type: "toolCall", id: "t1", name: "ls", args: "{}", complete: true }], "toolUse"),
+        toolResult("m2", "t1", "a.txt\nb.txt"),
+        assistant("m3", [{ type: "text", text: "Two files: **a.txt** and b.txt." }]),
+      ],
+    }));
+    expect(el.querySelector(".pi-status").textContent).toBe("done");
+    expect(el.querySelectorAll(".pi-transcript > .pi-msg").length).toBe(3);
+    expect(el.querySelector(".pi-tool .pi-tool-result").textContent).toBe("a.txt\nb.txt");
+    expect(el.querySelector(".pi-transcript strong").textContent).toBe("a.txt");
+    expect(el.querySelector(".pi-model").textContent).toBe("faux/faux-1");
+    expect(el.querySelector(".pi-usage").textContent).toBe("↑1,200 ↓340 · $0.012");
+    expect(el.querySelector(".pi-context-fill").style.width).toBe("15.4%");
+    expect(el.querySelector(".pi-send").textContent).toBe("Follow up");
+    expect(el.querySelector(".pi-stop-button").disabled).toBe(true);
+  });
+
+  it("streams the in-progress message incrementally and keeps finished items in place", () => {
+    const { model, el } = mount(baseState({ status: "streaming", messages: [user("m0", "write a lot")] }));
+    const promptEl = el.querySelector(".pi-transcript > .pi-msg");
+    const words = Array.from({ length: 10_000 }, (_, i) => `tok${i}${i % 50 === 49 ? "\n\n" : " "}`);
+    let liveEl = null;
+    for (let end = 100; end <= words.length; end += 100) {
+      model.set("current", assistant("m1", [{ type: "text", text: words.slice(0, end).join("") }], null));
+      const now = el.querySelector(".pi-live > .pi-msg");
+      if (liveEl === null) liveEl = now;
+      expect(now).toBe(liveEl); // the live message is updated, not rebuilt
+    }
+    expect(el.querySelector(".pi-live").textContent).toContain("tok9999");
+    model.update({ messages: [user("m0", "write a lot"), assistant("m1", [{ type: "text", text: words.join("") }])], current: {}, status: "done" });
+    expect(el.querySelector(".pi-live").children.length).toBe(0);
+    expect(el.querySelector(".pi-transcript > .pi-msg")).toBe(promptEl); // earlier items untouched
+    const text = el.querySelector(".pi-transcript").textContent;
+    for (const i of [0, 1234, 5000, 9999]) expect(text).toContain(`tok${i}`);
+  }, 30_000); // jsdom's sanitiser is slow; a browser does this in a blink
+
+  it("shows running tools with progress and approval, and sends the answer", () => {
+    const { model, el } = mount(baseState({ status: "running_tools" }));
+    model.update({ messages: [assistant("m1", [{ type: "toolCall", id: "t1", name: "rm", args: '{"path": "x"}', complete: true }], "toolUse")] });
+    model.update({
+      status: "awaiting_approval",
+      running_tools: { t1: { tool_call_id: "t1", tool_name: "rm", args: "", started_at: Date.now(), progress: "", progress_bundle: null, progress_images: [], approval: { state: "pending", timeout: null, reason: "" } } },
+    });
+    expect(el.querySelector(".pi-status").textContent).toBe("waiting for approval");
+    el.querySelector(".pi-allow").click();
+    expect(model.sent).toEqual([{ type: "approval", tool_call_id: "t1", allow: true }]);
+    model.update({ running_tools: { t1: { tool_call_id: "t1", tool_name: "rm", args: "", started_at: Date.now(), progress: "50%", progress_bundle: null, progress_images: [], approval: { state: "allowed", timeout: null, reason: "" } } }, status: "running_tools" });
+    expect(el.querySelector(".pi-tool-progress").textContent).toBe("50%");
+    model.update({ messages: [...model.get("messages"), toolResult("m2", "t1", "removed", { tool_name: "rm" })], running_tools: {} });
+    expect(el.querySelector(".pi-tool").classList.contains("pi-tool-ok")).toBe(true);
+    expect(el.querySelectorAll(".pi-tool").length).toBe(1);
+  });
+
+  it("moves tool cards from the live message to the finished one", () => {
+    const { model, el } = mount(baseState({ status: "streaming" }));
+    model.set("current", assistant("m1", [{ type: "toolCall", id: "t1", name: "ls", args: '{"pa', complete: false }], null));
+    expect(el.querySelector(".pi-live .pi-tool-args-text").textContent).toBe('{"pa');
+    model.update({ messages: [assistant("m1", [{ type: "toolCall", id: "t1", name: "ls", args: '{\n  "path": "."\n}', complete: true }], "toolUse")], current: {} });
+    expect(el.querySelectorAll(".pi-tool").length).toBe(1);
+    expect(el.querySelector(".pi-transcript .pi-tool-args-text").textContent).toBe('{\n  "path": "."\n}');
+  });
+
+  it("sends stop, steering while live and a follow-up once done", () => {
+    const { model, el } = mount(baseState({ status: "streaming" }));
+    el.querySelector(".pi-stop-button").click();
+    const input = el.querySelector(".pi-steer-input");
+    input.value = "  be brief ";
+    input.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+    expect(input.value).toBe("");
+    model.set("status", "done");
+    expect(el.querySelector(".pi-send").textContent).toBe("Follow up");
+    input.value = "and now?";
+    el.querySelector(".pi-send").click();
+    input.value = "   ";
+    el.querySelector(".pi-send").click(); // blank: nothing sent
+    expect(model.sent).toEqual([{ type: "stop" }, { type: "steer", text: "be brief" }, { type: "follow_up", text: "and now?" }]);
+  });
+
+  it("hides controls that have no handler in the kernel", () => {
+    const { el } = mount(baseState({ controls: { stop: false, steer: false, follow_up: false, tree: false } }));
+    expect(el.querySelector(".pi-controls").hidden).toBe(true);
+    expect(el.querySelector(".pi-tree-button").hidden).toBe(true);
+  });
+
+  it("shows notices, errors and queued messages; asks for expansions", () => {
+    const { model, el } = mount(baseState());
+    model.update({ notice: "Steer failed: Cannot steer while idle", error: "The model request failed: 429", queued: [{ kind: "steer", text: "shorter" }] });
+    expect(el.querySelector(".pi-notice").hidden).toBe(false);
+    expect(el.querySelector(".pi-notice").textContent).toContain("Cannot steer while idle");
+    el.querySelector(".pi-dismiss").click();
+    expect(el.querySelector(".pi-run-error").textContent).toBe("The model request failed: 429");
+    expect(el.querySelector(".pi-queued").textContent).toContain("shorter");
+    model.set("messages", [assistant("m1", [{ type: "toolCall", id: "t1", name: "cat", args: "{}", complete: true }], "toolUse"), toolResult("m2", "t1", "x".repeat(100), { text_length: 90_000 })]);
+    el.querySelector(".pi-expand").click();
+    model.custom({ type: "expanded", tool_call_id: "t1", text: "y".repeat(90_000) });
+    expect(el.querySelector(".pi-tool-result").textContent.length).toBe(90_000);
+    el.querySelector(".pi-tree-button").click();
+    expect(model.sent).toEqual([{ type: "dismiss_notice" }, { type: "expand", tool_call_id: "t1" }, { type: "open_tree" }]);
+  });
+
+  it("re-renders everything when the transcript is replaced", () => {
+    const { model, el } = mount(baseState({ messages: [user("a", "one"), user("b", "two")] }));
+    model.set("messages", [user("x", "other")]);
+    expect(el.querySelector(".pi-transcript").textContent).toBe("other");
+  });
+
+  it("cleans up its listeners and keeps an unsent draft across re-renders", () => {
+    const model = new FakeModel(baseState({ status: "streaming" }));
+    const el = document.createElement("div");
+    const cleanup = widget.render({ model, el });
+    el.querySelector(".pi-steer-input").value = "half-written";
+    el.querySelector(".pi-steer-input").dispatchEvent(new Event("input"));
+    cleanup();
+    expect(model.listenerCount()).toBe(0);
+    const again = document.createElement("div");
+    const cleanup2 = widget.render({ model, el: again });
+    expect(again.querySelector(".pi-steer-input").value).toBe("half-written");
+    cleanup2();
+  });
+});
