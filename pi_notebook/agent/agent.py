@@ -277,6 +277,7 @@ class Agent:
         self._follow_up = _MessageQueue(follow_up_mode)
         self._listeners: tuple[tuple[AgentListener, bool], ...] = ()
         self._active: _ActiveRun | None = None
+        self._signal: AbortSignal | None = None
 
     # --- state and subscriptions -----------------------------------------------------------------
 
@@ -287,7 +288,7 @@ class Agent:
     @property
     def signal(self) -> AbortSignal | None:
         """The active run's abort signal (``None`` while idle)."""
-        return self._active.controller.signal if self._active is not None else None
+        return self._signal
 
     def subscribe(self, listener: AgentListener) -> Callable[[], None]:
         """Call ``listener(event)`` — or ``listener(event, signal)`` if it takes two arguments —
@@ -322,7 +323,7 @@ class Agent:
         elif event.type == "agent_end":
             state._streaming = None
 
-        signal = self.signal
+        signal = self._signal
         for listener, with_signal in self._listeners:
             try:
                 outcome = listener(event, signal) if with_signal else listener(event)
@@ -510,6 +511,7 @@ class Agent:
         if self._active is not None:
             raise RuntimeError(BUSY_MESSAGE)
         active = self._active = _ActiveRun()
+        self._signal = active.controller.signal
         state = self._state
         state._is_streaming = True
         state._streaming = None
@@ -523,6 +525,7 @@ class Agent:
             state._streaming = None
             state._pending_tool_calls = set()
             self._active = None
+            self._signal = None
             active.done.set_result(None)
 
     async def _report_failure(self, exc: Exception, aborted: bool) -> None:

@@ -12,7 +12,7 @@ import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import Field, GetPydanticSchema, TypeAdapter, computed_field
 from pydantic_core import core_schema
@@ -39,6 +39,8 @@ __all__ = [
     "ToolExecutionUpdateEvent",
     "TurnEndEvent",
     "TurnStartEvent",
+    "fast_construct",
+    "message_update",
 ]
 
 AgentEventType: TypeAlias = Literal[
@@ -84,15 +86,51 @@ AgentMessageField = Annotated[
 """An ``AgentMessage`` inside an event: serialised as whatever model it is."""
 
 
+_new = object.__new__
+_set = object.__setattr__
+_M = TypeVar("_M", bound=PiModel)
+
+
+_REQUIRED = object()
+
+
+@cache
+def _defaults(cls: type[PiModel]) -> tuple[tuple[str, Any, Callable[[], Any] | None], ...]:
+    return tuple(
+        (name, _REQUIRED if f.is_required() else f.default, f.default_factory)  # type: ignore[misc]
+        for name, f in cls.model_fields.items()
+    )
+
+
+def fast_construct(cls: type[_M], **values: Any) -> _M:
+    """``cls.model_construct(**values)`` at a fraction of the cost, for the loop's per-turn
+    objects (contexts, tool results): no validation; fields not given get their defaults.
+
+    Like pydantic's own ``model_construct`` it sets the instance dict and bookkeeping directly.
+    """
+    fields_set = set(values)
+    for name, default, factory in _defaults(cls):
+        if name not in values:
+            if default is _REQUIRED:
+                raise TypeError(f"{cls.__name__}.{name} is required")
+            values[name] = factory() if factory is not None else default
+    model = _new(cls)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", fields_set)
+    _set(model, "__pydantic_extra__", {})
+    _set(model, "__pydantic_private__", None)
+    return model
+
+
 class _AgentEventBase(PiModel):
     @classmethod
     def _quick(cls, **values: Any) -> Self:
-        """Build without validation (the loop's hot path). Every field must be given."""
-        event = cls.__new__(cls)
-        object.__setattr__(event, "__dict__", values)
-        object.__setattr__(event, "__pydantic_fields_set__", set(values))
-        object.__setattr__(event, "__pydantic_extra__", {})
-        object.__setattr__(event, "__pydantic_private__", None)
+        """Build without validation (the loop's per-delta path). Every field must be given."""
+        event = _new(cls)
+        _set(event, "__dict__", values)
+        _set(event, "__pydantic_fields_set__", set(values))
+        _set(event, "__pydantic_extra__", {})
+        _set(event, "__pydantic_private__", None)
         return event
 
 
@@ -136,6 +174,16 @@ class MessageUpdateEvent(_AgentEventBase):
         event = self.assistant_message_event
         partial: AssistantMessage = getattr(event, "partial")  # noqa: B009 (every delta event has one)
         return partial
+
+
+def message_update(event: AssistantMessageEvent) -> MessageUpdateEvent:
+    """The ``message_update`` for a provider delta event (built once per streamed delta)."""
+    update = _new(MessageUpdateEvent)
+    _set(update, "__dict__", {"type": "message_update", "assistant_message_event": event})
+    _set(update, "__pydantic_fields_set__", {"type", "assistant_message_event"})
+    _set(update, "__pydantic_extra__", {})
+    _set(update, "__pydantic_private__", None)
+    return update
 
 
 class MessageEndEvent(_AgentEventBase):
@@ -212,7 +260,8 @@ class EventSink:
 
     async def send(self, event: AgentEvent) -> None:
         """Deliver ``event`` after everything queued before it; return once it was handled."""
-        self._raise_pending_error()
+        if self._error is not None:
+            self._raise_pending_error()
         if self._busy or self._queue:
             waiter = self._loop.create_future()
             self._queue.append((event, waiter))

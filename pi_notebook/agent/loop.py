@@ -41,9 +41,10 @@ from .events import (
     EventSink,
     MessageEndEvent,
     MessageStartEvent,
-    MessageUpdateEvent,
     TurnEndEvent,
     TurnStartEvent,
+    fast_construct,
+    message_update,
 )
 from .tool_execution import execute_tool_calls
 from .types import (
@@ -111,6 +112,7 @@ class _Run:
         self.stream_fn: StreamFn = stream_fn or default_stream_fn
         self.model = config.model
         self.reasoning = config.reasoning
+        self._fixed_options, self._extra_options = self._split_stream_options()
         self._converted: list[Message] = []
         self._converted_from: list[AgentMessage] | None = None
         self._converted_count = 0
@@ -221,15 +223,24 @@ class _Run:
         return list(await maybe_await(config.convert_to_llm(view)))
 
     async def stream_options(self) -> StreamOptions:
+        """The options of the next call: the run's fixed ones plus what may change per call."""
         config = self.config
         api_key = config.api_key
         if config.get_api_key is not None:
             api_key = await maybe_await(config.get_api_key(self.model.provider)) or api_key
-        options: dict[str, Any] = dict(config.stream_options)
+        return StreamOptions(
+            **self._fixed_options,
+            api_key=api_key,
+            signal=self.signal,
+            reasoning=self.reasoning,
+            extra=dict(self._extra_options),
+        )
+
+    def _split_stream_options(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The config's pass-through stream options: StreamOptions fields, and the rest."""
+        config = self.config
+        given: dict[str, Any] = dict(config.stream_options)
         explicit = {
-            "api_key": api_key,
-            "signal": self.signal,
-            "reasoning": self.reasoning,
             "session_id": config.session_id,
             "max_tokens": config.max_tokens,
             "temperature": config.temperature,
@@ -239,13 +250,18 @@ class _Run:
             "on_payload": config.on_payload,
             "on_response": config.on_response,
         }
-        options.update((k, v) for k, v in explicit.items() if v is not None)
-        return StreamOptions.from_kwargs(options)
+        given.update((k, v) for k, v in explicit.items() if v is not None)
+        for per_call in ("api_key", "signal", "reasoning", "extra"):
+            given.pop(per_call, None)
+        fixed = {k: v for k, v in given.items() if k in _STREAM_OPTION_NAMES and v is not None}
+        extra = {k: v for k, v in given.items() if k not in _STREAM_OPTION_NAMES}
+        return fixed, extra
 
     async def stream_reply(self) -> AssistantMessage:
         """Call the model and relay its reply as message_start / message_update… / message_end."""
         context = self.context
-        llm_context = Context.model_construct(
+        llm_context = fast_construct(
+            Context,
             system_prompt=context.system_prompt,
             messages=await self.llm_messages(),
             tools=list(context.tools) or None,
@@ -261,11 +277,7 @@ class _Run:
             kind = event.type
             if kind in _DELTA_TYPES:
                 if started:
-                    await send(
-                        MessageUpdateEvent._quick(
-                            type="message_update", assistant_message_event=event
-                        )
-                    )
+                    await send(message_update(event))
             elif kind == "start":
                 if not started:
                     started = True

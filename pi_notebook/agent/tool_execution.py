@@ -28,7 +28,7 @@ from typing import Any, TypeAlias
 from ..ai.abort import AbortSignal
 from ..ai.options import maybe_await
 from ..ai.producer import describe_error
-from ..ai.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage
+from ..ai.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, now_ms
 from .events import (
     EventSink,
     MessageEndEvent,
@@ -36,6 +36,7 @@ from .events import (
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
+    fast_construct,
 )
 from .tools import AgentTool, AgentToolResult
 from .types import (
@@ -245,12 +246,16 @@ class _Batch:
         )
 
     async def result_message(self, call: ToolCall, outcome: _Outcome) -> ToolResultMessage:
-        message = ToolResultMessage(
+        result = outcome.result
+        message = fast_construct(
+            ToolResultMessage,
+            role="toolResult",
             tool_call_id=call.id,
             tool_name=call.name,
-            content=outcome.result.content,
-            details=outcome.result.details,
+            content=result.content,  # already validated by AgentToolResult
+            details=result.details,
             is_error=outcome.is_error,
+            timestamp=now_ms(),
         )
         await self.sink.send(MessageStartEvent._quick(type="message_start", message=message))
         await self.sink.send(MessageEndEvent._quick(type="message_end", message=message))

@@ -1,0 +1,255 @@
+"""pi_notebook's agent loop on the scripted agent-loop workloads (``bench.peers_agent_loop``).
+
+Each workload runs ``Agent.prompt`` against an in-process scripted stream function that writes
+its replies through ``MessageBuilder`` (the path every provider takes), with one subscriber
+consuming every agent event. The scripted model hands its events over in chunks of
+``CHUNK_DELTAS`` deltas, the way a provider parses a network read, so even a 1M-delta reply
+never sits in memory whole. Every run is checked (message count, tool calls, final text).
+
+    python3 -m bench.agent_loop_bench                          # five workloads + 10k/100k/1M
+    python3 -m bench.agent_loop_bench --workloads turns_1k --reps 5
+    python3 -m bench.agent_loop_bench --profile mixed_100k     # cProfile, top functions
+
+Reuse from other scripts: ``await run_workload(WORKLOADS[key])`` or one of the per-workload
+functions (``text_100k()``, ``tools_parallel_1k()``, …), each returning a ``Run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import pstats
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from bench.common import describe_environment, fmt_int, fmt_ms, fmt_rate, print_table, stats
+from bench.peers_agent_loop import WORKLOADS, Run, Workload, closing_text, parse_workloads
+from bench.sse_server import DELTA_TEXTS
+from pi_notebook.agent.agent import Agent
+from pi_notebook.agent.tools import AgentTool, AgentToolResult
+from pi_notebook.agent.types import StreamFn
+from pi_notebook.ai import (
+    AbortSignal,
+    AssistantMessage,
+    AssistantMessageEventStream,
+    Context,
+    MessageBuilder,
+    Model,
+    StreamOptions,
+    TextContent,
+    produce_stream,
+)
+
+__all__ = [
+    "CHUNK_DELTAS",
+    "MODEL",
+    "RUNNERS",
+    "mixed_100k",
+    "noop_tool",
+    "run_workload",
+    "scripted_stream_fn",
+    "text_1m",
+    "text_10k",
+    "text_100k",
+    "tools_parallel_1k",
+    "tools_sequential_1k",
+    "turns_1k",
+]
+
+CHUNK_DELTAS = 1_000
+"""Deltas the scripted model produces between two hand-offs to the consumer."""
+
+MODEL = Model(
+    id="scripted",
+    name="Scripted model",
+    api="scripted",
+    provider="bench",
+    context_window=1_000_000_000,
+)
+
+SCALING = ["text_10k", "text_100k", "text_1m"]
+DEFAULT = ["text_100k", "tools_parallel_1k", "tools_sequential_1k", "turns_1k", "mixed_100k"]
+
+
+def noop_tool() -> AgentTool:
+    """The workloads' tool: no parameters, answers "ok"."""
+
+    async def execute(
+        call_id: str, params: dict[str, Any], signal: AbortSignal | None, on_update: Any
+    ) -> AgentToolResult:
+        return AgentToolResult(content=[TextContent(text="ok")], details={})
+
+    return AgentTool(
+        name="noop",
+        label="No-op",
+        description="Does nothing and says ok.",
+        parameters={"type": "object", "properties": {}},
+        execute=execute,
+    )
+
+
+def scripted_stream_fn(workload: Workload) -> StreamFn:
+    """A stream function playing ``workload``: ``turns`` replies of ``deltas`` text deltas and
+    ``tools`` no-op tool calls, then a closing reply of one delta."""
+    calls = 0
+
+    def stream(model: Model, context: Context, options: StreamOptions) -> Any:
+        nonlocal calls
+        turn = calls
+        calls += 1
+        closing = workload.tools > 0 and turn >= workload.turns
+        deltas = 1 if closing else workload.deltas
+        tools = 0 if closing else workload.tools
+
+        async def body(out: MessageBuilder) -> None:
+            out.start()
+            if deltas:
+                index = out.text_start()
+                for i in range(deltas):
+                    out.text_delta(index, DELTA_TEXTS[i % len(DELTA_TEXTS)])
+                    if i % CHUNK_DELTAS == CHUNK_DELTAS - 1:
+                        await asyncio.sleep(0)
+                out.text_end(index)
+            for t in range(tools):
+                index = out.toolcall_start(f"call_{turn}_{t}", "noop")
+                out.toolcall_delta(index, "{}")
+                out.toolcall_end(index)
+            out.done("toolUse" if tools else "stop")
+
+        stream_: AssistantMessageEventStream = produce_stream(model, options, body)
+        return stream_
+
+    return stream
+
+
+async def run_workload(workload: Workload) -> Run:
+    """One timed ``Agent.prompt`` of ``workload`` (fresh agent), checked afterwards."""
+    agent = Agent(
+        system_prompt="You are a benchmark.",
+        model=MODEL,
+        tools=[noop_tool()],
+        stream_fn=scripted_stream_fn(workload),
+        tool_execution=workload.execution,
+    )
+    events = 0
+
+    def count(event: Any) -> None:
+        nonlocal events
+        events += 1
+
+    agent.subscribe(count)
+    gc.collect()
+    start = time.perf_counter()
+    await agent.prompt("Go.")
+    seconds = time.perf_counter() - start
+
+    messages = agent.state.messages
+    expected = 2 + workload.turns * (1 + workload.tools) if workload.tools else 2
+    last = messages[-1]
+    if (
+        len(messages) != expected
+        or agent.state.error_message
+        or not isinstance(last, AssistantMessage)
+        or last.text != closing_text(workload)
+    ):
+        raise RuntimeError(
+            f"{workload.key} ran wrongly: {len(messages)} messages (expected {expected}), "
+            f"error {agent.state.error_message}"
+        )
+    return Run(seconds, events)
+
+
+def _runner(key: str) -> Callable[[], Coroutine[Any, Any, Run]]:
+    async def run() -> Run:
+        return await run_workload(WORKLOADS[key])
+
+    run.__name__ = key
+    run.__doc__ = f"One run of {WORKLOADS[key].label}."
+    return run
+
+
+text_100k = _runner("text_100k")
+tools_parallel_1k = _runner("tools_parallel_1k")
+tools_sequential_1k = _runner("tools_sequential_1k")
+turns_1k = _runner("turns_1k")
+mixed_100k = _runner("mixed_100k")
+text_10k = _runner("text_10k")
+text_1m = _runner("text_1m")
+
+RUNNERS: dict[str, Callable[[], Coroutine[Any, Any, Run]]] = {
+    "text_100k": text_100k,
+    "tools_parallel_1k": tools_parallel_1k,
+    "tools_sequential_1k": tools_sequential_1k,
+    "turns_1k": turns_1k,
+    "mixed_100k": mixed_100k,
+    "text_10k": text_10k,
+    "text_1m": text_1m,
+}
+
+
+# --- command line --------------------------------------------------------------------------------
+
+
+async def _measure(keys: list[str], reps: int, reps_1m: int) -> list[list[str]]:
+    await run_workload(WORKLOADS["text_10k"])  # warm-up: imports, caches
+    rows: list[list[str]] = []
+    for key in keys:
+        workload = WORKLOADS[key]
+        runs = [await RUNNERS[key]() for _ in range(reps_1m if key == "text_1m" else reps)]
+        s = stats([r.seconds for r in runs])
+        events = runs[-1].events
+        per_delta = f"{s.median / workload.total_deltas * 1e6:.2f}" if workload.deltas else "–"
+        rows.append(
+            [
+                workload.label,
+                fmt_ms(s.median),
+                fmt_ms(s.best),
+                fmt_int(events),
+                fmt_rate(events / s.median),
+                per_delta,
+                str(s.runs),
+            ]
+        )
+        print(f"  {key:20} {s.median * 1e3:10.1f} ms", flush=True)
+    return rows
+
+
+def _profile(key: str) -> None:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    asyncio.run(RUNNERS[key]())
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="pi_notebook's agent loop on scripted workloads.")
+    parser.add_argument(
+        "--workloads",
+        type=parse_workloads,
+        default=DEFAULT + [k for k in SCALING if k not in DEFAULT],
+        help=f"comma-separated, from: {', '.join(WORKLOADS)}",
+    )
+    parser.add_argument("--reps", type=int, default=3, help="repetitions (default 3)")
+    parser.add_argument("--reps-1m", type=int, default=1, help="repetitions of text_1m")
+    parser.add_argument("--profile", metavar="WORKLOAD", help="profile one run of WORKLOAD")
+    args = parser.parse_args()
+    if args.profile:
+        parse_workloads(args.profile)
+        _profile(args.profile)
+        return
+    print(describe_environment(["pydantic"]))
+    rows = asyncio.run(_measure(args.workloads, args.reps, args.reps_1m))
+    print_table(
+        "pi_notebook agent loop (scripted model, every event consumed)",
+        ["workload", "ms (median)", "ms (best)", "events", "events/s", "µs/delta", "runs"],
+        rows,
+        note="µs/delta: wall time over text deltas; flat from 10k to 1M means linear scaling.",
+    )
+
+
+if __name__ == "__main__":
+    main()
