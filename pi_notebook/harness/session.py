@@ -501,6 +501,35 @@ class Session:
             active_tool_names=None if active_tools is None else list(active_tools),
         )
 
+    def _relabel(self, path: list[SessionEntry]) -> list[LabelEntry]:
+        """Label entries that give ``path``'s entries, in a copy of ``path``, their labels here.
+
+        The copy carries the label entries on the path itself (its parent chain runs through
+        them); labels set or cleared elsewhere in the tree are re-created after the last entry.
+        """
+        copied: dict[str, str] = {}
+        for entry in path:
+            if isinstance(entry, LabelEntry):
+                if entry.label:
+                    copied[entry.target_id] = entry.label
+                else:
+                    copied.pop(entry.target_id, None)
+        parent = path[-1].id if path else None
+        fresh: list[LabelEntry] = []
+        for entry in path:
+            label = self._labels.get(entry.id)
+            if label != copied.get(entry.id):
+                relabel = LabelEntry(
+                    id=self._new_id(),
+                    parent_id=parent,
+                    timestamp=iso_now(),
+                    target_id=entry.id,
+                    label=label,
+                )
+                fresh.append(relabel)
+                parent = relabel.id
+        return fresh
+
     # --- forking ---------------------------------------------------------------------------------
 
     def fork(
@@ -514,8 +543,9 @@ class Session:
         No ``entry_id``: every entry. ``position="at"``: the branch from the root to
         ``entry_id``. ``position="before"`` (default): ``entry_id`` must be a user message; the
         branch up to its parent is copied, so the message can be sent again differently.
-        Labels of copied entries are re-created as fresh label entries at the end. The new
-        header names this session's file as ``parentSession``.
+        Copied entries keep their labels (fresh label entries are appended where the labels
+        were set off the copied branch). The new header names this session's file as
+        ``parentSession``.
         """
         if entry_id is None:
             copied = list(self._entries)
@@ -531,20 +561,7 @@ class Session:
                 path = self._path_to(entry_id)
             else:
                 raise ValueError(f"position must be 'before' or 'at', not {position!r}")
-            copied = [e for e in path if not isinstance(e, LabelEntry)]
-            parent = copied[-1].id if copied else None
-            for node in list(copied):
-                label = self._labels.get(node.id)
-                if label:
-                    relabel = LabelEntry(
-                        id=self._new_id(),
-                        parent_id=parent,
-                        timestamp=iso_now(),
-                        target_id=node.id,
-                        label=label,
-                    )
-                    copied.append(relabel)
-                    parent = relabel.id
+            copied = [*path, *self._relabel(path)]
         store = _storage(target)
         header = _new_header(self.cwd, None if self.path is None else str(self.path))
         store.create(header, copied)
