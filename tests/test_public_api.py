@@ -43,6 +43,16 @@ REQUIRED = {
         "faux_thinking",
         "faux_tool_call",
     },
+    "pi_notebook.agent": {
+        "Agent",
+        "AgentContext",
+        "AgentLoopConfig",
+        "AgentTool",
+        "AgentToolResult",
+        "agent_loop",
+        "agent_loop_continue",
+        "tool",
+    },
 }
 
 
