@@ -441,3 +441,37 @@ async def test_a_failure_after_abort_is_reported_as_aborted(faux: FauxProvider) 
     failure = agent.state.messages[-1]
     assert isinstance(failure, AssistantMessage) and failure.stop_reason == "aborted"
     assert failure.error_message == "hook broke"
+
+
+async def test_cancelling_the_prompt_stops_the_tools_and_aborts_the_run(
+    faux: FauxProvider,
+) -> None:
+    signals: list[AbortSignal] = []
+    cancelled: list[bool] = []
+    started = asyncio.Event()
+
+    async def wait(params: dict[str, Any], signal: AbortSignal | None, on_update: Any) -> Any:
+        assert signal is not None
+        signals.append(signal)
+        if len(signals) == 2:
+            started.set()
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return "unreachable"
+
+    faux.set_responses(
+        [faux_assistant_message([faux_tool_call("wait", {}, id=i) for i in ("a", "b")])]
+    )
+    agent = make_agent(faux, tools=[make_tool("wait", wait)])
+    task = asyncio.ensure_future(agent.prompt("go"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cancelled == [True, True]  # both parallel tools were cancelled …
+    assert signals[0].aborted  # … and the run's signal fired for anything else still going
+    assert not agent.state.is_streaming and agent.signal is None
+    await agent.wait_for_idle()

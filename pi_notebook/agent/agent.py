@@ -520,6 +520,9 @@ class Agent:
             await execute(active.controller.signal)
         except Exception as exc:
             await self._report_failure(exc, active.controller.signal.aborted)
+        except asyncio.CancelledError:
+            active.controller.abort()  # the caller gave up: stop the provider and the tools too
+            raise
         finally:
             state._is_streaming = False
             state._streaming = None

@@ -318,6 +318,12 @@ class EventSink:
                 else:
                     if waiter is not None and not waiter.done():
                         waiter.set_result(None)
+        except asyncio.CancelledError:
+            while queue:  # nobody will deliver these now: release whoever waits for them
+                _event, waiter = queue.popleft()
+                if waiter is not None:
+                    waiter.cancel()
+            raise
         finally:
             self._busy = False
             self._drainer = None

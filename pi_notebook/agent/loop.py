@@ -199,6 +199,7 @@ class _Run:
             )
         if update.context is not None:
             self.context = update.context
+            self._converted_from = None  # convert the new context afresh
         if update.model is not None:
             self.model = update.model
         if update.thinking_level is not None:
