@@ -923,3 +923,21 @@ async def test_events_serialise_to_pi_json(faux: FauxProvider) -> None:
     assert isinstance(parsed.messages[1], AssistantMessage)
     assert parsed.messages[1].to_json_dict() == by_type["agent_end"]["messages"][1]
     assert isinstance(emit.of("message_update")[0], MessageUpdateEvent)
+
+
+async def test_on_update_rejects_what_is_not_a_tool_result(faux: FauxProvider) -> None:
+    def sloppy(params: dict[str, Any], signal: Any, on_update: Any) -> str:
+        on_update("50%")
+        return "done"
+
+    faux.set_responses([tool_reply(("sloppy", {}, "s")), faux_assistant_message("ok")])
+    emit = Collector()
+    new = await run_agent_loop(
+        [user("go")],
+        AgentContext(tools=[make_tool("sloppy", sloppy)]),
+        config(faux),
+        emit,
+        stream_fn=faux.stream,
+    )
+    assert result_text(new[2]) == "on_update takes an AgentToolResult, not str"  # type: ignore[arg-type]
+    assert not emit.of("tool_execution_update")

@@ -173,7 +173,10 @@ class _Run:
                     TurnEndEvent._quick(type="turn_end", message=reply, tool_results=tool_results)
                 )
 
-                if config.prepare_next_turn is not None or config.should_stop_after_turn:
+                if (
+                    config.prepare_next_turn is not None
+                    or config.should_stop_after_turn is not None
+                ):
                     turn = TurnEndContext(reply, tool_results, self.context, self.new_messages)
                     if config.prepare_next_turn is not None:
                         self.apply(await maybe_await(config.prepare_next_turn(turn)))

@@ -162,6 +162,8 @@ class _Batch:
         accepting = True
 
         def on_update(partial: AgentToolResult) -> None:
+            if not isinstance(partial, AgentToolResult):
+                raise TypeError(f"on_update takes an AgentToolResult, not {type(partial).__name__}")
             if accepting:
                 sink.post(
                     ToolExecutionUpdateEvent._quick(
