@@ -1,0 +1,48 @@
+"""Where a notebook's session file lives.
+
+The session of ``analysis.ipynb`` is ``analysis.pi.jsonl`` next to it, so reopening the notebook
+restores its session tree. The notebook's path comes from ``JPY_SESSION_NAME``, which
+jupyter_server sets for kernels that JupyterLab starts (a path relative to the server's root, or an
+absolute one). Without it (nbclient, plain ``ipython``) the session is ``notebook.pi.jsonl`` in the
+kernel's working directory. ``PI_NOTEBOOK_SESSION_DIR`` puts session files in another directory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = ["DEFAULT_SESSION_NAME", "session_path_for"]
+
+DEFAULT_SESSION_NAME = "notebook"
+"""Stem of the session file when the kernel does not know its notebook."""
+
+
+def _notebook_stem(session_name: str | None) -> str:
+    if not session_name:
+        return DEFAULT_SESSION_NAME
+    name = Path(session_name).name
+    for suffix in (".ipynb", ".py", ".md"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return name or DEFAULT_SESSION_NAME
+
+
+def session_path_for(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Path:
+    """The session file for the notebook this kernel runs."""
+    env = os.environ if environ is None else environ
+    here = Path.cwd() if cwd is None else cwd
+    session_name = env.get("JPY_SESSION_NAME")
+    stem = _notebook_stem(session_name)
+    directory_override = env.get("PI_NOTEBOOK_SESSION_DIR")
+    if directory_override:
+        directory = Path(directory_override).expanduser()
+    elif session_name and Path(session_name).is_absolute():
+        directory = Path(session_name).parent
+    else:
+        # jupyter_server starts the kernel in the notebook's directory, so a relative
+        # JPY_SESSION_NAME ("sub/dir/nb.ipynb") names a file in the working directory.
+        directory = here
+    return directory / f"{stem}.pi.jsonl"
