@@ -149,3 +149,13 @@ def test_unregister_removes_the_api() -> None:
     faux.unregister()
     with pytest.raises(ValueError, match="No API provider registered"):
         get_api_provider(faux.api)
+
+
+def test_faux_models_are_found_by_parse_model_until_unregistered() -> None:
+    from pi_notebook.ai import parse_model
+
+    faux = register_faux_provider(provider="faux-lookup")
+    assert parse_model("faux-lookup/faux-1").api == faux.api
+    faux.unregister()
+    with pytest.raises(KeyError):
+        parse_model("faux-lookup/faux-1")

@@ -22,6 +22,7 @@ from typing import Any, TypeAlias
 
 from .builder import MessageBuilder
 from .event_stream import AssistantMessageEventStream
+from .models import register_model, unregister_model
 from .options import ResponseInfo, StreamOptions
 from .producer import describe_error, produce_stream
 from .registry import register_api_provider, unregister_api_providers
@@ -168,6 +169,8 @@ class FauxProvider:
 
     def unregister(self) -> None:
         unregister_api_providers(self.api)
+        for model in self.models:
+            unregister_model(model.provider, model.id)
 
     # --- the stream function ---------------------------------------------------------------------
 
@@ -299,4 +302,6 @@ def register_faux_provider(
     )
     handle.set_responses(responses)
     register_api_provider(api, handle.stream, source_id=api)
+    for model in model_list:
+        register_model(model)  # so parse_model("faux/faux-1") and %model find it
     return handle

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -24,6 +25,7 @@ __all__ = [
     "parse_model",
     "register_model",
     "supported_thinking_levels",
+    "unregister_model",
 ]
 
 PROVIDER_ENV_KEYS: dict[str, tuple[str, ...]] = {
@@ -130,6 +132,11 @@ def register_model(model: Model) -> None:
     _custom.setdefault(model.provider, {})[model.id] = model
 
 
+def unregister_model(provider: str, model_id: str) -> None:
+    """Remove a model added with ``register_model`` (no-op when absent)."""
+    _custom.get(provider, {}).pop(model_id, None)
+
+
 _COMPATIBLE_SERVER_COMPAT: dict[str, Any] = {
     "maxTokensField": "max_tokens",
     "supportsDeveloperRole": False,
@@ -175,10 +182,11 @@ def models_are_equal(a: Model | None, b: Model | None) -> bool:
     return a is not None and b is not None and a.id == b.id and a.provider == b.provider
 
 
-def get_env_api_key(provider: str) -> str | None:
-    """The API key for ``provider`` from its environment variables, if any is set."""
+def get_env_api_key(provider: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The API key for ``provider`` from its environment variables (or ``environ``), if set."""
+    env = os.environ if environ is None else environ
     for name in PROVIDER_ENV_KEYS.get(provider, (f"{provider.upper().replace('-', '_')}_API_KEY",)):
-        value = os.environ.get(name)
+        value = env.get(name)
         if value:
             return value
     return None
