@@ -355,7 +355,7 @@ async def test_continue_rules(faux: FauxProvider) -> None:
 
 async def test_abort_keeps_the_partial_reply_and_wait_for_idle(faux: FauxProvider) -> None:
     faux.tokens_per_second = 2000
-    faux.set_responses([faux_assistant_message("word " * 400)])
+    faux.set_responses([faux_assistant_message("word " * 4000)])
     agent = make_agent(faux)
     agent.abort()  # idle: nothing happens
     task = asyncio.ensure_future(agent.prompt("talk"))
@@ -369,7 +369,7 @@ async def test_abort_keeps_the_partial_reply_and_wait_for_idle(faux: FauxProvide
     assert task.done() and task.exception() is None
     reply = agent.state.messages[-1]
     assert isinstance(reply, AssistantMessage) and reply.stop_reason == "aborted"
-    assert 0 < len(reply.text) < len("word " * 400)
+    assert 0 < len(reply.text) < len("word " * 4000)
     assert agent.state.error_message == "Request was aborted"
     assert agent.has_queued_messages()  # abort leaves the queues alone
     await agent.wait_for_idle()  # idle: returns at once
