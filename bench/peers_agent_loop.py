@@ -113,8 +113,13 @@ def closing_text(workload: Workload) -> str:
 # --- pi (node) ---
 
 
-def run_pi_node(workload: Workload, reps: int, *, timeout: float = 1800.0) -> list[Run]:
-    """Run ``workload`` ``reps`` times in the real pi (one node process, one warm-up run first)."""
+def run_pi_node(
+    workload: Workload, reps: int, *, chunk: int = 1000, timeout: float = 1800.0
+) -> list[Run]:
+    """Run ``workload`` ``reps`` times in the real pi (one node process, one warm-up run first).
+
+    The scripted model hands its reply to the consumer every ``chunk`` deltas; 0 pushes each
+    reply whole before the loop reads it (pi's event backlog then holds all of it)."""
     result = run_node_json(
         "agent_loop.mjs",
         [
@@ -126,6 +131,8 @@ def run_pi_node(workload: Workload, reps: int, *, timeout: float = 1800.0) -> li
             str(workload.tools),
             "--execution",
             workload.execution,
+            "--chunk",
+            str(chunk),
             "--reps",
             str(reps),
         ],
@@ -224,7 +231,7 @@ async def _main(args: argparse.Namespace) -> None:
             if name == "pi (node)":
                 if not node_available():
                     continue
-                runs = run_pi_node(workload, args.reps)
+                runs = run_pi_node(workload, args.reps, chunk=args.chunk)
             else:
                 await run_pydantic_ai(WORKLOADS["text_10k"])  # warm up imports and caches
                 runs = [await run_pydantic_ai(workload) for _ in range(args.pydantic_reps)]
@@ -259,6 +266,12 @@ def main() -> None:
         help=f"comma-separated, from: {', '.join(WORKLOADS)}",
     )
     parser.add_argument("--reps", type=int, default=3, help="pi repetitions (default 3)")
+    parser.add_argument(
+        "--chunk",
+        type=int,
+        default=1000,
+        help="pi: deltas per hand-off to the consumer (default 1000; 0: each reply whole)",
+    )
     parser.add_argument(
         "--pydantic-reps", type=int, default=1, help="pydantic-ai repetitions (default 1: slow)"
     )

@@ -4,13 +4,19 @@
 //   node agent_loop.mjs --turns 1 --deltas 100000 --tools 0                 # one 100k-delta reply
 //   node agent_loop.mjs --turns 1 --deltas 0 --tools 1000 --execution sequential
 //   node agent_loop.mjs --turns 1000 --deltas 100 --tools 1 --reps 3
+//   node agent_loop.mjs --turns 1 --deltas 100000 --tools 0 --chunk 0      # whole reply at once
 //
 // A workload is `turns` model replies that each stream `deltas` text deltas and then `tools`
 // no-op tool calls, followed by one closing reply of a single text delta (so the run ends with
-// stopReason "stop"); with no tool calls the first reply already ends the run (--turns 1). The scripted stream function pushes a whole reply at once, the way pi's
-// providers push events as they parse them: one shared mutable partial message, `text +=` per
-// delta. The timed span is `await agent.prompt(...)` with one subscriber that consumes every
-// agent event; a fresh Agent is built for each repetition, after one untimed warm-up run.
+// stopReason "stop"); with no tool calls the first reply already ends the run (--turns 1).
+//
+// The scripted stream function builds each reply the way pi's providers do (one shared mutable
+// partial message, `text +=` per delta) and hands it to the consumer every `--chunk` deltas
+// (default 1000, like bench/agent_loop_bench.py's CHUNK_DELTAS: a provider parsing one network
+// read). `--chunk 0` pushes the whole reply before returning the stream, so pi's event backlog
+// holds every event of it (the case shared/spec/performance.md measured). The timed span is
+// `await agent.prompt(...)` with one subscriber that consumes every agent event; a fresh Agent is
+// built for each repetition, after one untimed warm-up run.
 
 import { Agent } from "@mariozechner/pi-agent-core";
 import { createAssistantMessageEventStream, Type } from "@mariozechner/pi-ai";
@@ -22,13 +28,16 @@ const DELTA_TEXTS = [
 ];
 
 function parseArgs(argv) {
-	const options = { turns: 1, deltas: 0, tools: 0, execution: "parallel", reps: 3, warmup: 1 };
+	const options = {
+		turns: 1, deltas: 0, tools: 0, execution: "parallel", chunk: 1000, reps: 3, warmup: 1,
+	};
 	for (let i = 0; i < argv.length; i += 2) {
 		const key = argv[i].replace(/^--/, "");
 		const value = argv[i + 1];
 		if (!(key in options) || value === undefined) {
 			throw new Error(`usage: node agent_loop.mjs [--turns N] [--deltas N] [--tools N] ` +
-				`[--execution parallel|sequential] [--reps N] [--warmup N]; bad argument ${argv[i]}`);
+				`[--execution parallel|sequential] [--chunk N] [--reps N] [--warmup N]; ` +
+				`bad argument ${argv[i]}`);
 		}
 		options[key] = key === "execution" ? value : Number.parseInt(value, 10);
 		if (key !== "execution" && !(Number.isInteger(options[key]) && options[key] >= 0)) {
@@ -72,8 +81,18 @@ function emptyUsage() {
 	};
 }
 
-/** A stream function that plays `turns` replies of `deltas` text deltas + `tools` tool calls. */
-function scriptedStreamFn({ turns, deltas, tools }) {
+/** Lets every pending promise callback (the consumer) run before the producer goes on. */
+function handOff() {
+	return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * A stream function that plays `turns` replies of `deltas` text deltas + `tools` tool calls.
+ * With `chunk` > 0 the reply is produced asynchronously and handed to the consumer every `chunk`
+ * deltas (as a provider does per network read); with `chunk` 0 the whole reply is pushed before
+ * the stream is returned (pi's backlog then holds every event of the reply).
+ */
+function scriptedStreamFn({ turns, deltas, tools, chunk }) {
 	let call = 0;
 	return (streamModel) => {
 		const turn = call++;
@@ -81,40 +100,48 @@ function scriptedStreamFn({ turns, deltas, tools }) {
 		const deltaCount = closing ? 1 : deltas;
 		const toolCount = closing ? 0 : tools;
 		const stream = createAssistantMessageEventStream();
-		const output = {
-			role: "assistant",
-			content: [],
-			api: streamModel.api,
-			provider: streamModel.provider,
-			model: streamModel.id,
-			usage: emptyUsage(),
-			stopReason: toolCount > 0 ? "toolUse" : "stop",
-			timestamp: Date.now(),
-		};
-		stream.push({ type: "start", partial: output });
-		if (deltaCount > 0) {
-			const block = { type: "text", text: "" };
-			output.content.push(block);
-			const contentIndex = output.content.length - 1;
-			stream.push({ type: "text_start", contentIndex, partial: output });
-			for (let i = 0; i < deltaCount; i++) {
-				const delta = DELTA_TEXTS[i % DELTA_TEXTS.length];
-				block.text += delta;
-				stream.push({ type: "text_delta", contentIndex, delta, partial: output });
-			}
-			stream.push({ type: "text_end", contentIndex, content: block.text, partial: output });
-		}
-		for (let t = 0; t < toolCount; t++) {
-			const toolCall = { type: "toolCall", id: `call_${turn}_${t}`, name: "noop", arguments: {} };
-			output.content.push(toolCall);
-			const contentIndex = output.content.length - 1;
-			stream.push({ type: "toolcall_start", contentIndex, partial: output });
-			stream.push({ type: "toolcall_delta", contentIndex, delta: "{}", partial: output });
-			stream.push({ type: "toolcall_end", contentIndex, toolCall, partial: output });
-		}
-		stream.push({ type: "done", reason: output.stopReason, message: output });
+		// Runs synchronously up to its first hand-off: with chunk 0, the whole reply.
+		void produceReply(stream, streamModel, turn, deltaCount, toolCount, chunk);
 		return stream;
 	};
+}
+
+async function produceReply(stream, streamModel, turn, deltaCount, toolCount, chunk) {
+	const output = {
+		role: "assistant",
+		content: [],
+		api: streamModel.api,
+		provider: streamModel.provider,
+		model: streamModel.id,
+		usage: emptyUsage(),
+		stopReason: toolCount > 0 ? "toolUse" : "stop",
+		timestamp: Date.now(),
+	};
+	stream.push({ type: "start", partial: output });
+	if (deltaCount > 0) {
+		const block = { type: "text", text: "" };
+		output.content.push(block);
+		const contentIndex = output.content.length - 1;
+		stream.push({ type: "text_start", contentIndex, partial: output });
+		for (let i = 0; i < deltaCount; i++) {
+			const delta = DELTA_TEXTS[i % DELTA_TEXTS.length];
+			block.text += delta;
+			stream.push({ type: "text_delta", contentIndex, delta, partial: output });
+			if (chunk > 0 && i % chunk === chunk - 1) {
+				await handOff();
+			}
+		}
+		stream.push({ type: "text_end", contentIndex, content: block.text, partial: output });
+	}
+	for (let t = 0; t < toolCount; t++) {
+		const toolCall = { type: "toolCall", id: `call_${turn}_${t}`, name: "noop", arguments: {} };
+		output.content.push(toolCall);
+		const contentIndex = output.content.length - 1;
+		stream.push({ type: "toolcall_start", contentIndex, partial: output });
+		stream.push({ type: "toolcall_delta", contentIndex, delta: "{}", partial: output });
+		stream.push({ type: "toolcall_end", contentIndex, toolCall, partial: output });
+	}
+	stream.push({ type: "done", reason: output.stopReason, message: output });
 }
 
 async function runOnce(workload) {
