@@ -154,7 +154,8 @@ export class ToolCard {
     const rich = item.is_error ? null : renderMimeBundle(item.mime_bundle);
     if (rich) parts.push(rich);
     else if (item.text) parts.push(h("pre", { class: item.is_error ? "pi-pre pi-tool-error-text" : "pi-pre", text: item.text }));
-    const images = renderImages(item.images);
+    // A rich bundle already shows the tool's images; the content images are the model's copy.
+    const images = rich ? null : renderImages(item.images);
     if (images) parts.push(images);
     if (!rich && item.text_length > (item.text || "").length) {
       const more = h("button", { class: "pi-button pi-expand", type: "button", text: `Show all (${formatTokens(item.text_length)} characters)` });

@@ -88,7 +88,7 @@ describe("ToolCard", () => {
     expect(card.resultEl.querySelector(".pi-tool-error-text").textContent).toBe("boom");
     const rich = new ToolCard("d", "plot");
     rich.setResult({ tool_call_id: "d", tool_name: "plot", is_error: false, text: "<Figure>", text_length: 8, images: [{ mime_type: "image/png", data: PNG }], mime_bundle: { "image/png": PNG, "text/plain": "<Figure>" }, duration_ms: 3, approval: null });
-    expect(rich.resultEl.querySelectorAll("img").length).toBe(2);
+    expect(rich.resultEl.querySelectorAll("img").length).toBe(1); // the bundle's, not a duplicate
     expect(rich.resultEl.textContent).not.toContain("<Figure>");
   });
 });

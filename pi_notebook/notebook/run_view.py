@@ -1,0 +1,942 @@
+"""The live run view: one widget per agent run, fed with agent events.
+
+``view.handle(event)`` takes every agent event (subscribe it: ``agent.subscribe(view.handle)``);
+it is synchronous and cheap (a delta appends to a buffer and marks a trait dirty). Traits are
+synced at most 20 times a second (:mod:`~pi_notebook.notebook.coalesce`): the in-progress
+reply lives in ``current``, finished messages are appended to ``messages`` once. The state
+protocol is in :mod:`~pi_notebook.notebook.widget_protocol`.
+
+Buttons in the view call callbacks its owner sets (``on_stop``, ``on_steer``,
+``on_follow_up``, ``on_open_tree``). Comm messages may arrive on any thread (JupyterLab sends
+them over kernel subshells), so the handler only hops onto the kernel's event loop with
+``loop.call_soon_threadsafe``; callbacks run there. A callback that fails, or a coroutine it
+returns that fails, shows a notice in the view instead of vanishing into a log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast, overload
+
+import anywidget
+import traitlets
+
+from ..ai.types import Model
+from .coalesce import Coalescer, Scheduler
+from .widget_protocol import (
+    PROGRESS_CHARS,
+    ApprovalState,
+    AssistantItem,
+    Block,
+    Origin,
+    QueuedMessage,
+    RunControls,
+    RunHeader,
+    RunningTool,
+    RunStatus,
+    ToolApproval,
+    TranscriptItem,
+    UsageSummary,
+    add_usage,
+    args_text,
+    assistant_item,
+    content_images,
+    content_text,
+    context_tokens,
+    display_bundle,
+    message_json,
+    note_item,
+    tool_result_item,
+    usage_summary,
+    user_item,
+)
+
+__all__ = ["Callback", "FrontEndChannel", "RunView"]
+
+STATIC = Path(__file__).resolve().parent.parent / "static"
+_log = logging.getLogger(__name__)
+
+_LIVE: frozenset[str] = frozenset({"waiting", "streaming", "running_tools", "awaiting_approval"})
+
+
+# --- front end → kernel ------------------------------------------------------------------------
+
+
+class FrontEndChannel:
+    """Carries a widget's front-end requests onto the kernel's event loop.
+
+    ``receive`` is registered with ``widget.on_msg`` and may run on any thread: it only calls
+    ``loop.call_soon_threadsafe(dispatch, content)``. ``call`` runs an owner's callback (on the
+    loop); an exception, or a failure of the coroutine it returns, goes to ``report`` in plain
+    words. Without a known loop (plain Python, no asyncio) messages are dispatched in place.
+    """
+
+    def __init__(
+        self,
+        dispatch: Callable[[dict[str, Any]], None],
+        report: Callable[[str], None],
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        self._dispatch = dispatch
+        self._report = report
+        self._loop = loop if loop is not None else _running_loop()
+        self._tasks: set[asyncio.Future[Any]] = set()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        return self._loop
+
+    def bind(self) -> None:
+        """Adopt the running loop if none is known yet (call from the loop's thread)."""
+        if self._loop is None or self._loop.is_closed():
+            self._loop = _running_loop() or self._loop
+
+    def receive(self, _widget: object, content: object, _buffers: object = None) -> None:
+        loop = self._loop
+        if loop is None:
+            self._safe_dispatch(content)
+            return
+        try:
+            loop.call_soon_threadsafe(self._safe_dispatch, content)
+        except RuntimeError:  # the loop is closed: the kernel is shutting down
+            _log.debug("dropped a widget message: event loop closed")
+
+    def _safe_dispatch(self, content: object) -> None:
+        if not isinstance(content, dict) or not isinstance(content.get("type"), str):
+            self._report(f"Ignored a malformed message from the widget: {content!r:.200}")
+            return
+        try:
+            self._dispatch(content)
+        except Exception as exc:
+            _log.exception("widget message %r failed", content.get("type"))
+            self._report(f"Could not handle {content['type']!r}: {_describe(exc)}")
+
+    def call(
+        self,
+        label: str,
+        callback: Callable[..., object] | None,
+        *args: object,
+        after: Callable[[], None] | None = None,
+    ) -> bool:
+        """Run ``callback(*args)``, then ``after()`` once it (or the coroutine it returns) has
+        finished, successfully or not. False when there is no callback or it raised at once."""
+        if callback is None:
+            self._report(f"{label}: nothing in the kernel handles this (no callback is set).")
+            if after is not None:
+                after()
+            return False
+        try:
+            result = callback(*args)
+        except Exception as exc:
+            _log.exception("%s callback failed", label)
+            self._report(f"{label} failed: {_describe(exc)}")
+            if after is not None:
+                after()
+            return False
+        if inspect.isawaitable(result):
+            task = asyncio.ensure_future(cast(Awaitable[object], result))
+            self._tasks.add(task)
+            task.add_done_callback(lambda done: self._finished(label, done, after))
+        elif after is not None:
+            after()
+        return True
+
+    @property
+    def pending(self) -> int:
+        """Callback coroutines still running."""
+        return len(self._tasks)
+
+    def _finished(
+        self, label: str, task: asyncio.Future[Any], after: Callable[[], None] | None
+    ) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            _log.error("%s callback failed", label, exc_info=exc)
+            self._report(f"{label} failed: {_describe(exc)}")
+        if after is not None:
+            after()
+
+    async def drain(self) -> None:
+        """Wait for callback coroutines still running (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text if text else type(exc).__name__
+
+
+class _CallbackOwner(Protocol):
+    def _callbacks_changed(self) -> None: ...
+
+
+_F = TypeVar("_F", bound=Callable[..., object])
+
+
+class Callback(Generic[_F]):
+    """A callback attribute the widget's owner sets; setting it shows its control in the view."""
+
+    def __init__(self, doc: str) -> None:
+        self.__doc__ = doc
+        self._slot = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_callback_{name}"
+
+    @overload
+    def __get__(self, obj: None, objtype: type | None = None) -> Callback[_F]: ...
+    @overload
+    def __get__(self, obj: object, objtype: type | None = None) -> _F | None: ...
+    def __get__(self, obj: object | None, objtype: type | None = None) -> Callback[_F] | _F | None:
+        if obj is None:
+            return self
+        return cast("_F | None", obj.__dict__.get(self._slot))
+
+    def __set__(self, obj: _CallbackOwner, value: _F | None) -> None:
+        if value is not None and not callable(value):
+            raise TypeError(f"a callback must be callable or None, got {type(value).__name__}")
+        obj.__dict__[self._slot] = value
+        obj._callbacks_changed()
+
+
+# --- the run view ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _LiveBlock:
+    """One content block of the reply being streamed: text kept as chunks, joined at sync time."""
+
+    type: str
+    parts: list[str] = field(default_factory=list)
+    tool_call_id: str = ""
+    name: str = ""
+    complete: bool = False
+
+    def text(self) -> str:
+        if len(self.parts) > 1:
+            self.parts[:] = ["".join(self.parts)]
+        return self.parts[0] if self.parts else ""
+
+
+def _empty_usage() -> UsageSummary:
+    return usage_summary(None)
+
+
+class RunView(anywidget.AnyWidget):
+    """The live view of one agent run (and of follow-up runs fed to the same view).
+
+    ``model`` and ``thinking_level`` fill the header (context window from ``model``).
+    ``sync_interval``, ``clock`` and ``scheduler`` tune the throttle (tests use a fake clock);
+    ``loop`` is the kernel's event loop (default: the running one).
+    """
+
+    _esm = STATIC / "run_view.js"
+    _css = STATIC / "run_view.css"
+
+    status = traitlets.Unicode("waiting").tag(sync=True)
+    header = traitlets.Dict().tag(sync=True)
+    messages: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    current = traitlets.Dict().tag(sync=True)
+    running_tools = traitlets.Dict().tag(sync=True)
+    queued: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    controls = traitlets.Dict().tag(sync=True)
+    notice = traitlets.Unicode("").tag(sync=True)
+    error = traitlets.Unicode("").tag(sync=True)
+
+    on_stop: Callback[Callable[[], object]] = Callback("Called when the user clicks Stop.")
+    on_steer: Callback[Callable[[str], object]] = Callback(
+        "Called with the text of a steering message sent while the run is live."
+    )
+    on_follow_up: Callback[Callable[[str], object]] = Callback(
+        "Called with the text the user sends once the run is over."
+    )
+    on_open_tree: Callback[Callable[[], object]] = Callback(
+        "Called when the user asks for the session tree."
+    )
+
+    def __init__(
+        self,
+        *,
+        model: Model | None = None,
+        thinking_level: str = "off",
+        loop: asyncio.AbstractEventLoop | None = None,
+        sync_interval: float = 0.05,
+        clock: Callable[[], float] = time.monotonic,
+        scheduler: Scheduler | None = None,
+    ) -> None:
+        self._clock = clock
+        self._sync = Coalescer(
+            self._flush, interval=sync_interval, clock=clock, scheduler=scheduler
+        )
+        self._items: list[TranscriptItem] = []
+        self._item_ids: set[str] = set()
+        self._next_id = 0
+        self._live_id: str | None = None
+        self._live: dict[int, _LiveBlock] = {}
+        self._running: dict[str, RunningTool] = {}
+        self._started: dict[str, float] = {}
+        self._finished_tools: set[str] = set()
+        self._full_results: dict[str, str] = {}
+        self._approvals: dict[str, asyncio.Future[bool]] = {}
+        self._queued: list[QueuedMessage] = []
+        self._usage = _empty_usage()
+        self._context_tokens = 0
+        self._model = f"{model.provider}/{model.id}" if model is not None else ""
+        self._context_window = model.context_window if model is not None else 0
+        self._thinking_level = thinking_level
+        self._terminal: RunStatus | None = None
+        self._replies_this_run = 0
+        self._last_reply_stamp: object = None
+        self._display: Any = None
+        self._shown_version = -1
+        self._version = 0
+        # The first state goes out with the comm's opening message.
+        super().__init__(header=dict(self._header()), controls=dict(self._controls()))
+        self._channel = FrontEndChannel(self._dispatch, self._set_notice, loop)
+        self.on_msg(self._channel.receive)
+
+    # --- owner API -------------------------------------------------------------------------------
+
+    def handle(self, event: Any) -> None:
+        """Take one agent event (an ``AgentEvent``; unknown types, e.g. harness events, are
+        ignored). Synchronous and cheap; call it on the event loop's thread."""
+        self._channel.bind()
+        handler = self._handlers.get(getattr(event, "type", None))
+        if handler is not None:
+            handler(self, event)
+
+    def set_model(self, model: Model | None, thinking_level: str | None = None) -> None:
+        """Show another model (and thinking level) in the header."""
+        if model is not None:
+            self._model = f"{model.provider}/{model.id}"
+            self._context_window = model.context_window
+        if thinking_level is not None:
+            self._thinking_level = thinking_level
+        self._sync.mark("header")
+
+    def note_queued(self, kind: str, text: str) -> None:
+        """Show a steering or follow-up message as queued until the run injects it (the steer box
+        does this itself; ``%steer`` and friends should call it too)."""
+        if kind not in ("steer", "follow_up"):
+            raise ValueError(f"kind must be 'steer' or 'follow_up', got {kind!r}")
+        self._queued.append({"kind": "steer" if kind == "steer" else "follow_up", "text": text})
+        self._sync.mark("queued")
+
+    async def request_approval(
+        self,
+        tool_call_id: str,
+        tool_name: str,
+        args: Mapping[str, Any],
+        timeout: float | None = None,
+    ) -> bool | None:
+        """Ask the user to allow a tool call; True/False once they click, None after ``timeout``
+        seconds without an answer (the card says so). Stopping the run answers False."""
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"timeout must be positive or None, got {timeout!r}")
+        self._channel.bind()
+        if tool_call_id in self._approvals:
+            raise RuntimeError(f"an approval for tool call {tool_call_id!r} is already pending")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
+        self._approvals[tool_call_id] = future
+        if tool_call_id not in self._running:
+            self._running_entry(tool_call_id, tool_name, args)
+        self._set_approval(tool_call_id, "pending", timeout)
+        try:
+            if timeout is None:
+                return await future
+            try:
+                return await asyncio.wait_for(future, timeout)
+            except TimeoutError:
+                self._set_approval(tool_call_id, "timed_out", timeout)
+                return None
+        except asyncio.CancelledError:
+            self._set_approval(tool_call_id, "cancelled", timeout)
+            raise
+        finally:
+            self._approvals.pop(tool_call_id, None)
+            self._sync.mark("status")
+
+    def fail(self, error: BaseException | str) -> None:
+        """Show that the run failed outside the event stream (e.g. its task raised)."""
+        text = error if isinstance(error, str) else f"{type(error).__name__}: {_describe(error)}"
+        self._end("error", f"The run failed: {text}")
+
+    def resync(self) -> None:
+        """Re-send the whole state now (from a ``post_run_cell`` hook: executed notebooks keep
+        only messages sent while a cell runs) and refresh the text fallback if it is stale."""
+        self._sync.flush()
+        self.send_state()
+        if self._display is not None and self._shown_version != self._version:
+            self._shown_version = self._version
+            self._display.update(self)
+
+    def show(self) -> None:
+        """Display the view with a display id, so :meth:`resync` can refresh its text/HTML
+        fallback (what nbconvert without widgets and GitHub show)."""
+        from IPython.display import display
+
+        self._shown_version = self._version
+        self._display = display(self, display_id=True)  # type: ignore[no-untyped-call]
+
+    def flush(self) -> None:
+        """Sync pending changes now."""
+        self._sync.flush()
+
+    @property
+    def items(self) -> list[TranscriptItem]:
+        """The finished transcript items (what ``messages`` holds once synced)."""
+        return list(self._items)
+
+    @property
+    def sync_count(self) -> int:
+        """How many throttled syncs ran."""
+        return self._sync.flushes
+
+    @property
+    def is_live(self) -> bool:
+        return self._status() in _LIVE
+
+    # --- events ----------------------------------------------------------------------------------
+
+    def _on_agent_start(self, _event: Any) -> None:
+        self._terminal = None
+        self._replies_this_run = 0
+        self.error = ""
+        self._sync.mark("status", "controls")
+
+    def _on_message_start(self, event: Any) -> None:
+        if getattr(event.message, "role", None) != "assistant":
+            return
+        self._live_id = self._new_id()
+        self._live = {}
+        self._sync.mark("current", "status")
+
+    def _on_message_update(self, event: Any) -> None:
+        delta = event.assistant_message_event
+        kind = delta.type
+        if kind in ("start", "done", "error"):
+            return
+        if self._live_id is None:  # an update without message_start: start one anyway
+            self._live_id = self._new_id()
+        index: int = delta.content_index
+        block = self._live.get(index)
+        if kind in ("text_delta", "thinking_delta", "toolcall_delta"):
+            if block is None:
+                block = self._live[index] = _LiveBlock(_BLOCK_TYPES[kind])
+            block.parts.append(delta.delta)
+        elif kind in ("text_start", "thinking_start"):
+            self._live[index] = _LiveBlock(_BLOCK_TYPES[kind])
+        elif kind == "toolcall_start":
+            content = delta.partial.content  # once per call: cheap enough to materialise
+            call = content[index] if index < len(content) else None
+            self._live[index] = _LiveBlock(
+                "toolCall",
+                tool_call_id=getattr(call, "id", ""),
+                name=getattr(call, "name", ""),
+            )
+        elif kind in ("text_end", "thinking_end"):
+            self._live[index] = _LiveBlock(_BLOCK_TYPES[kind], [delta.content], complete=True)
+        elif kind == "toolcall_end":
+            call = delta.tool_call
+            self._live[index] = _LiveBlock(
+                "toolCall", [args_text(call.arguments)], call.id, call.name, complete=True
+            )
+        self._sync.mark("current")
+
+    def _on_message_end(self, event: Any) -> None:
+        message = message_json(event.message)
+        role = message.get("role")
+        if role == "assistant":
+            item_id = self._live_id or self._new_id()
+            self._live_id = None
+            self._live = {}
+            self._add_reply(message, item_id)
+        elif role == "user":
+            self._append(user_item(message, self._new_id(), self._origin(message)))
+        elif role == "toolResult":
+            call_id = str(message.get("toolCallId", ""))
+            if call_id not in self._finished_tools:
+                self._finish_tool(
+                    call_id,
+                    str(message.get("toolName", "")),
+                    message.get("content"),
+                    message.get("details"),
+                    bool(message.get("isError")),
+                )
+        else:
+            self._append(note_item(message, self._new_id()))
+        self._sync.mark("current", "status")
+
+    def _on_tool_start(self, event: Any) -> None:
+        self._running_entry(event.tool_call_id, event.tool_name, event.args)
+        self._sync.mark("running_tools", "status")
+
+    def _on_tool_update(self, event: Any) -> None:
+        tool = self._running.get(event.tool_call_id)
+        if tool is None:
+            tool = self._running_entry(event.tool_call_id, event.tool_name, event.args)
+        partial = event.partial_result
+        content = getattr(partial, "content", None)
+        blocks = [b.model_dump(mode="json", by_alias=True) for b in content or ()]
+        text = content_text(blocks)
+        updated = dict(tool)
+        updated["progress"] = text[-PROGRESS_CHARS:]
+        updated["progress_bundle"] = display_bundle(getattr(partial, "details", None))
+        updated["progress_images"] = content_images(blocks)
+        self._running[event.tool_call_id] = cast(RunningTool, updated)
+        self._sync.mark("running_tools")
+
+    def _on_tool_end(self, event: Any) -> None:
+        result = event.result
+        blocks = [b.model_dump(mode="json", by_alias=True) for b in result.content]
+        self._finish_tool(
+            event.tool_call_id, event.tool_name, blocks, result.details, bool(event.is_error)
+        )
+        self._sync.mark("status")
+
+    def _on_agent_end(self, event: Any) -> None:
+        messages = getattr(event, "messages", None) or []
+        if messages:
+            last = message_json(messages[-1])
+            # A run that failed outside the stream reports its failure message only here.
+            if (
+                last.get("role") == "assistant"
+                and last.get("stopReason") in ("error", "aborted")
+                and not self._reply_recorded(last)
+            ):
+                self._add_reply(last, self._new_id())
+        reason = self._last_reply_stop_reason()
+        if reason == "aborted":
+            self._end("aborted", "")
+        elif reason == "error":
+            self._end("error", f"The model request failed: {self._last_reply_error()}")
+        else:
+            self._end("done", "")
+
+    _handlers: ClassVar[Mapping[object, Callable[[RunView, Any], None]]] = {
+        "agent_start": _on_agent_start,
+        "message_start": _on_message_start,
+        "message_update": _on_message_update,
+        "message_end": _on_message_end,
+        "tool_execution_start": _on_tool_start,
+        "tool_execution_update": _on_tool_update,
+        "tool_execution_end": _on_tool_end,
+        "agent_end": _on_agent_end,
+    }
+
+    # --- bookkeeping -----------------------------------------------------------------------------
+
+    def _new_id(self) -> str:
+        self._next_id += 1
+        return f"m{self._next_id}"
+
+    def _append(self, item: TranscriptItem) -> None:
+        self._items.append(item)
+        self._item_ids.add(item["id"])
+        self._version += 1
+        self._sync.mark("messages")
+
+    def _add_reply(self, message: Mapping[str, Any], item_id: str) -> None:
+        item = assistant_item(message, item_id)
+        self._append(item)
+        self._replies_this_run += 1
+        self._last_reply_stamp = message.get("timestamp")
+        usage = item["usage"] or _empty_usage()
+        self._usage = add_usage(self._usage, usage)
+        if context_tokens(usage):
+            self._context_tokens = context_tokens(usage)
+        if item["model"] and not self._model:
+            self._model = item["model"]
+        self._sync.mark("header")
+
+    def _reply_recorded(self, message: Mapping[str, Any]) -> bool:
+        return self._replies_this_run > 0 and self._last_reply_stamp == message.get("timestamp")
+
+    def _last_reply(self) -> AssistantItem | None:
+        if self._replies_this_run == 0:
+            return None
+        for item in reversed(self._items):
+            if item["kind"] == "assistant":
+                return item
+        return None
+
+    def _last_reply_stop_reason(self) -> str | None:
+        reply = self._last_reply()
+        return reply["stop_reason"] if reply is not None else None
+
+    def _last_reply_error(self) -> str:
+        reply = self._last_reply()
+        return (reply["error_message"] if reply is not None else None) or "unknown error"
+
+    def _origin(self, message: Mapping[str, Any]) -> Origin:
+        text = content_text(message.get("content"))
+        for index, queued in enumerate(self._queued):
+            if queued["text"] == text:
+                del self._queued[index]
+                self._sync.mark("queued")
+                return queued["kind"]
+        return "prompt" if self._replies_this_run == 0 else "user"
+
+    def _running_entry(
+        self, tool_call_id: str, tool_name: str, args: Mapping[str, Any]
+    ) -> RunningTool:
+        tool: RunningTool = {
+            "tool_call_id": tool_call_id,
+            "tool_name": tool_name,
+            "args": args_text(dict(args)),
+            "started_at": time.time_ns() // 1_000_000,
+            "progress": "",
+            "progress_bundle": None,
+            "progress_images": [],
+            "approval": None,
+        }
+        self._running[tool_call_id] = tool
+        self._started.setdefault(tool_call_id, self._clock())
+        return tool
+
+    def _set_approval(
+        self, tool_call_id: str, state: ApprovalState, timeout: float | None, reason: str = ""
+    ) -> None:
+        tool = self._running.get(tool_call_id)
+        if tool is None:
+            return
+        approval: ToolApproval = {"state": state, "timeout": timeout, "reason": reason}
+        updated = dict(tool)
+        updated["approval"] = approval
+        self._running[tool_call_id] = cast(RunningTool, updated)
+        self._sync.mark("running_tools", "status")
+
+    def _finish_tool(
+        self,
+        tool_call_id: str,
+        tool_name: str,
+        content: object,
+        details: object,
+        is_error: bool,
+    ) -> None:
+        tool = self._running.pop(tool_call_id, None)
+        started = self._started.pop(tool_call_id, None)
+        duration = None if started is None else round((self._clock() - started) * 1000)
+        item, text = tool_result_item(
+            self._new_id(),
+            tool_call_id,
+            tool_name,
+            content,
+            details,
+            is_error,
+            duration,
+            tool["approval"] if tool is not None else None,
+        )
+        if item["text_length"] > len(item["text"]):
+            self._full_results[tool_call_id] = text
+        self._finished_tools.add(tool_call_id)
+        self._append(item)
+        self._sync.mark("running_tools")
+
+    def _settle_approvals(self, allow: bool, reason: str) -> None:
+        for tool_call_id, future in list(self._approvals.items()):
+            if not future.done():
+                tool = self._running.get(tool_call_id)
+                timeout = tool["approval"]["timeout"] if tool and tool["approval"] else None
+                self._set_approval(tool_call_id, "allowed" if allow else "denied", timeout, reason)
+                future.set_result(allow)
+
+    def _end(self, status: RunStatus, error: str) -> None:
+        self._settle_approvals(False, "The run ended.")
+        self._terminal = status
+        self._queued.clear()
+        self._live_id = None
+        self._live = {}
+        self.error = error
+        self._version += 1
+        self._sync.mark("status", "current", "queued", "controls", "header", "running_tools")
+        self._sync.flush()
+
+    def _status(self) -> RunStatus:
+        if self._terminal is not None:
+            return self._terminal
+        if any(not f.done() for f in self._approvals.values()):
+            return "awaiting_approval"
+        if self._live_id is not None:
+            return "streaming"
+        if self._running:
+            return "running_tools"
+        return "waiting"
+
+    def _header(self) -> RunHeader:
+        return {
+            "model": self._model,
+            "thinking_level": self._thinking_level,
+            "usage": self._usage,
+            "context_tokens": self._context_tokens,
+            "context_window": self._context_window,
+        }
+
+    def _current(self) -> AssistantItem | dict[str, Any]:
+        if self._live_id is None:
+            return {}
+        blocks: list[Block] = []
+        for index in sorted(self._live):
+            block = self._live[index]
+            if block.type == "toolCall":
+                blocks.append(
+                    {
+                        "type": "toolCall",
+                        "id": block.tool_call_id,
+                        "name": block.name,
+                        "args": block.text(),
+                        "complete": block.complete,
+                    }
+                )
+            elif block.type == "thinking":
+                blocks.append({"type": "thinking", "text": block.text(), "redacted": False})
+            else:
+                blocks.append({"type": "text", "text": block.text()})
+        return {
+            "kind": "assistant",
+            "id": self._live_id,
+            "blocks": blocks,
+            "stop_reason": None,
+            "error_message": None,
+            "model": self._model,
+            "usage": None,
+        }
+
+    def _controls(self) -> RunControls:
+        return {
+            "stop": self.on_stop is not None,
+            "steer": self.on_steer is not None,
+            "follow_up": self.on_follow_up is not None,
+            "tree": self.on_open_tree is not None,
+        }
+
+    def _callbacks_changed(self) -> None:
+        self._sync.mark("controls")
+
+    def _flush(self, names: frozenset[str]) -> None:
+        with self.hold_sync():
+            if "messages" in names:
+                self.messages = list(self._items)
+            if "current" in names:
+                self.current = dict(self._current())
+            if "running_tools" in names:
+                self.running_tools = dict(self._running)
+            if "header" in names:
+                self.header = dict(self._header())
+            if "queued" in names:
+                self.queued = list(self._queued)
+            if "controls" in names:
+                self.controls = dict(self._controls())
+            if "status" in names:
+                self.status = self._status()
+
+    def _set_notice(self, text: str) -> None:
+        self.notice = text
+
+    # --- front-end requests (on the event loop) --------------------------------------------------
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        kind = message["type"]
+        if kind == "stop":
+            self._settle_approvals(False, "The run was stopped.")
+            self._channel.call("Stop", self.on_stop)
+        elif kind in ("steer", "follow_up"):
+            text = message.get("text")
+            if not isinstance(text, str) or not text.strip():
+                return
+            self._send_text(text.strip(), steer=kind == "steer" and self.is_live)
+        elif kind == "approval":
+            self._answer_approval(str(message.get("tool_call_id")), bool(message.get("allow")))
+        elif kind == "expand":
+            self._expand(str(message.get("tool_call_id")))
+        elif kind == "open_tree":
+            self._channel.call("Open the session tree", self.on_open_tree)
+        elif kind == "dismiss_notice":
+            self.notice = ""
+        else:
+            self._set_notice(f"Ignored an unknown widget request {kind!r}.")
+
+    def _send_text(self, text: str, *, steer: bool) -> None:
+        if steer:
+            self.note_queued("steer", text)
+            if not self._channel.call("Steer", self.on_steer, text):
+                self._unqueue(text)
+        elif self.is_live:
+            self.note_queued("follow_up", text)
+            if not self._channel.call("Follow-up", self.on_follow_up, text):
+                self._unqueue(text)
+        else:
+            self._channel.call("Follow-up", self.on_follow_up, text)
+
+    def _unqueue(self, text: str) -> None:
+        for index in range(len(self._queued) - 1, -1, -1):
+            if self._queued[index]["text"] == text:
+                del self._queued[index]
+                self._sync.mark("queued")
+                return
+
+    def _answer_approval(self, tool_call_id: str, allow: bool) -> None:
+        future = self._approvals.get(tool_call_id)
+        if future is None or future.done():
+            return  # answered already, timed out, or the run moved on: the card says which
+        tool = self._running.get(tool_call_id)
+        timeout = tool["approval"]["timeout"] if tool and tool["approval"] else None
+        self._set_approval(tool_call_id, "allowed" if allow else "denied", timeout)
+        future.set_result(allow)
+
+    def _expand(self, tool_call_id: str) -> None:
+        text = self._full_results.get(tool_call_id)
+        if text is None:
+            item = next((i for i in self._items if i.get("tool_call_id") == tool_call_id), None)
+            text = str(item.get("text", "")) if item is not None else ""
+        self.send({"type": "expanded", "tool_call_id": tool_call_id, "text": text})
+
+    # --- text fallbacks --------------------------------------------------------------------------
+
+    def transcript_text(self) -> str:
+        """The run as plain text: a header line, then each message."""
+        u = self._usage
+        lines = [
+            f"pi run · {_STATUS_WORDS.get(self._status(), self._status())}"
+            + (f" · {self._model}" if self._model else "")
+            + f" · {u['input']:,} in / {u['output']:,} out · ${u['cost']:.4f}"
+        ]
+        for item in self._items:
+            lines.append(_item_text(item))
+        if self._live_id is not None:
+            lines.append(_item_text(cast(AssistantItem, self._current())) + " …")
+        if self.error:
+            lines.append(f"! {self.error}")
+        return "\n".join(lines)
+
+    def transcript_html(self) -> str:
+        """The run as simple, static HTML (no scripts, no widget needed)."""
+        esc = html.escape
+        parts = [
+            '<div class="pi-run-static" style="border:1px solid #ccc;border-radius:6px;'
+            'padding:6px 10px;font-family:sans-serif;font-size:13px">',
+            f'<div style="color:#666">{esc(self.transcript_text().splitlines()[0])}</div>',
+        ]
+        for item in self._items:
+            parts.append(_item_html(item))
+        if self.error:
+            parts.append(f'<div style="color:#b00020">{esc(self.error)}</div>')
+        parts.append("</div>")
+        return "".join(parts)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, metadata = bundle
+        data["text/plain"] = self.transcript_text()
+        data["text/html"] = self.transcript_html()
+        return data, metadata
+
+
+_BLOCK_TYPES = {
+    "text_start": "text",
+    "text_delta": "text",
+    "text_end": "text",
+    "thinking_start": "thinking",
+    "thinking_delta": "thinking",
+    "thinking_end": "thinking",
+    "toolcall_delta": "toolCall",
+}
+
+_STATUS_WORDS = {
+    "waiting": "waiting for the model",
+    "streaming": "streaming",
+    "running_tools": "running tools",
+    "awaiting_approval": "waiting for approval",
+    "done": "done",
+    "aborted": "stopped",
+    "error": "error",
+}
+
+
+def _indent(text: str, prefix: str = "  ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+def _item_text(item: TranscriptItem) -> str:
+    if item["kind"] == "user":
+        label = {"steer": "steer", "follow_up": "follow-up"}.get(item["origin"], "user")
+        return f"{label}: {item['text']}"
+    if item["kind"] == "assistant":
+        out: list[str] = []
+        for block in item["blocks"]:
+            if block["type"] == "text":
+                out.append(block["text"])
+            elif block["type"] == "thinking":
+                out.append(f"[thinking: {len(block['text']):,} characters]")
+            else:
+                args = " ".join(block["args"].split())
+                out.append(f"→ {block['name']}({args[:200]})")
+        if item["stop_reason"] == "aborted":
+            out.append("[stopped; partial reply kept]")
+        elif item["stop_reason"] == "error":
+            out.append(f"[error: {item['error_message'] or 'unknown'}]")
+        body = "\n".join(out)
+        return "assistant: " + body.lstrip() if body else "assistant: (no text)"
+    if item["kind"] == "tool_result":
+        status = "error" if item["is_error"] else "result"
+        text = item["text"] if len(item["text"]) <= 2000 else item["text"][:2000] + " …"
+        head = f"[{item['tool_name']} {status}]"
+        return f"{head}\n{_indent(text)}" if text else head
+    return f"[{item['title']}]\n{_indent(item['text'][:2000])}"
+
+
+def _item_html(item: TranscriptItem) -> str:
+    esc = html.escape
+    pre = 'style="white-space:pre-wrap;margin:4px 0"'
+    if item["kind"] == "user":
+        return (
+            '<div style="border-left:3px solid #1976d2;padding:2px 8px;margin:6px 0">'
+            f"<div {pre}>{esc(item['text'])}</div></div>"
+        )
+    if item["kind"] == "assistant":
+        parts: list[str] = []
+        for block in item["blocks"]:
+            if block["type"] == "text":
+                parts.append(f"<div {pre}>{esc(block['text'])}</div>")
+            elif block["type"] == "thinking":
+                parts.append(
+                    "<details><summary>Thinking</summary>"
+                    f"<div {pre}>{esc(block['text'])}</div></details>"
+                )
+            else:
+                parts.append(
+                    f"<div><code>→ {esc(block['name'])}</code>"
+                    f"<pre {pre}>{esc(block['args'][:4000])}</pre></div>"
+                )
+        if item["stop_reason"] in ("aborted", "error"):
+            note = esc(_item_text(item).splitlines()[-1])
+            parts.append(f'<div style="color:#b00020">{note}</div>')
+        return f'<div style="margin:6px 0">{"".join(parts)}</div>'
+    if item["kind"] == "tool_result":
+        label = "error" if item["is_error"] else "result"
+        return (
+            f"<details><summary><code>{esc(item['tool_name'])}</code> {label}</summary>"
+            f"<pre {pre}>{esc(item['text'][:20000])}</pre></details>"
+        )
+    return (
+        f"<details><summary>{esc(item['title'])}</summary>"
+        f"<pre {pre}>{esc(item['text'])}</pre></details>"
+    )

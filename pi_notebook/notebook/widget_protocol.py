@@ -1,0 +1,626 @@
+"""The contract between the widgets' Python halves and their front ends (``js/src``).
+
+Synced state (traits) is the source of truth: a view rendered late, after a page reload or from a
+saved notebook shows everything from state alone. Custom messages are only requests from the
+front end and the replies to them; content never travels as a custom message.
+
+Run view (``RunView``) traits:
+
+======================  ===============================================================
+``status``              :data:`RunStatus`
+``header``              :class:`RunHeader` (model, thinking level, usage, context)
+``messages``            list of :data:`TranscriptItem`, finished items only, append-only
+``current``             the in-progress :class:`AssistantItem`, or ``{}``
+``running_tools``       ``{tool_call_id: RunningTool}``, tools started and not finished
+``queued``              list of :class:`QueuedMessage` (steering/follow-ups not yet injected)
+``controls``            :class:`RunControls` (which buttons have a handler in the kernel)
+``notice``              a plain-words note (a callback failed…), ``""`` for none
+``error``               why the run failed, ``""`` for none
+======================  ===============================================================
+
+The functions at the end turn pi's message JSON into these shapes.
+
+Session tree (``TreeView``) traits: ``nodes`` and ``tail`` (lists of :data:`NodeRow`; the tree is
+``nodes + tail``), ``labels`` (``{entry_id: label}``), ``leaf_id``, ``session_name``,
+``selected_id``, ``selected_detail`` (:class:`NodeDetail` or ``{}``), ``controls``
+(:class:`TreeControls`), ``busy`` and ``notice``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Literal, TypeAlias, TypedDict
+
+__all__ = [
+    "ARGS_PREVIEW_CHARS",
+    "BUNDLE_ENTRY_CHARS",
+    "DISPLAY_TYPES",
+    "PROGRESS_CHARS",
+    "RESULT_PREVIEW_CHARS",
+    "ApprovalReply",
+    "ApprovalState",
+    "AssistantItem",
+    "Block",
+    "CompactRequest",
+    "DismissNoticeRequest",
+    "ExpandReply",
+    "ExpandRequest",
+    "FollowUpRequest",
+    "ForkRequest",
+    "ImageData",
+    "LabelRequest",
+    "NavigateRequest",
+    "NodeDetail",
+    "NodeKind",
+    "NodeRow",
+    "NoteItem",
+    "OpenTreeRequest",
+    "Origin",
+    "QueuedMessage",
+    "RunControls",
+    "RunHeader",
+    "RunRequest",
+    "RunStatus",
+    "RunningTool",
+    "SelectRequest",
+    "SteerRequest",
+    "StopRequest",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolApproval",
+    "ToolCallBlock",
+    "ToolResultItem",
+    "TranscriptItem",
+    "TreeControls",
+    "TreeRequest",
+    "UsageSummary",
+    "UserItem",
+    "add_usage",
+    "args_text",
+    "assistant_item",
+    "clip",
+    "content_images",
+    "content_text",
+    "context_tokens",
+    "display_bundle",
+    "message_json",
+    "note_item",
+    "tool_result_item",
+    "transcript_item",
+    "usage_summary",
+    "user_item",
+]
+
+# --- run view: state ---------------------------------------------------------------------------
+
+RunStatus: TypeAlias = Literal[
+    "waiting",  # waiting for the model (before the first token of a reply)
+    "streaming",
+    "running_tools",
+    "awaiting_approval",
+    "done",
+    "aborted",
+    "error",
+]
+
+
+class UsageSummary(TypedDict):
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+    total_tokens: int
+    cost: float
+    """Dollars."""
+
+
+class RunHeader(TypedDict):
+    model: str
+    """``provider/model-id``, ``""`` if unknown."""
+    thinking_level: str
+    usage: UsageSummary
+    """Summed over the run's replies."""
+    context_tokens: int
+    """Tokens in the context as of the latest reply."""
+    context_window: int
+    """0 if unknown."""
+
+
+class RunControls(TypedDict):
+    stop: bool
+    steer: bool
+    follow_up: bool
+    tree: bool
+
+
+class ImageData(TypedDict):
+    mime_type: str
+    data: str
+    """Base64."""
+
+
+class TextBlock(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ThinkingBlock(TypedDict):
+    type: Literal["thinking"]
+    text: str
+    redacted: bool
+
+
+class ToolCallBlock(TypedDict):
+    type: Literal["toolCall"]
+    id: str
+    name: str
+    args: str
+    """The arguments as text: the raw JSON as it streams, pretty-printed once complete."""
+    complete: bool
+
+
+Block: TypeAlias = TextBlock | ThinkingBlock | ToolCallBlock
+
+
+Origin: TypeAlias = Literal["prompt", "steer", "follow_up", "user"]
+
+
+class UserItem(TypedDict):
+    kind: Literal["user"]
+    id: str
+    text: str
+    images: list[ImageData]
+    origin: Origin
+    """How it entered the run; ``user`` = injected by something the view was not told about."""
+
+
+class AssistantItem(TypedDict):
+    kind: Literal["assistant"]
+    id: str
+    """``current`` keeps the id its finished item will have."""
+    blocks: list[Block]
+    stop_reason: str | None
+    """``None`` while streaming."""
+    error_message: str | None
+    model: str
+    usage: UsageSummary | None
+
+
+ApprovalState: TypeAlias = Literal["pending", "allowed", "denied", "timed_out", "cancelled"]
+
+
+class ToolApproval(TypedDict):
+    state: ApprovalState
+    timeout: float | None
+    """Seconds the kernel waits for an answer (``None``: no limit)."""
+    reason: str
+    """Extra plain words, e.g. "The run was stopped."."""
+
+
+class ToolResultItem(TypedDict):
+    kind: Literal["tool_result"]
+    id: str
+    tool_call_id: str
+    tool_name: str
+    is_error: bool
+    text: str
+    """The text content, cut to a preview when long (ask with ``expand`` for all of it)."""
+    text_length: int
+    """Length of the whole text; more than ``len(text)`` means the preview was cut."""
+    images: list[ImageData]
+    mime_bundle: dict[str, str] | None
+    """``details["mime_bundle"]`` of the result, the types the view can show."""
+    duration_ms: int | None
+    approval: ToolApproval | None
+
+
+class NoteItem(TypedDict):
+    """A message of another role: compaction or branch summary, custom message, bash run."""
+
+    kind: Literal["note"]
+    id: str
+    role: str
+    title: str
+    text: str
+    """Markdown."""
+
+
+TranscriptItem: TypeAlias = UserItem | AssistantItem | ToolResultItem | NoteItem
+
+
+class RunningTool(TypedDict):
+    tool_call_id: str
+    tool_name: str
+    args: str
+    started_at: int
+    """Epoch milliseconds."""
+    progress: str
+    """Text of the latest ``tool_execution_update``."""
+    progress_bundle: dict[str, str] | None
+    progress_images: list[ImageData]
+    approval: ToolApproval | None
+
+
+class QueuedMessage(TypedDict):
+    kind: Literal["steer", "follow_up"]
+    text: str
+
+
+# --- run view: custom messages -----------------------------------------------------------------
+
+
+class StopRequest(TypedDict):
+    type: Literal["stop"]
+
+
+class SteerRequest(TypedDict):
+    type: Literal["steer"]
+    text: str
+
+
+class FollowUpRequest(TypedDict):
+    type: Literal["follow_up"]
+    text: str
+
+
+class ApprovalReply(TypedDict):
+    type: Literal["approval"]
+    tool_call_id: str
+    allow: bool
+
+
+class ExpandRequest(TypedDict):
+    type: Literal["expand"]
+    tool_call_id: str
+
+
+class OpenTreeRequest(TypedDict):
+    type: Literal["open_tree"]
+
+
+class DismissNoticeRequest(TypedDict):
+    type: Literal["dismiss_notice"]
+
+
+RunRequest: TypeAlias = (
+    StopRequest
+    | SteerRequest
+    | FollowUpRequest
+    | ApprovalReply
+    | ExpandRequest
+    | OpenTreeRequest
+    | DismissNoticeRequest
+)
+"""Front end → kernel messages of the run view."""
+
+
+class ExpandReply(TypedDict):
+    """Kernel → front end: the whole text of a tool result, answering an ``expand`` request."""
+
+    type: Literal["expanded"]
+    tool_call_id: str
+    text: str
+
+
+# --- session tree ------------------------------------------------------------------------------
+
+NodeKind: TypeAlias = Literal[
+    "user",
+    "assistant",
+    "tool_result",
+    "message",  # another message role (bash execution, custom, summaries as messages)
+    "model_change",
+    "thinking_change",
+    "active_tools",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+    "other",
+]
+
+NodeRow: TypeAlias = tuple[str, str | None, NodeKind, str, str, int, float, str]
+"""One tree node, a JSON array: ``[id, parent_id, kind, title, model, tokens, cost, flag]``.
+
+``title`` is a one-line summary, ``model`` is ``provider/model-id`` for replies and model
+changes, ``tokens``/``cost`` are a reply's total tokens and dollars, ``flag`` is ``"error"``,
+``"aborted"`` or ``""``. Rows come in session file order; leaf moves are not nodes.
+"""
+
+
+class TreeControls(TypedDict):
+    navigate: bool
+    fork: bool
+    label: bool
+    compact: bool
+
+
+class NodeDetail(TypedDict):
+    id: str
+    type: str
+    """The entry type (``message``, ``compaction``, …)."""
+    timestamp: str
+    title: str
+    model: str
+    tokens: int
+    cost: float
+    items: list[TranscriptItem]
+    """The entry's message(s), in the run view's shapes."""
+    text: str
+    """Anything else worth showing (an entry without a message, as JSON)."""
+
+
+class SelectRequest(TypedDict):
+    type: Literal["select"]
+    id: str
+
+
+class NavigateRequest(TypedDict):
+    type: Literal["navigate"]
+    id: str
+    summarize: bool
+
+
+class ForkRequest(TypedDict):
+    type: Literal["fork"]
+    id: str
+
+
+class LabelRequest(TypedDict):
+    type: Literal["label"]
+    id: str
+    text: str
+    """An empty text clears the label."""
+
+
+class CompactRequest(TypedDict):
+    type: Literal["compact"]
+
+
+TreeRequest: TypeAlias = (
+    SelectRequest
+    | NavigateRequest
+    | ForkRequest
+    | LabelRequest
+    | CompactRequest
+    | DismissNoticeRequest
+)
+"""Front end → kernel messages of the session tree (it needs no replies: answers are state)."""
+
+
+# --- building items from pi's message JSON -----------------------------------------------------
+
+RESULT_PREVIEW_CHARS = 20_000
+"""A tool result's text in state is cut here; the whole text is sent on request."""
+ARGS_PREVIEW_CHARS = 20_000
+PROGRESS_CHARS = 4_000
+"""A running tool's progress shows the end of its latest update text."""
+BUNDLE_ENTRY_CHARS = 2_000_000
+"""A mime bundle entry larger than this is left out of the state (another type is shown)."""
+DISPLAY_TYPES = (
+    "text/html",
+    "text/markdown",
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "image/svg+xml",
+    "text/plain",
+)
+
+
+def message_json(message: object) -> dict[str, Any]:
+    """pi's camelCase JSON of a message given as a pydantic model or already as a dict."""
+    if isinstance(message, Mapping):
+        return dict(message)
+    dump = getattr(message, "model_dump", None)
+    if callable(dump):
+        data = dump(mode="json", by_alias=True, exclude_none=True)
+        if isinstance(data, dict):
+            return data
+    raise TypeError(f"expected a message (pydantic model or dict), got {type(message).__name__}")
+
+
+def usage_summary(usage: Mapping[str, Any] | None) -> UsageSummary:
+    usage = usage or {}
+    cost = usage.get("cost") or {}
+    return {
+        "input": int(usage.get("input") or 0),
+        "output": int(usage.get("output") or 0),
+        "cache_read": int(usage.get("cacheRead") or 0),
+        "cache_write": int(usage.get("cacheWrite") or 0),
+        "total_tokens": int(usage.get("totalTokens") or 0),
+        "cost": float(cost.get("total") or 0.0) if isinstance(cost, Mapping) else 0.0,
+    }
+
+
+def add_usage(total: UsageSummary, more: UsageSummary) -> UsageSummary:
+    return {
+        "input": total["input"] + more["input"],
+        "output": total["output"] + more["output"],
+        "cache_read": total["cache_read"] + more["cache_read"],
+        "cache_write": total["cache_write"] + more["cache_write"],
+        "total_tokens": total["total_tokens"] + more["total_tokens"],
+        "cost": total["cost"] + more["cost"],
+    }
+
+
+def context_tokens(usage: UsageSummary) -> int:
+    """Tokens in the context after a reply (pi's ``calculateContextTokens``)."""
+    return usage["total_tokens"] or (
+        usage["input"] + usage["output"] + usage["cache_read"] + usage["cache_write"]
+    )
+
+
+def content_text(content: object) -> str:
+    """The text of a message's content: a string, or the text blocks of a block list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(block.get("text", ""))
+            for block in content
+            if isinstance(block, Mapping) and block.get("type") == "text"
+        )
+    return ""
+
+
+def content_images(content: object) -> list[ImageData]:
+    if not isinstance(content, list):
+        return []
+    return [
+        {"mime_type": str(block.get("mimeType", "image/png")), "data": str(block.get("data", ""))}
+        for block in content
+        if isinstance(block, Mapping) and block.get("type") == "image"
+    ]
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… ({len(text) - limit:,} more characters)"
+
+
+def args_text(arguments: object) -> str:
+    """Tool-call arguments as pretty JSON (clipped)."""
+    try:
+        text = json.dumps(arguments, indent=2, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(arguments)
+    return clip(text, ARGS_PREVIEW_CHARS)
+
+
+def display_bundle(details: object) -> dict[str, str] | None:
+    """The showable part of ``details["mime_bundle"]`` (string entries of known types, not huge)."""
+    if not isinstance(details, Mapping):
+        return None
+    bundle = details.get("mime_bundle")
+    if not isinstance(bundle, Mapping):
+        return None
+    shown = {
+        mime: value
+        for mime in DISPLAY_TYPES
+        if isinstance(value := bundle.get(mime), str) and len(value) <= BUNDLE_ENTRY_CHARS
+    }
+    return shown or None
+
+
+def user_item(message: Mapping[str, Any], item_id: str, origin: Origin = "prompt") -> UserItem:
+    content = message.get("content")
+    return {
+        "kind": "user",
+        "id": item_id,
+        "text": content_text(content),
+        "images": content_images(content),
+        "origin": origin,
+    }
+
+
+def assistant_item(message: Mapping[str, Any], item_id: str) -> AssistantItem:
+    blocks: list[Block] = []
+    for block in message.get("content") or ():
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            blocks.append({"type": "text", "text": str(block.get("text", ""))})
+        elif kind == "thinking":
+            blocks.append(
+                {
+                    "type": "thinking",
+                    "text": str(block.get("thinking", "")),
+                    "redacted": bool(block.get("redacted")),
+                }
+            )
+        elif kind == "toolCall":
+            blocks.append(
+                {
+                    "type": "toolCall",
+                    "id": str(block.get("id", "")),
+                    "name": str(block.get("name", "")),
+                    "args": args_text(block.get("arguments", {})),
+                    "complete": True,
+                }
+            )
+    provider, model = message.get("provider"), message.get("model")
+    return {
+        "kind": "assistant",
+        "id": item_id,
+        "blocks": blocks,
+        "stop_reason": str(message.get("stopReason") or "stop"),
+        "error_message": message.get("errorMessage"),
+        "model": f"{provider}/{model}" if provider and model else str(model or ""),
+        "usage": usage_summary(message.get("usage")),
+    }
+
+
+def tool_result_item(
+    item_id: str,
+    tool_call_id: str,
+    tool_name: str,
+    content: object,
+    details: object,
+    is_error: bool,
+    duration_ms: int | None = None,
+    approval: ToolApproval | None = None,
+) -> tuple[ToolResultItem, str]:
+    """The item, and the whole text (longer than the item's when it was cut)."""
+    text = content_text(content)
+    item: ToolResultItem = {
+        "kind": "tool_result",
+        "id": item_id,
+        "tool_call_id": tool_call_id,
+        "tool_name": tool_name,
+        "is_error": is_error,
+        "text": text[:RESULT_PREVIEW_CHARS],
+        "text_length": len(text),
+        "images": content_images(content),
+        "mime_bundle": display_bundle(details),
+        "duration_ms": duration_ms,
+        "approval": approval,
+    }
+    return item, text
+
+
+def note_item(message: Mapping[str, Any], item_id: str) -> NoteItem:
+    role = str(message.get("role", "message"))
+    if role == "bashExecution":
+        title = f"$ {message.get('command', '')}"
+        text = f"```\n{message.get('output', '')}\n```"
+        if message.get("exitCode") not in (None, 0):
+            text += f"\n\nexit code {message.get('exitCode')}"
+    elif role == "custom":
+        title = str(message.get("customType", "custom"))
+        text = content_text(message.get("content"))
+    elif role == "branchSummary":
+        title, text = "Branch summary", str(message.get("summary", ""))
+    elif role == "compactionSummary":
+        title = f"Compaction summary ({int(message.get('tokensBefore') or 0):,} tokens before)"
+        text = str(message.get("summary", ""))
+    else:
+        title, text = role, f"```json\n{json.dumps(message, indent=2, default=str)}\n```"
+    return {"kind": "note", "id": item_id, "role": role, "title": title, "text": clip(text, 50_000)}
+
+
+def transcript_item(message: Mapping[str, Any], item_id: str) -> TranscriptItem:
+    """Any message as a transcript item (a tool result without timing or approval)."""
+    role = message.get("role")
+    if role == "user":
+        return user_item(message, item_id)
+    if role == "assistant":
+        return assistant_item(message, item_id)
+    if role == "toolResult":
+        item, _ = tool_result_item(
+            item_id,
+            str(message.get("toolCallId", "")),
+            str(message.get("toolName", "")),
+            message.get("content"),
+            message.get("details"),
+            bool(message.get("isError")),
+        )
+        return item
+    return note_item(message, item_id)
