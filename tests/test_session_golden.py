@@ -37,7 +37,7 @@ def test_golden_files_open_unchanged(path: Path) -> None:
 
 @pytest.mark.parametrize("path", [SAMPLE, HARNESS], ids=["pi-coding-agent", "pi-harness"])
 def test_every_line_reserialises_byte_for_byte(path: Path) -> None:
-    header, *lines = path.read_bytes().splitlines(keepends=True)
+    header, *lines = [line + b"\n" for line in path.read_bytes().split(b"\n")[:-1]]
     session = Session.open(path)
     assert encode_record(session.header) == header
     assert [encode_record(entry) for entry in session.get_entries()] == lines

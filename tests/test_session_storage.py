@@ -27,7 +27,7 @@ from pi_notebook.harness.layout import encode_cwd
 
 
 def lines_of(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n")[:-1]]
 
 
 def user(text: str) -> UserMessage:

@@ -74,7 +74,7 @@ def test_set_leaf_branches_and_is_persisted_as_a_leaf_entry(session: Session) ->
     move = session.set_leaf(a.id)
     assert isinstance(move, LeafEntry)
     assert (move.parent_id, move.target_id, session.leaf_id) == (b.id, a.id, a.id)
-    line = json.loads(session.path.read_text().splitlines()[-1])  # type: ignore[union-attr]
+    line = json.loads(session.path.read_text().split("\n")[-2])  # type: ignore[union-attr]
     assert list(line) == ["type", "id", "parentId", "timestamp", "targetId"]
     c = session.append_message(assistant("c"))
     assert c.parent_id == a.id
@@ -154,6 +154,7 @@ def test_labels_latest_wins_and_empty_clears(session: Session) -> None:
     session.append_label(a.id, "")
     assert session.get_label(a.id) is None and session.get_label(b.id) is None
     session.append_label(b.id, "again")
+    assert session.labels == {b.id: "again"}
     with pytest.raises(ValueError, match="not found"):
         session.append_label("zz", "x")
     reopened = Session.open(session.path)  # type: ignore[arg-type]
@@ -280,7 +281,7 @@ def test_branch_summaries_and_custom_messages_enter_the_context(session: Session
         [1],
     )
     assert note.timestamp == _ms(custom.timestamp)
-    line = json.loads(session.path.read_text().splitlines()[-2])  # type: ignore[union-attr]
+    line = json.loads(session.path.read_text().split("\n")[-3])  # type: ignore[union-attr]
     assert list(line) == [
         "type",
         "customType",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Annotated, Any, Literal, TypeAlias, get_args
@@ -63,13 +62,13 @@ def new_id() -> str:
         | 0b10 << 62
         | rand & ((1 << 62) - 1)
     )
-    return str(uuid.UUID(int=value))
+    text = f"{value:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def iso_now() -> str:
     """Now as pi writes entry timestamps (``new Date().toISOString()``): ms precision, ``Z``."""
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+    return datetime.now(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -109,16 +108,22 @@ class _Record(PiModel):
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        nullable = _required_nullable(type(self))
-        if not nullable or not info.exclude_none:
+        if not info.exclude_none:
             return data
         excluded = info.exclude if isinstance(info.exclude, set | dict) else ()
+        nulls = {
+            name
+            for name in _required_nullable(type(self))
+            if getattr(self, name) is None and name not in excluded
+        }
+        if not nulls:
+            return data
         out: dict[str, Any] = {}
         for name, field in type(self).model_fields.items():
             key = (field.alias or name) if info.by_alias else name
             if key in data:
                 out[key] = data[key]
-            elif name in nullable and name not in excluded and getattr(self, name) is None:
+            elif name in nulls:
                 out[key] = None
         for key, value in data.items():  # extra keys (unknown to this model) go last
             if key not in out:

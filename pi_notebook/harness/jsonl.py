@@ -7,6 +7,7 @@ pydantic-core straight from bytes (jiter underneath), with the garbage collector
 
 from __future__ import annotations
 
+import copy
 import gc
 import json
 import math
@@ -73,21 +74,26 @@ def _js_number(value: float) -> str:
     return f"{mantissa}e-{power}"
 
 
-def _js_values(value: Any) -> Any:
-    """``value`` with floats JavaScript prints as integers turned into ints (and NaN/inf → null)."""
-    kind = type(value)
-    if kind is dict:
-        return {key: _js_values(item) for key, item in value.items()}
-    if kind is list:
-        return [_js_values(item) for item in value]
-    if kind is float:
-        if not math.isfinite(value):
-            return None
-        if value.is_integer() and abs(value) < 1e21:
-            return int(value)
-        if abs(value) < 1e-4:
-            raise _NeedsJsFloat
+def _js_float(value: float) -> float | int | None:
+    """``value`` as a Python number that ``json.dumps`` writes the way JavaScript does."""
+    if value.is_integer() and abs(value) < 1e21:
+        return int(value)
+    if not math.isfinite(value):
+        return None
+    if abs(value) < 1e-4:  # Python writes 1e-05, JavaScript 0.00001
+        raise _NeedsJsFloat
     return value
+
+
+def _js_floats(container: dict[str, Any] | list[Any]) -> None:
+    """Replace, in place, the floats of freshly dumped JSON data by :func:`_js_float`'s."""
+    items = container.items() if type(container) is dict else enumerate(container)
+    for key, value in items:
+        kind = type(value)
+        if kind is float:
+            container[key] = _js_float(value)  # type: ignore[index]
+        elif kind is dict or kind is list:
+            _js_floats(value)
 
 
 def _encode_slow(value: Any) -> str:
@@ -103,11 +109,19 @@ def _encode_slow(value: Any) -> str:
 
 def js_json(value: Any) -> str:
     """``JSON.stringify(value)`` for JSON-compatible Python data (dict, list, str, numbers…)."""
+    return _js_json_owned(copy.deepcopy(value) if type(value) in (dict, list) else value)
+
+
+def _js_json_owned(value: Any) -> str:
+    """:func:`js_json` for data the caller owns (its floats are rewritten in place)."""
     try:
-        normal = _js_values(value)
+        if type(value) is dict or type(value) is list:
+            _js_floats(value)
+        elif type(value) is float:
+            value = _js_float(value)
     except _NeedsJsFloat:
         return _encode_slow(value)
-    return json.dumps(normal, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -115,7 +129,8 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 def encode_record(record: SessionHeader | SessionEntry) -> bytes:
     """One line of a session file, ``\\n`` included, byte-for-byte as pi would write it."""
-    text = js_json(record.model_dump(mode="json", by_alias=True, exclude_none=True)) + "\n"
+    data = record.model_dump(mode="json", by_alias=True, exclude_none=True)
+    text = _js_json_owned(data) + "\n"
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: JSON.stringify escapes them

@@ -387,6 +387,11 @@ class Session:
     def get_label(self, entry_id: str) -> str | None:
         return self._labels.get(entry_id)
 
+    @property
+    def labels(self) -> dict[str, str]:
+        """Every current label, ``{entry id: label}`` (a copy; e.g. to find an entry by label)."""
+        return dict(self._labels)
+
     def _path_to(self, entry_id: str | None) -> list[SessionEntry]:
         by_id = self._by_id
         path: list[SessionEntry] = []

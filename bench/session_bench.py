@@ -1,0 +1,277 @@
+"""Session files: open + build the context of generated sessions, and append throughput.
+
+Files of 1k, 10k and 100k entries (a linear conversation of user / assistant tool call / tool
+result / assistant reply turns, about 700 bytes an entry as in pi's own files) are written once,
+then each repetition times, side by side on the same file:
+
+- ``pi_notebook``: ``Session.open(path)`` (read, validate every line, index) and
+  ``build_context()`` (the whole branch: every message is in the context);
+- ``pi``: pi-coding-agent 0.73.1's ``SessionManager.open`` + ``buildSessionContext`` in node
+  (``bench/peers/session_manager.mjs``; skipped when the peers are not installed);
+- ``jiter floor``: ``pydantic_core.from_json`` of every line into plain dicts, GC paused (parsing
+  only, no validation, no index: the floor for any Python reader).
+
+Then appends: ``append_message`` to a JSONL file (one locked ``write`` per entry, flushed to the
+OS), the same with ``fsync=True``, and to the in-memory store.
+
+    python3 -m bench.session_bench                    # 1k, 10k, 100k; about two minutes
+    python3 -m bench.session_bench --sizes 1k,10k --reps 5
+    python3 -m bench.session_bench --profile 100k     # cProfile of one open + build_context
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import pstats
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic_core import from_json
+
+from bench.common import (
+    describe_environment,
+    fmt_ms,
+    fmt_rate,
+    fmt_us,
+    node_available,
+    print_table,
+    run_node_json,
+    stats,
+    timed,
+)
+from bench.stream_bench import parse_size
+from pi_notebook.ai import (
+    AssistantMessage,
+    Cost,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from pi_notebook.harness import (
+    InMemorySessionStorage,
+    JsonlSessionStorage,
+    MessageEntry,
+    Session,
+    SessionEntry,
+    SessionHeader,
+)
+from pi_notebook.harness.entries import iso_now, new_id
+from pi_notebook.harness.jsonl import gc_paused
+
+
+def source_line(i: int) -> str:
+    return f"export function main{i}() {{ console.log('hello, world'); }}  // line {i}\n"
+
+
+def turn_messages(turn: int) -> list[UserMessage | AssistantMessage | ToolResultMessage]:
+    """One turn: user, assistant tool call, tool result, assistant reply (~2.8 kB of JSON)."""
+    usage = Usage(
+        input=1200 + turn,
+        output=40,
+        total_tokens=1240 + turn,
+        cost=Cost(input=0.0036, output=0.0006000000000000001, total=0.0042),
+    )
+    common = {"api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5"}
+    call = ToolCall(id=f"toolu_{turn}", name="read", arguments={"path": f"src/file_{turn}.ts"})
+    return [
+        UserMessage(
+            content=[TextContent(text=f"Turn {turn}: read src/file_{turn}.ts and explain it.")],
+            timestamp=1_778_148_000_000 + turn,
+        ),
+        AssistantMessage(
+            content=[ThinkingContent(thinking="I should read the file first."), call],
+            usage=usage,
+            stop_reason="toolUse",
+            timestamp=1_778_148_000_001 + turn,
+            **common,
+        ),
+        ToolResultMessage(
+            tool_call_id=call.id,
+            tool_name="read",
+            content=[TextContent(text="".join(map(source_line, range(12))))],
+            details={},
+            timestamp=1_778_148_000_002 + turn,
+        ),
+        AssistantMessage(
+            content=[
+                TextContent(text=f"src/file_{turn}.ts defines main(), which logs a greeting.")
+            ],
+            usage=usage,
+            stop_reason="stop",
+            timestamp=1_778_148_000_003 + turn,
+            **common,
+        ),
+    ]
+
+
+def generate(path: Path, entries: int) -> None:
+    """Write a linear session of ``entries`` message entries with pi_notebook's storage."""
+    header = SessionHeader(id=new_id(), timestamp=iso_now(), cwd="/home/user/project")
+    records: list[SessionEntry] = []
+    parent: str | None = None
+    turn = 0
+    while len(records) < entries:
+        for message in turn_messages(turn)[: entries - len(records)]:
+            entry = MessageEntry(
+                id=new_id(), parent_id=parent, timestamp=iso_now(), message=message
+            )
+            records.append(entry)
+            parent = entry.id
+        turn += 1
+    JsonlSessionStorage(path).create(header, records)
+
+
+def open_and_build(path: Path) -> tuple[float, float, int]:
+    """``(open seconds, build seconds, context messages)``."""
+    opened, session = timed(lambda: Session.open(path))
+    built, context = timed(session.build_context)
+    return opened, built, len(context.messages)
+
+
+def jiter_floor(path: Path) -> float:
+    def parse() -> int:
+        with gc_paused():
+            return len([from_json(line) for line in path.read_bytes().split(b"\n")[:-1]])
+
+    return timed(parse)[0]
+
+
+def measure(sizes: list[int], reps: int, folder: Path) -> None:
+    with_node = node_available()
+    rows = []
+    for size in sizes:
+        path = folder / f"session-{size}.jsonl"
+        seconds, _ = timed(lambda path=path, size=size: generate(path, size))  # type: ignore[misc]
+        megabytes = path.stat().st_size / 1e6
+        print(f"generated {size:,} entries ({megabytes:.1f} MB) in {seconds:.1f} s", flush=True)
+        ours_open, ours_build, ours_total, floor = [], [], [], []
+        messages = 0
+        for _ in range(reps):
+            gc.collect()
+            opened, built, messages = open_and_build(path)
+            ours_open.append(opened)
+            ours_build.append(built)
+            ours_total.append(opened + built)
+            gc.collect()
+            floor.append(jiter_floor(path))
+        assert messages == size, f"context has {messages} messages, expected {size}"
+        pi_cells = ["–", "–", "–", "–"]
+        if with_node:
+            pi = run_node_json(
+                "session_manager.mjs", [str(path), "--reps", str(reps)], timeout=1800
+            )
+            assert pi["context_messages"] == size, pi
+            pi_total = stats([t / 1e3 for t in pi["total_ms"]]).median
+            pi_cells = [
+                fmt_ms(stats([t / 1e3 for t in pi["open_ms"]]).median),
+                fmt_ms(stats([t / 1e3 for t in pi["build_ms"]]).median),
+                fmt_ms(pi_total),
+                f"{pi_total / stats(ours_total).median:.1f}×",
+            ]
+        rows.append(
+            [
+                f"{size:,}",
+                f"{megabytes:.1f}",
+                fmt_ms(stats(ours_open).median),
+                fmt_ms(stats(ours_build).median),
+                fmt_ms(stats(ours_total).median),
+                fmt_ms(stats(ours_total).best),
+                *pi_cells,
+                fmt_ms(stats(floor).median),
+            ]
+        )
+    print_table(
+        "Open + build_context (ms, median of repetitions)",
+        [
+            "entries",
+            "MB",
+            "ours open",
+            "ours build",
+            "ours total",
+            "ours best",
+            "pi open",
+            "pi build",
+            "pi total",
+            "pi ÷ ours",
+            "jiter floor",
+        ],
+        rows,
+        note=(
+            f"{reps} repetitions. ours: Session.open validates every line (pydantic-core from "
+            "bytes) and indexes the tree; build_context puts every message of the branch in the "
+            "context. jiter floor: from_json of every line into dicts (no validation, no index)."
+        ),
+    )
+
+
+def measure_appends(count: int, folder: Path) -> None:
+    messages = [m for turn in range(count // 4 + 1) for m in turn_messages(turn)][:count]
+    rows = []
+    cases: list[tuple[str, Callable[[], Session], int]] = [
+        (
+            "JSONL file (flushed to the OS)",
+            lambda: Session.create(folder / "appends.jsonl", cwd="/p"),
+            count,
+        ),
+        (
+            "JSONL file, fsync=True",
+            lambda: Session.create(JsonlSessionStorage(folder / "fsync.jsonl", fsync=True)),
+            max(1, count // 10),
+        ),
+        ("in memory", lambda: Session.create(InMemorySessionStorage(), cwd="/p"), count),
+    ]
+    for name, make, n in cases:
+        session = make()
+        gc.collect()
+        seconds, _ = timed(lambda s=session, n=n: [s.append_message(m) for m in messages[:n]])  # type: ignore[misc]
+        rows.append([name, f"{n:,}", fmt_us(seconds / n), fmt_rate(n / seconds)])
+    print_table(
+        "Appends (append_message of typical messages)",
+        ["storage", "appends", "µs/append", "appends/s"],
+        rows,
+        note="Each JSONL append: validate the entry, encode pi's JSON, open, lock, write, close.",
+    )
+
+
+def profile(size: int, folder: Path) -> None:
+    path = folder / f"session-{size}.jsonl"
+    generate(path, size)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    open_and_build(path)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(20)
+    print(out.getvalue())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Session files: open + build context; appends.")
+    parser.add_argument(
+        "--sizes",
+        type=lambda s: [parse_size(x) for x in s.split(",")],
+        default=[1_000, 10_000, 100_000],
+        help="comma-separated entry counts (default: 1k,10k,100k)",
+    )
+    parser.add_argument("--reps", type=int, default=3, help="repetitions per size (default 3)")
+    parser.add_argument("--appends", type=parse_size, default=2_000, help="appends (default 2k)")
+    parser.add_argument("--profile", type=parse_size, metavar="SIZE", help="profile one size")
+    args = parser.parse_args()
+    print(describe_environment(["pydantic", "pydantic-core"]))
+    with tempfile.TemporaryDirectory(prefix="session-bench-") as folder:
+        if args.profile:
+            profile(args.profile, Path(folder))
+            return
+        measure(args.sizes, args.reps, Path(folder))
+        measure_appends(args.appends, Path(folder))
+
+
+if __name__ == "__main__":
+    main()
