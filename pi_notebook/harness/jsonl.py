@@ -28,6 +28,7 @@ __all__ = [
     "DecodedSession",
     "SessionFileError",
     "SessionFileWarning",
+    "declared_version",
     "decode_session",
     "encode_record",
     "gc_paused",
@@ -216,21 +217,32 @@ def _parse_header(line: bytes, source: str) -> dict[str, Any]:
     return data
 
 
+def _find_header(lines: Sequence[bytes], source: str) -> tuple[int, dict[str, Any], int]:
+    """``(index, raw header, version)`` of the first non-blank line, which must be the header."""
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        raise SessionFileError(source, None, "empty file (no session header)")
+    raw_header = _parse_header(lines[first], source)
+    version = raw_header.get("version", 1)
+    if type(version) is not int or version > SESSION_VERSION:
+        raise SessionFileError(
+            source, first + 1, f"unsupported session version {version!r} (this reads 1 to 3)"
+        )
+    return first, raw_header, version
+
+
+def declared_version(lines: Sequence[bytes], *, source: str) -> int:
+    """The version a session file's header declares (1 when it has none)."""
+    return _find_header(lines, source)[2]
+
+
 def decode_session(lines: Sequence[bytes], *, source: str, strict: bool = True) -> DecodedSession:
     """Validate a session file's complete lines (``\\n`` stripped; blank lines are ignored).
 
     Versions 1 and 2 are migrated in memory (``migrated_from`` says so); versions above 3 are
     refused. ``strict=False`` skips malformed entry lines with a :class:`SessionFileWarning`.
     """
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is None:
-        raise SessionFileError(source, None, "empty file (no session header)")
-    raw_header = _parse_header(lines[first], source)
-    version = raw_header.get("version", 1)
-    if not isinstance(version, int) or version > SESSION_VERSION:
-        raise SessionFileError(
-            source, first + 1, f"unsupported session version {version!r} (this reads 1 to 3)"
-        )
+    first, raw_header, version = _find_header(lines, source)
     decoder = _Decoder(source, strict)
     with gc_paused():
         if version == SESSION_VERSION:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic_core import from_json
 
-from .entries import SessionEntry, SessionHeader
-from .jsonl import SessionFileWarning, decode_session, encode_record
+from .entries import SESSION_VERSION, SessionEntry, SessionHeader
+from .jsonl import SessionFileWarning, declared_version, decode_session, encode_record
 
 __all__ = ["InMemorySessionStorage", "JsonlSessionStorage", "SessionStorage"]
 
@@ -151,6 +151,7 @@ class JsonlSessionStorage(SessionStorage):
             os.close(fd)  # releases the lock
 
     def load(self) -> tuple[SessionHeader, list[SessionEntry]]:
+        source = str(self._path)
         writable = os.access(self._path, os.W_OK)
         flags = (os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY) | os.O_CLOEXEC
         fd = os.open(self._path, flags)
@@ -163,11 +164,16 @@ class JsonlSessionStorage(SessionStorage):
                 data = file.read()
             if not writable and data and not data.endswith(b"\n"):
                 data = self._drop_unterminated(data)
-            decoded = decode_session(data.split(b"\n"), source=str(self._path), strict=self.strict)
-            if decoded.migrated_from is not None and writable:
-                self._rewrite(decoded.header, decoded.entries)
+            lines = data.split(b"\n")
+            if declared_version(lines, source=source) < SESSION_VERSION:  # rare: under the lock
+                decoded = decode_session(lines, source=source, strict=self.strict)
+                if writable:
+                    self._rewrite(decoded.header, decoded.entries)
+                return decoded.header, decoded.entries
         finally:
             os.close(fd)
+        # validating a big file takes a while: writers need not wait for it
+        decoded = decode_session(lines, source=source, strict=self.strict)
         return decoded.header, decoded.entries
 
     # --- repairs ---------------------------------------------------------------------------------
