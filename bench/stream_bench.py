@@ -14,7 +14,8 @@ accumulates the reply text (checked against what the server sent):
 - ``httpx bytes``: httpx reading the chunked body only (the cost of HTTP chunk decoding).
 
 Consumers alternate order across repetitions; the table gives best and median µs per chunk and
-chunks/s for 10k, 100k and 1M deltas (the SDKs at 1M only with ``--sdk-1m``: they are slow).
+chunks/s for 10k, 100k and 1M deltas (at 1M only ours and the floor, unless ``--sdk-1m``: the
+SDKs are slow).
 
     python3 -m bench.stream_bench                       # everything, a few minutes
     python3 -m bench.stream_bench --sizes 10k,100k --reps 5
@@ -67,7 +68,8 @@ class Consumer:
     name: str
     protocol: Protocol
     consume: ConsumeFn
-    sdk: bool = False
+    large: bool = True
+    """Runs at ≥ 1M chunks by default (the SDKs and the bytes-only reader only with --sdk-1m)."""
     samples: dict[int, list[float]] = field(default_factory=dict)
 
 
@@ -195,15 +197,15 @@ class Consumers:
             if importlib.util.find_spec(_PROVIDER_MODULES[protocol]) is not None:
                 out.append(Consumer(OURS, protocol, _bind(self.ours, protocol)))
             if protocol == "openai":
-                out.append(Consumer("openai SDK", protocol, self.openai_sdk, sdk=True))
+                out.append(Consumer("openai SDK", protocol, self.openai_sdk, large=False))
                 out.append(Consumer(FLOOR, protocol, self.floor_openai))
-                out.append(
-                    Consumer("httpx bytes", protocol, _bind(self.raw_bytes, "chat/completions"))
-                )
+                raw = _bind(self.raw_bytes, "chat/completions")
+                out.append(Consumer("httpx bytes", protocol, raw, large=False))
             else:
-                out.append(Consumer("anthropic SDK", protocol, self.anthropic_sdk, sdk=True))
+                out.append(Consumer("anthropic SDK", protocol, self.anthropic_sdk, large=False))
                 out.append(Consumer(FLOOR, protocol, self.floor_anthropic))
-                out.append(Consumer("httpx bytes", protocol, _bind(self.raw_bytes, "messages")))
+                raw = _bind(self.raw_bytes, "messages")
+                out.append(Consumer("httpx bytes", protocol, raw, large=False))
         return out
 
 
@@ -270,7 +272,7 @@ async def run(args: argparse.Namespace) -> None:
             for n in sizes:
                 large = n >= 1_000_000
                 reps = args.reps_large if large else args.reps
-                active = [c for c in selected if not (large and c.sdk and not args.sdk_1m)]
+                active = [c for c in selected if c.large or not large or args.sdk_1m]
                 for rep in range(reps):
                     for consumer in rotated(active, rep):
                         elapsed = await _run_once(consumer, url, n, check=rep == 0)
@@ -385,7 +387,11 @@ def main() -> None:
     )
     parser.add_argument("--reps", type=int, default=3, help="repetitions below 1M (default 3)")
     parser.add_argument("--reps-large", type=int, default=1, help="repetitions at ≥ 1M (default 1)")
-    parser.add_argument("--sdk-1m", action="store_true", help="also run the SDKs at ≥ 1M (slow)")
+    parser.add_argument(
+        "--sdk-1m",
+        action="store_true",
+        help="also run the SDKs and the bytes-only reader at ≥ 1M (slow)",
+    )
     parser.add_argument(
         "--only",
         type=lambda s: [x.strip() for x in s.split(",")],
