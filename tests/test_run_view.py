@@ -407,7 +407,7 @@ async def test_approval_wired_into_before_tool_call_with_a_real_agent(faux: Faux
     assert view.status == "done"
 
 
-# --- errors, abort --------------------------------------------------------------------------------
+# --- errors, abort -------------------------------------------------------------------------------
 
 
 async def test_stop_from_the_view_aborts_and_keeps_the_partial_reply() -> None:
@@ -485,7 +485,7 @@ async def test_long_tool_output_is_previewed_and_sent_whole_on_request() -> None
     assert wire.custom == [{"type": "expanded", "tool_call_id": "c1", "text": long_text}]
 
 
-# --- resync and fallbacks -------------------------------------------------------------------------
+# --- resync and fallbacks ------------------------------------------------------------------------
 
 
 async def test_resync_resends_the_state_and_refreshes_a_stale_display(

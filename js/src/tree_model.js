@@ -1,7 +1,8 @@
 // The session tree as data: build it from the node table the kernel syncs, fold it, flatten it
 // into display rows. Pure functions, O(n) in the number of nodes, no recursion (deep chains).
 
-// Columns of a node row (pi_notebook/notebook/widget_protocol.py: NodeRow).
+// Columns of a node row (pi_notebook/notebook/widget_protocol.py: NodeRow). PARENT is the index
+// of the parent's row in the table (parents come first), or null for a root.
 export const ID = 0;
 export const PARENT = 1;
 export const KIND = 2;
@@ -18,11 +19,12 @@ export function buildTree(rows, { showMeta = false } = {}) {
   const byId = new Map();
   for (let index = 0; index < rows.length; index++) {
     const row = rows[index];
+    const parentRow = row[PARENT] === null || row[PARENT] === undefined ? undefined : rows[row[PARENT]];
     byId.set(row[ID], {
       id: row[ID],
       row,
       index,
-      parentId: row[PARENT],
+      parentId: parentRow === undefined || parentRow === row ? null : parentRow[ID],
       parent: null,
       children: [],
       visible: showMeta || !META_KINDS.has(row[KIND]),

@@ -3,8 +3,14 @@ import widget, { SessionTreeView } from "../src/session_tree.js";
 import { activePath, buildTree, flatten, foldOffPath, reveal } from "../src/tree_model.js";
 import { FakeModel } from "./fake_model.js";
 
-// [id, parent, kind, title, model, tokens, cost, flag]
+// [id, parent, kind, title, model, tokens, cost, flag]; written with parent ids, then turned
+// into the wire's table (parents as row indexes) by `table`.
 const row = (id, parent, kind = "user", title = id, extra = {}) => [id, parent, kind, title, extra.model || "", extra.tokens || 0, extra.cost || 0, extra.flag || ""];
+
+function table(rows) {
+  const index = new Map(rows.map((r, i) => [r[0], i]));
+  return rows.map((r) => [r[0], r[1] === null ? null : (index.get(r[1]) ?? null), ...r.slice(2)]);
+}
 
 // Deterministic generated session: mostly a chain of turns, with a branch every so often.
 function generate(count, seed = 7) {
@@ -24,7 +30,7 @@ function generate(count, seed = 7) {
 }
 
 describe("tree model", () => {
-  const rows = [
+  const rows = table([
     row("a", null, "model_change", "model: faux/m"),
     row("b", "a", "user", "hi"),
     row("c", "b", "assistant", "hello"),
@@ -33,7 +39,7 @@ describe("tree model", () => {
     row("e", "d", "assistant", "sure"),
     row("f", "c", "branch_summary", "summary"),
     row("g", "f", "user", "other way"),
-  ];
+  ]);
 
   it("hides bookkeeping entries and hangs their children from the nearest shown ancestor", () => {
     const tree = buildTree(rows);
@@ -71,25 +77,27 @@ describe("tree model", () => {
   });
 
   it("survives cycles and unknown parents", () => {
-    const tree = buildTree([row("x", "y"), row("y", "x"), row("z", "missing")]);
+    const tree = buildTree(table([row("x", "y"), row("y", "x"), row("z", "missing")]));
     expect(flatten(tree).length).toBeLessThanOrEqual(3);
     expect(tree.roots.map((n) => n.id)).toContain("z");
   });
 
   it("handles 2,000 nodes in linear work, without recursion", () => {
-    const big = generate(2000);
+    const big = table(generate(2000));
     const tree = buildTree(big);
     const flat = flatten(tree);
     expect(flat.length).toBe(2000);
+    expect(tree.roots.length).toBe(1);
+    expect(Math.max(...flat.map((r) => r.depth))).toBeGreaterThan(2); // it does branch
     expect(new Set(flat.map((r) => r.node.id)).size).toBe(2000);
-    const chain = buildTree(Array.from({ length: 50_000 }, (_, i) => row(`c${i}`, i ? `c${i - 1}` : null)));
+    const chain = buildTree(Array.from({ length: 50_000 }, (_, i) => row(`c${i}`, i ? i - 1 : null)));
     expect(flatten(chain).every((r) => r.depth === 0)).toBe(true);
   });
 });
 
 function treeState(rows, overrides = {}) {
   return {
-    nodes: rows,
+    nodes: table(rows),
     tail: [],
     labels: {},
     leaf_id: rows.length ? rows[rows.length - 1][0] : "",
@@ -125,6 +133,7 @@ describe("SessionTreeView", () => {
     expect(shown).toBeLessThanOrEqual(40);
     expect(el.querySelectorAll("*").length).toBeLessThan(600);
     expect(el.querySelector(".pi-tree-count").textContent).toBe("2000 entries");
+    expect(view.tree.roots.length).toBe(1);
     // The leaf (last row) is revealed and marked on first render.
     const leaf = el.querySelector(".pi-node-leaf");
     expect(leaf.getAttribute("data-id")).toBe("n1999");
@@ -170,7 +179,8 @@ describe("SessionTreeView", () => {
   it("grows live from the tail, moves the leaf and shows labels", () => {
     const rows = [row("a", null, "user", "hi"), row("b", "a", "assistant", "hello")];
     const { model, el } = mount(treeState(rows));
-    model.update({ tail: [row("c", "b", "user", "more"), row("d", "c", "assistant", "ok")], leaf_id: "d", labels: { b: "v1" } });
+    const tail = table([...rows, row("c", "b", "user", "more"), row("d", "c", "assistant", "ok")]).slice(rows.length);
+    model.update({ tail, leaf_id: "d", labels: { b: "v1" } });
     expect(el.querySelectorAll(".pi-node").length).toBe(4);
     expect(el.querySelector(".pi-node-leaf").getAttribute("data-id")).toBe("d");
     expect(el.querySelector('[data-id="b"] .pi-node-label').textContent).toBe("v1");

@@ -322,12 +322,14 @@ NodeKind: TypeAlias = Literal[
     "other",
 ]
 
-NodeRow: TypeAlias = tuple[str, str | None, NodeKind, str, str, int, float, str]
-"""One tree node, a JSON array: ``[id, parent_id, kind, title, model, tokens, cost, flag]``.
+NodeRow: TypeAlias = tuple[str, int | None, NodeKind, str, str, int, float, str]
+"""One tree node, a JSON array: ``[id, parent, kind, title, model, tokens, cost, flag]``.
 
-``title`` is a one-line summary, ``model`` is ``provider/model-id`` for replies and model
-changes, ``tokens``/``cost`` are a reply's total tokens and dollars, ``flag`` is ``"error"``,
-``"aborted"`` or ``""``. Rows come in session file order; leaf moves are not nodes.
+``parent`` is the index of the parent's row in ``nodes + tail`` (parents come first; ``null``
+for a root), which keeps the table small with UUID ids. ``title`` is a one-line summary,
+``model`` is ``provider/model-id`` for replies and model changes, ``tokens``/``cost`` are a
+reply's total tokens and dollars, ``flag`` is ``"error"``, ``"aborted"`` or ``""``. Rows come in
+session file order; leaf moves are not nodes.
 """
 
 
