@@ -104,13 +104,13 @@ async def test_max_tokens_reached_is_stop_reason_length(endpoint: Model) -> None
 
 @pytest.mark.local_llm
 async def test_a_follow_up_turn_replays_the_previous_reply(endpoint: Model) -> None:
-    first = await stream(endpoint, SHORT, max_tokens=24).result()
+    first = await stream(endpoint, SHORT, max_tokens=16).result()
     assert first.stop_reason in ("stop", "length"), first.error_message
     follow_up = Context(
         system_prompt=SHORT.system_prompt,
         messages=[*SHORT.messages, first, UserMessage(content="Now say goodbye.")],
     )
-    second = await stream(endpoint, follow_up, max_tokens=24).result()
+    second = await stream(endpoint, follow_up, max_tokens=16).result()
     assert second.stop_reason in ("stop", "length"), second.error_message
     assert second.text
     # The second prompt carries the first turn, so it is longer.
@@ -120,8 +120,8 @@ async def test_a_follow_up_turn_replays_the_previous_reply(endpoint: Model) -> N
 @pytest.mark.local_llm
 async def test_back_to_back_requests_need_no_retry(endpoint: Model) -> None:
     # llama.cpp may drop a kept-alive connection after a streamed reply (see LocalServer.model).
-    for _ in range(5):
-        message = await stream(endpoint, SHORT, max_tokens=4, max_retries=0).result()
+    for _ in range(3):
+        message = await stream(endpoint, SHORT, max_tokens=2, max_retries=0).result()
         assert message.stop_reason in ("stop", "length"), message.error_message
 
 
