@@ -36,7 +36,7 @@ from pi_notebook.ai import (
     faux_tool_call,
     register_faux_provider,
 )
-from pi_notebook.notebook.run_view import STATIC, RunView
+from pi_notebook.notebook.run_view import CONTENT_TRAITS, STATIC, RunView
 from pi_notebook.notebook.widget_protocol import RESULT_PREVIEW_CHARS
 
 from .test_coalesce import FakeClock, FakeScheduler
@@ -227,6 +227,27 @@ async def test_steering_and_follow_ups_from_the_view_run_on_the_loop_thread() ->
     click(view, {"type": "follow_up", "text": "   "})  # blank: ignored
     await settle(view)
     assert len(calls) == 2
+
+
+async def test_an_owner_that_notes_the_queue_itself_or_declines() -> None:
+    view = RunView()
+    live = True
+
+    def steer(text: str) -> bool:
+        if live:
+            view.note_queued("steer", text)  # as the kernel's %steer path does
+        return live
+
+    view.on_steer = steer
+    view.handle(AgentStartEvent())
+    click(view, {"type": "steer", "text": "shorter"})
+    await settle(view)
+    assert view.queued == [{"kind": "steer", "text": "shorter"}]  # noted once, not twice
+    live = False
+    click(view, {"type": "steer", "text": "too late"})
+    await settle(view)
+    assert view.queued == [{"kind": "steer", "text": "shorter"}]
+    assert view.notice == "Steer: nothing to do (the run may have ended)."
 
 
 async def test_a_follow_up_run_in_the_same_view_goes_live_again() -> None:
@@ -513,12 +534,15 @@ async def test_resync_resends_the_state_and_refreshes_a_stale_display(
     view.handle(MessageEndEvent(message=faux_assistant_message("Hi there.")))
     view.handle(AgentEndEvent(messages=[]))
     view.resync()
-    full = wire.updates[-1]
-    assert {"status", "messages", "current", "header", "controls", "_esm"} <= set(full)
-    assert full["status"] == "done" and len(full["messages"]) == 2
+    content = wire.updates[-1]
+    assert set(content) == set(CONTENT_TRAITS)  # the run, not the 150 kB of ESM again
+    assert content["status"] == "done" and len(content["messages"]) == 2
     assert len(shown) == 2 and "assistant: Hi there." in shown[-1]
+    sent = len(wire.sent)
     view.resync()
-    assert len(shown) == 2  # nothing changed: the output is left alone
+    assert len(shown) == 2 and len(wire.sent) == sent  # nothing changed: nothing sent
+    view.resync(full=True)
+    assert "_esm" in wire.updates[-1] and len(shown) == 2
 
 
 def test_text_and_html_fallbacks_tell_the_story() -> None:
@@ -563,3 +587,47 @@ def test_bundles_are_built_versioned_and_offline() -> None:
         assert "export" in source and "render" in source
         assert not re.search(r"""(?:from|import)\s*\(?\s*["']https?:""", source)  # no CDN imports
     assert "render" in RunView()._esm
+
+
+# --- in a real kernel ----------------------------------------------------------------------------
+
+NOTEBOOK_CELLS = [
+    """
+import asyncio
+from pi_notebook.agent.agent import Agent
+from pi_notebook.ai import register_faux_provider, faux_assistant_message
+from pi_notebook.notebook.run_view import RunView
+
+faux = register_faux_provider(tokens_per_second=2000)
+faux.set_responses([faux_assistant_message("Hello from the kernel. " * 40)])
+agent = Agent(model=faux.get_model())
+view = RunView(model=faux.get_model())
+agent.subscribe(view.handle)
+task = asyncio.get_running_loop().create_task(agent.prompt("hi"))  # a background run
+view
+""",
+    "await agent.wait_for_idle()\nprint(view.status, len(view.messages))",
+    "view.resync()  # what the extension's post_run_cell hook does",
+]
+
+
+@pytest.mark.timeout(120)
+def test_an_executed_notebook_keeps_the_whole_run_in_its_widget_state() -> None:
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source.strip()) for source in NOTEBOOK_CELLS]
+    nbclient.NotebookClient(nb, timeout=60, kernel_name="python3").execute()
+    assert nb.cells[1].outputs[0]["text"] == "done 2\n"
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    (model,) = [
+        m["state"]
+        for m in state.values()
+        if m["state"].get("_anywidget_id", "").endswith("RunView")
+    ]
+    assert model["status"] == "done"
+    assert [item["kind"] for item in model["messages"]] == ["user", "assistant"]
+    assert model["messages"][1]["blocks"][0]["text"] == "Hello from the kernel. " * 40
+    bundle = nb.cells[0].outputs[0]["data"]
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/plain"].startswith("pi run ·")

@@ -246,10 +246,11 @@ export class AssistantView {
     for (let i = blocks.length; i < this.blockEls.length; i++) this.blockEls[i].el.remove();
     this.blockEls.length = Math.min(this.blockEls.length, blocks.length);
     const reason = stopReasonText(item);
-    this.footEl.replaceChildren(
-      reason ? h("div", { class: `pi-stop pi-stop-${item.stop_reason}`, text: reason }) : null,
-      this.streaming ? null : usageLine(item),
-    );
+    const foot = [];
+    if (reason) foot.push(h("div", { class: `pi-stop pi-stop-${item.stop_reason}`, text: reason }));
+    const usage = this.streaming ? null : usageLine(item);
+    if (usage) foot.push(usage);
+    this.footEl.replaceChildren(...foot);
   }
 
   createBlock(block) {

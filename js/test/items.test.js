@@ -111,6 +111,13 @@ describe("transcript items", () => {
     expect(prompt.querySelector(".pi-badge")).toBeNull();
   });
 
+  it("has no stray text in a reply's footer", () => {
+    const plain = new AssistantView({ id: "m", blocks: [{ type: "text", text: "Hi" }], stop_reason: "stop", usage: null }, new Map(), {});
+    expect(plain.footEl.textContent).toBe("");
+    const failed = new AssistantView({ id: "m", blocks: [], stop_reason: "error", error_message: "boom", usage: { input: 5, output: 1, cache_read: 0, cache_write: 0, cost: 0 } }, new Map(), {});
+    expect(failed.footEl.textContent).toBe("The model request failed: boom5 in · 1 out · $0");
+  });
+
   it("says what happened when a reply was stopped or failed", () => {
     expect(stopReasonText({ stop_reason: "aborted" })).toMatch(/partial reply above is kept/);
     expect(stopReasonText({ stop_reason: "error", error_message: "401 invalid key" })).toBe("The model request failed: 401 invalid key");

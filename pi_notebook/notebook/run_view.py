@@ -7,7 +7,8 @@ reply lives in ``current``, finished messages are appended to ``messages`` once.
 protocol is in :mod:`~pi_notebook.notebook.widget_protocol`.
 
 Buttons in the view call callbacks its owner sets (``on_stop``, ``on_steer``,
-``on_follow_up``, ``on_open_tree``). Comm messages may arrive on any thread (JupyterLab sends
+``on_follow_up``, ``on_open_tree``); a callback may return ``False`` to say it did not take the
+request. Comm messages may arrive on any thread (JupyterLab sends
 them over kernel subshells), so the handler only hops onto the kernel's event loop with
 ``loop.call_soon_threadsafe``; callbacks run there. A callback that fails, or a coroutine it
 returns that fails, shows a notice in the view instead of vanishing into a log.
@@ -23,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast, overload
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, cast, overload
 
 import anywidget
 import traitlets
@@ -58,12 +59,24 @@ from .widget_protocol import (
     user_item,
 )
 
-__all__ = ["Callback", "FrontEndChannel", "RunView"]
+__all__ = ["CONTENT_TRAITS", "Callback", "FrontEndChannel", "RunView"]
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 _log = logging.getLogger(__name__)
 
 _LIVE: frozenset[str] = frozenset({"waiting", "streaming", "running_tools", "awaiting_approval"})
+CONTENT_TRAITS = (
+    "status",
+    "header",
+    "messages",
+    "current",
+    "running_tools",
+    "queued",
+    "controls",
+    "notice",
+    "error",
+)
+"""The run view's synced traits that carry the run (``resync`` re-sends these)."""
 
 
 # --- front end → kernel ------------------------------------------------------------------------
@@ -126,7 +139,8 @@ class FrontEndChannel:
         after: Callable[[], None] | None = None,
     ) -> bool:
         """Run ``callback(*args)``, then ``after()`` once it (or the coroutine it returns) has
-        finished, successfully or not. False when there is no callback or it raised at once."""
+        finished, successfully or not. False when there is no callback, it raised at once, or
+        it returned ``False`` (it declined)."""
         if callback is None:
             self._report(f"{label}: nothing in the kernel handles this (no callback is set).")
             if after is not None:
@@ -144,9 +158,12 @@ class FrontEndChannel:
             task = asyncio.ensure_future(cast(Awaitable[object], result))
             self._tasks.add(task)
             task.add_done_callback(lambda done: self._finished(label, done, after))
-        elif after is not None:
+            return True
+        if result is False:
+            self._report(f"{label}: nothing to do (the run may have ended).")
+        if after is not None:
             after()
-        return True
+        return result is not False
 
     @property
     def pending(self) -> int:
@@ -307,6 +324,8 @@ class RunView(anywidget.AnyWidget):
         self._version = 0
         # The first state goes out with the comm's opening message.
         super().__init__(header=dict(self._header()), controls=dict(self._controls()))
+        self._unsent = False  # content changed since the last resync
+        self.observe(self._note_change, names=list(CONTENT_TRAITS))
         self._channel = FrontEndChannel(self._dispatch, self._set_notice, loop)
         self.on_msg(self._channel.receive)
 
@@ -377,11 +396,15 @@ class RunView(anywidget.AnyWidget):
         text = error if isinstance(error, str) else f"{type(error).__name__}: {_describe(error)}"
         self._end("error", f"The run failed: {text}")
 
-    def resync(self) -> None:
-        """Re-send the whole state now (from a ``post_run_cell`` hook: executed notebooks keep
-        only messages sent while a cell runs) and refresh the text fallback if it is stale."""
+    def resync(self, *, full: bool = False) -> None:
+        """Re-send the run's state, for a ``post_run_cell`` hook: nbclient keeps only messages
+        whose parent is the cell it runs, so an executed notebook misses a background run's
+        updates. Sends the content traits if any changed since the last resync (``full``: every
+        trait, ESM included, always) and refreshes a stale text fallback (see :meth:`show`)."""
         self._sync.flush()
-        self.send_state()
+        if full or self._unsent:
+            self._unsent = False
+            self.send_state(None if full else list(CONTENT_TRAITS))
         if self._display is not None and self._shown_version != self._version:
             self._shown_version = self._version
             self._display.update(self)
@@ -749,6 +772,9 @@ class RunView(anywidget.AnyWidget):
     def _set_notice(self, text: str) -> None:
         self.notice = text
 
+    def _note_change(self, _change: object) -> None:
+        self._unsent = True
+
     # --- front-end requests (on the event loop) --------------------------------------------------
 
     def _dispatch(self, message: dict[str, Any]) -> None:
@@ -773,23 +799,14 @@ class RunView(anywidget.AnyWidget):
             self._set_notice(f"Ignored an unknown widget request {kind!r}.")
 
     def _send_text(self, text: str, *, steer: bool) -> None:
-        if steer:
-            self.note_queued("steer", text)
-            if not self._channel.call("Steer", self.on_steer, text):
-                self._unqueue(text)
-        elif self.is_live:
-            self.note_queued("follow_up", text)
-            if not self._channel.call("Follow-up", self.on_follow_up, text):
-                self._unqueue(text)
-        else:
-            self._channel.call("Follow-up", self.on_follow_up, text)
-
-    def _unqueue(self, text: str) -> None:
-        for index in range(len(self._queued) - 1, -1, -1):
-            if self._queued[index]["text"] == text:
-                del self._queued[index]
-                self._sync.mark("queued")
-                return
+        kind: Literal["steer", "follow_up"] = "steer" if steer else "follow_up"
+        live = self.is_live
+        before = len(self._queued)
+        callback = self.on_steer if steer else self.on_follow_up
+        taken = self._channel.call("Steer" if steer else "Follow-up", callback, text)
+        # Shown as queued until the run injects it, unless the owner noted it already.
+        if taken and live and len(self._queued) == before:
+            self.note_queued(kind, text)
 
     def _answer_approval(self, tool_call_id: str, allow: bool) -> None:
         future = self._approvals.get(tool_call_id)

@@ -41,7 +41,7 @@ from .widget_protocol import (
     usage_summary,
 )
 
-__all__ = ["EntryRow", "TreeView", "entry_detail", "node_row"]
+__all__ = ["CONTENT_TRAITS", "EntryRow", "TreeView", "entry_detail", "node_row"]
 
 EntryRow: TypeAlias = tuple[str, str | None, NodeKind, str, str, int, float, str]
 """A node row with its parent as an entry id (the wire's ``NodeRow`` has the parent's index)."""
@@ -49,6 +49,19 @@ EntryRow: TypeAlias = tuple[str, str | None, NodeKind, str, str, int, float, str
 TITLE_CHARS = 120
 META_KINDS = frozenset({"label", "session_info", "custom", "active_tools"})
 """Bookkeeping entries: hidden in the text rendering (and by default in the widget)."""
+CONTENT_TRAITS = (
+    "nodes",
+    "tail",
+    "labels",
+    "leaf_id",
+    "session_name",
+    "selected_id",
+    "selected_detail",
+    "controls",
+    "busy",
+    "notice",
+)
+"""The tree's synced traits that carry the session (``resync`` re-sends these)."""
 _QUIET_EVENTS = frozenset(
     {"message_start", "message_update", "tool_execution_start", "tool_execution_update"}
 )
@@ -277,6 +290,8 @@ class TreeView(anywidget.AnyWidget):
             controls=dict(self._controls()),
         )
         self._sync.flush()  # the marks made while reading: values already current, sends nothing
+        self._unsent = False  # content changed since the last resync
+        self.observe(self._note_change, names=list(CONTENT_TRAITS))
         self._channel = FrontEndChannel(self._dispatch, self._set_notice, loop)
         self.on_msg(self._channel.receive)
 
@@ -335,13 +350,16 @@ class TreeView(anywidget.AnyWidget):
             self.selected_id = entry_id or ""
             self.selected_detail = dict(entry_detail(message_json(entry))) if entry else {}
 
-    def resync(self) -> None:
-        """Fold ``tail`` into ``nodes``, sync and re-send the whole state (``post_run_cell``);
-        refresh the text fallback of a view displayed with :meth:`show` if it is stale."""
+    def resync(self, *, full: bool = False) -> None:
+        """Fold ``tail`` into ``nodes`` and re-send the content traits if any changed since the
+        last resync (``full``: every trait, always), for a ``post_run_cell`` hook; refresh the
+        text fallback of a tree displayed with :meth:`show` if it is stale."""
         self.refresh()
         self._fold_tail()
         self._sync.flush()
-        self.send_state()
+        if full or self._unsent:
+            self._unsent = False
+            self.send_state(None if full else list(CONTENT_TRAITS))
         if self._display is not None and self._shown_version != self._version:
             self._shown_version = self._version
             self._display.update(self)
@@ -447,6 +465,9 @@ class TreeView(anywidget.AnyWidget):
 
     def _set_notice(self, text: str) -> None:
         self.notice = text
+
+    def _note_change(self, _change: object) -> None:
+        self._unsent = True
 
     # --- front-end requests (on the event loop) --------------------------------------------------
 
