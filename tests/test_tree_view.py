@@ -23,6 +23,7 @@ from pi_notebook.ai import (
     faux_tool_call,
 )
 from pi_notebook.harness import InMemorySessionStorage, Session
+from pi_notebook.notebook.tree_view import CONTENT_TRAITS as TREE_CONTENT
 from pi_notebook.notebook.tree_view import TreeView, entry_detail, node_row
 
 from .conftest import GOLDEN
@@ -196,6 +197,20 @@ def test_a_long_tail_is_folded_into_the_nodes() -> None:
     assert [row[0] for row in view.nodes] == [e.id for e in session.get_entries()]
     with pytest.raises(ValueError, match="tail_limit"):
         TreeView(session, tail_limit=0)
+
+
+def test_resync_reads_the_session_and_sends_the_content_once() -> None:
+    session = fresh_session()
+    view = TreeView(session)
+    wire = Wire(view)
+    chat(session, 1)
+    view.resync()  # picks up what the session gained, even without a refresh
+    update = wire.updates[-1]
+    assert set(update) == set(TREE_CONTENT)
+    assert [row[3] for row in update["nodes"]] == ["turn 0: question", "turn 0: answer"]
+    sent = len(wire.updates)
+    view.resync()
+    assert len(wire.updates) == sent
 
 
 def test_leaf_moves_and_a_replaced_session() -> None:

@@ -59,7 +59,7 @@ from .widget_protocol import (
     user_item,
 )
 
-__all__ = ["CONTENT_TRAITS", "Callback", "FrontEndChannel", "RunView"]
+__all__ = ["CONTENT_TRAITS", "Callback", "FrontEndChannel", "PiWidget", "RunView"]
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 _log = logging.getLogger(__name__)
@@ -254,7 +254,83 @@ def _empty_usage() -> UsageSummary:
     return usage_summary(None)
 
 
-class RunView(anywidget.AnyWidget):
+class PiWidget(anywidget.AnyWidget):
+    """What the run view and the session tree share: throttled syncs (``self._sync``, made by
+    the subclass before ``super().__init__``), front-end requests hopped onto the kernel loop,
+    :meth:`resync` for executed notebooks, and a text/HTML fallback kept fresh by :meth:`show`.
+
+    Subclasses list their ``content_traits``, call :meth:`_connect` after
+    ``super().__init__``, bump ``_version`` when the fallback would change, and implement
+    ``_dispatch`` and ``_fallbacks``.
+    """
+
+    content_traits: ClassVar[tuple[str, ...]] = ()
+    notice = traitlets.Unicode("").tag(sync=True)
+
+    _sync: Coalescer
+    _version: int = 0
+
+    def _connect(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        self._display: Any = None
+        self._shown_version = -1
+        self._unsent = False  # content changed since the last resync
+        self.observe(self._note_change, names=list(self.content_traits))
+        self._channel = FrontEndChannel(self._dispatch, self._set_notice, loop)
+        self.on_msg(self._channel.receive)
+
+    def resync(self, *, full: bool = False) -> None:
+        """Re-send the state, for a ``post_run_cell`` hook: nbclient keeps only messages whose
+        parent is the cell it runs, so an executed notebook misses updates made in the
+        background. Sends the content traits if any changed since the last resync (``full``:
+        every trait, ESM included, always) and refreshes a stale fallback (see :meth:`show`)."""
+        self._sync.flush()
+        if full or self._unsent:
+            self._unsent = False
+            self.send_state(None if full else list(self.content_traits))
+        if self._display is not None and self._shown_version != self._version:
+            self._shown_version = self._version
+            self._display.update(self)
+
+    def show(self) -> None:
+        """Display with a display id, so :meth:`resync` can refresh the text/HTML fallback
+        (what nbconvert without widget state, and GitHub, show)."""
+        from IPython.display import display
+
+        self._shown_version = self._version
+        self._display = display(self, display_id=True)  # type: ignore[no-untyped-call]
+
+    def flush(self) -> None:
+        """Sync pending changes now."""
+        self._sync.flush()
+
+    @property
+    def sync_count(self) -> int:
+        """How many throttled syncs ran."""
+        return self._sync.flushes
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _fallbacks(self) -> tuple[str, str]:
+        """The text/plain and text/html renderings."""
+        raise NotImplementedError
+
+    def _set_notice(self, text: str) -> None:
+        self.notice = text
+
+    def _note_change(self, _change: object) -> None:
+        self._unsent = True
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, metadata = bundle
+        data["text/plain"], data["text/html"] = self._fallbacks()
+        return data, metadata
+
+
+class RunView(PiWidget):
     """The live view of one agent run (and of follow-up runs fed to the same view).
 
     ``model`` and ``thinking_level`` fill the header (context window from ``model``).
@@ -265,6 +341,8 @@ class RunView(anywidget.AnyWidget):
     _esm = STATIC / "run_view.js"
     _css = STATIC / "run_view.css"
 
+    content_traits = CONTENT_TRAITS
+
     status = traitlets.Unicode("waiting").tag(sync=True)
     header = traitlets.Dict().tag(sync=True)
     messages: traitlets.List[Any] = traitlets.List().tag(sync=True)
@@ -272,7 +350,6 @@ class RunView(anywidget.AnyWidget):
     running_tools = traitlets.Dict().tag(sync=True)
     queued: traitlets.List[Any] = traitlets.List().tag(sync=True)
     controls = traitlets.Dict().tag(sync=True)
-    notice = traitlets.Unicode("").tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
 
     on_stop: Callback[Callable[[], object]] = Callback("Called when the user clicks Stop.")
@@ -319,15 +396,10 @@ class RunView(anywidget.AnyWidget):
         self._terminal: RunStatus | None = None
         self._replies_this_run = 0
         self._last_reply_stamp: object = None
-        self._display: Any = None
-        self._shown_version = -1
         self._version = 0
         # The first state goes out with the comm's opening message.
         super().__init__(header=dict(self._header()), controls=dict(self._controls()))
-        self._unsent = False  # content changed since the last resync
-        self.observe(self._note_change, names=list(CONTENT_TRAITS))
-        self._channel = FrontEndChannel(self._dispatch, self._set_notice, loop)
-        self.on_msg(self._channel.receive)
+        self._connect(loop)
 
     # --- owner API -------------------------------------------------------------------------------
 
@@ -396,40 +468,10 @@ class RunView(anywidget.AnyWidget):
         text = error if isinstance(error, str) else f"{type(error).__name__}: {_describe(error)}"
         self._end("error", f"The run failed: {text}")
 
-    def resync(self, *, full: bool = False) -> None:
-        """Re-send the run's state, for a ``post_run_cell`` hook: nbclient keeps only messages
-        whose parent is the cell it runs, so an executed notebook misses a background run's
-        updates. Sends the content traits if any changed since the last resync (``full``: every
-        trait, ESM included, always) and refreshes a stale text fallback (see :meth:`show`)."""
-        self._sync.flush()
-        if full or self._unsent:
-            self._unsent = False
-            self.send_state(None if full else list(CONTENT_TRAITS))
-        if self._display is not None and self._shown_version != self._version:
-            self._shown_version = self._version
-            self._display.update(self)
-
-    def show(self) -> None:
-        """Display the view with a display id, so :meth:`resync` can refresh its text/HTML
-        fallback (what nbconvert without widgets and GitHub show)."""
-        from IPython.display import display
-
-        self._shown_version = self._version
-        self._display = display(self, display_id=True)  # type: ignore[no-untyped-call]
-
-    def flush(self) -> None:
-        """Sync pending changes now."""
-        self._sync.flush()
-
     @property
     def items(self) -> list[TranscriptItem]:
         """The finished transcript items (what ``messages`` holds once synced)."""
         return list(self._items)
-
-    @property
-    def sync_count(self) -> int:
-        """How many throttled syncs ran."""
-        return self._sync.flushes
 
     @property
     def is_live(self) -> bool:
@@ -769,12 +811,6 @@ class RunView(anywidget.AnyWidget):
             if "status" in names:
                 self.status = self._status()
 
-    def _set_notice(self, text: str) -> None:
-        self.notice = text
-
-    def _note_change(self, _change: object) -> None:
-        self._unsent = True
-
     # --- front-end requests (on the event loop) --------------------------------------------------
 
     def _dispatch(self, message: dict[str, Any]) -> None:
@@ -857,14 +893,8 @@ class RunView(anywidget.AnyWidget):
         parts.append("</div>")
         return "".join(parts)
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        bundle = super()._repr_mimebundle_(**kwargs)
-        if bundle is None:
-            return None
-        data, metadata = bundle
-        data["text/plain"] = self.transcript_text()
-        data["text/html"] = self.transcript_html()
-        return data, metadata
+    def _fallbacks(self) -> tuple[str, str]:
+        return self.transcript_text(), self.transcript_html()
 
 
 _BLOCK_TYPES = {

@@ -21,12 +21,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, TypeAlias
 
-import anywidget
 import traitlets
 
 from ..harness import Session
 from .coalesce import Coalescer, Scheduler
-from .run_view import STATIC, Callback, FrontEndChannel
+from .run_view import STATIC, Callback, PiWidget
 from .widget_protocol import (
     NodeDetail,
     NodeKind,
@@ -221,12 +220,14 @@ def entry_detail(entry: Mapping[str, Any]) -> NodeDetail:
     }
 
 
-class TreeView(anywidget.AnyWidget):
+class TreeView(PiWidget):
     """The session tree of ``session``; call :meth:`refresh` (or feed :meth:`handle` with the
     harness's events) as the session grows."""
 
     _esm = STATIC / "session_tree.js"
     _css = STATIC / "session_tree.css"
+
+    content_traits = CONTENT_TRAITS
 
     nodes: traitlets.List[Any] = traitlets.List().tag(sync=True)
     tail: traitlets.List[Any] = traitlets.List().tag(sync=True)
@@ -237,7 +238,6 @@ class TreeView(anywidget.AnyWidget):
     selected_detail = traitlets.Dict().tag(sync=True)
     controls = traitlets.Dict().tag(sync=True)
     busy = traitlets.Unicode("").tag(sync=True)
-    notice = traitlets.Unicode("").tag(sync=True)
 
     on_navigate: Callback[Callable[[str, bool], object]] = Callback(
         "Called with (entry_id, summarize) for “Continue from here”."
@@ -274,8 +274,6 @@ class TreeView(anywidget.AnyWidget):
             self._flush, interval=sync_interval, clock=clock, scheduler=scheduler
         )
         self._session = session
-        self._display: Any = None
-        self._shown_version = -1
         self._version = 0
         self._busy_count = 0
         self._reset()
@@ -290,10 +288,7 @@ class TreeView(anywidget.AnyWidget):
             controls=dict(self._controls()),
         )
         self._sync.flush()  # the marks made while reading: values already current, sends nothing
-        self._unsent = False  # content changed since the last resync
-        self.observe(self._note_change, names=list(CONTENT_TRAITS))
-        self._channel = FrontEndChannel(self._dispatch, self._set_notice, loop)
-        self.on_msg(self._channel.receive)
+        self._connect(loop)
 
     # --- owner API -------------------------------------------------------------------------------
 
@@ -351,39 +346,16 @@ class TreeView(anywidget.AnyWidget):
             self.selected_detail = dict(entry_detail(message_json(entry))) if entry else {}
 
     def resync(self, *, full: bool = False) -> None:
-        """Fold ``tail`` into ``nodes`` and re-send the content traits if any changed since the
-        last resync (``full``: every trait, always), for a ``post_run_cell`` hook; refresh the
-        text fallback of a tree displayed with :meth:`show` if it is stale."""
+        """Read the session, fold ``tail`` into ``nodes``, then :meth:`PiWidget.resync`."""
         self.refresh()
         self._fold_tail()
-        self._sync.flush()
-        if full or self._unsent:
-            self._unsent = False
-            self.send_state(None if full else list(CONTENT_TRAITS))
-        if self._display is not None and self._shown_version != self._version:
-            self._shown_version = self._version
-            self._display.update(self)
-
-    def show(self) -> None:
-        """Display the tree with a display id (see :meth:`resync`)."""
-        from IPython.display import display
-
-        self._shown_version = self._version
-        self._display = display(self, display_id=True)  # type: ignore[no-untyped-call]
-
-    def flush(self) -> None:
-        """Sync pending changes now."""
-        self._sync.flush()
+        super().resync(full=full)
 
     @property
     def rows(self) -> list[EntryRow]:
         """Every node row, in file order, parents as ids (``nodes + tail`` hold them with
         parents as row indexes)."""
         return list(self._rows)
-
-    @property
-    def sync_count(self) -> int:
-        return self._sync.flushes
 
     # --- the node table --------------------------------------------------------------------------
 
@@ -463,12 +435,6 @@ class TreeView(anywidget.AnyWidget):
     def _callbacks_changed(self) -> None:
         self._sync.mark("controls")
 
-    def _set_notice(self, text: str) -> None:
-        self.notice = text
-
-    def _note_change(self, _change: object) -> None:
-        self._unsent = True
-
     # --- front-end requests (on the event loop) --------------------------------------------------
 
     def _dispatch(self, message: dict[str, Any]) -> None:
@@ -531,14 +497,8 @@ class TreeView(anywidget.AnyWidget):
             f"{html.escape(self.tree_text())}</pre>"
         )
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        bundle = super()._repr_mimebundle_(**kwargs)
-        if bundle is None:
-            return None
-        data, metadata = bundle
-        data["text/plain"] = self.tree_text()
-        data["text/html"] = self.tree_html()
-        return data, metadata
+    def _fallbacks(self) -> tuple[str, str]:
+        return self.tree_text(), self.tree_html()
 
 
 _KIND_PREFIX = {"user": "user: ", "assistant": "assistant: ", "tool_result": "tool ", "message": ""}
