@@ -107,7 +107,8 @@ export class SessionTreeView {
     on(["labels"], this.renderList);
     on(["leaf_id"], this.onLeaf);
     on(["session_name"], this.renderToolbar);
-    on(["selected_id", "selected_detail"], this.renderDetail);
+    on(["selected_id"], this.onSelected);
+    on(["selected_detail"], this.renderDetail);
     on(["controls", "busy"], this.renderControls);
     on(["notice"], this.renderNotice);
     this.rebuild();
@@ -272,9 +273,18 @@ export class SessionTreeView {
     this.list.scrollToIndex(next);
   }
 
-  renderDetail() {
+  // The kernel selected a node (a click's answer, or `view.select(...)` from Python).
+  onSelected() {
     const synced = this.model.get("selected_id") || null;
-    if (synced && synced !== this.selectedId && this.selectedId === null) this.selectedId = synced;
+    if (synced === this.selectedId) return;
+    this.selectedId = synced;
+    const index = synced === null ? undefined : this.indexById.get(synced);
+    if (index !== undefined) this.list.scrollToIndex(index);
+    else this.list.render();
+    this.renderDetail();
+  }
+
+  renderDetail() {
     const detail = this.model.get("selected_detail") || {};
     this.detailEl.replaceChildren();
     if (!this.selectedId) {

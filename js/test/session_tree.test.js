@@ -203,6 +203,16 @@ describe("SessionTreeView", () => {
     expect(el.querySelector(".pi-node-leaf").getAttribute("data-id")).toBe("b");
   });
 
+  it("follows a selection made in the kernel", () => {
+    const rows = [row("a", null), row("b", "a"), row("c", "b")];
+    const { model, el } = mount(treeState(rows, { selected_id: "a" }));
+    expect(el.querySelector(".pi-node-selected").getAttribute("data-id")).toBe("a");
+    model.update({ selected_id: "c", selected_detail: { id: "c", type: "message", items: [], text: "raw entry" } });
+    expect(el.querySelector(".pi-node-selected").getAttribute("data-id")).toBe("c");
+    expect(el.querySelector(".pi-tree-detail pre").textContent).toBe("raw entry");
+    expect(model.sent).toEqual([]);
+  });
+
   it("moves the selection with the arrow keys", () => {
     const rows = [row("a", null), row("b", "a"), row("c", "b")];
     const { model, el, view } = mount(treeState(rows));
