@@ -265,6 +265,27 @@ async def test_a_follow_up_run_in_the_same_view_goes_live_again() -> None:
         view.note_queued("later", "x")
 
 
+async def test_every_front_end_message_is_handled_on_the_loop_thread() -> None:
+    view = RunView()
+    threads: list[int] = []
+    send_state = view.send_state
+
+    def record(key: Any = None) -> None:
+        threads.append(threading.get_ident())
+        send_state(key)
+
+    view.send_state = record  # type: ignore[method-assign]
+    message = {"content": {"data": {"method": "request_state"}}, "buffers": []}
+    worker = threading.Thread(target=view._handle_msg, args=(message,))
+    worker.start()
+    worker.join()
+    assert threads == []  # not answered on the comm's thread
+    await settle()
+    assert threads == [threading.get_ident()]
+    view._handle_msg(message)  # already on the loop: handled at once
+    assert len(threads) == 2
+
+
 async def test_stop_calls_the_owner_and_denies_pending_approvals() -> None:
     view = RunView()
     stopped: list[int] = []

@@ -278,6 +278,20 @@ class PiWidget(anywidget.AnyWidget):
         self._channel = FrontEndChannel(self._dispatch, self._set_notice, loop)
         self.on_msg(self._channel.receive)
 
+    def _handle_msg(self, msg: dict[str, Any]) -> None:
+        """Handle every message from the front end on the kernel's event loop: comm handlers
+        may run on a subshell thread, and a state request answered there would race the loop's
+        trait changes (and move the comm's replies onto that subshell)."""
+        channel: FrontEndChannel | None = getattr(self, "_channel", None)
+        loop = channel.loop if channel is not None else None
+        if loop is None or _running_loop() is loop:
+            super()._handle_msg(msg)
+            return
+        try:
+            loop.call_soon_threadsafe(super()._handle_msg, msg)
+        except RuntimeError:  # the loop is closed: the kernel is shutting down
+            _log.debug("dropped a widget message: event loop closed")
+
     def resync(self, *, full: bool = False) -> None:
         """Re-send the state, for a ``post_run_cell`` hook: nbclient keeps only messages whose
         parent is the cell it runs, so an executed notebook misses updates made in the
