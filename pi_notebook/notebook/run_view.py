@@ -8,10 +8,13 @@ protocol is in :mod:`~pi_notebook.notebook.widget_protocol`.
 
 Buttons in the view call callbacks its owner sets (``on_stop``, ``on_steer``,
 ``on_follow_up``, ``on_open_tree``); a callback may return ``False`` to say it did not take the
-request. Comm messages may arrive on any thread (JupyterLab sends
-them over kernel subshells), so the handler only hops onto the kernel's event loop with
-``loop.call_soon_threadsafe``; callbacks run there. A callback that fails, or a coroutine it
-returns that fails, shows a notice in the view instead of vanishing into a log.
+request. Comm messages may arrive on any thread (JupyterLab sends them over kernel subshells), so
+the handlers only hop onto the kernel's event loop with ``loop.call_soon_threadsafe``; callbacks
+run there. A callback that fails, or a coroutine it returns that fails, shows a notice in the
+view instead of vanishing into a log.
+
+This module also holds what the session tree shares with the run view: :class:`PiWidget`,
+:class:`FrontEndChannel` and the :class:`Callback` attribute.
 """
 
 from __future__ import annotations
@@ -392,7 +395,6 @@ class RunView(PiWidget):
             self._flush, interval=sync_interval, clock=clock, scheduler=scheduler
         )
         self._items: list[TranscriptItem] = []
-        self._item_ids: set[str] = set()
         self._next_id = 0
         self._live_id: str | None = None
         self._live: dict[int, _LiveBlock] = {}
@@ -627,7 +629,6 @@ class RunView(PiWidget):
 
     def _append(self, item: TranscriptItem) -> None:
         self._items.append(item)
-        self._item_ids.add(item["id"])
         self._version += 1
         self._sync.mark("messages")
 
