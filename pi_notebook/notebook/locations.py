@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["DEFAULT_SESSION_NAME", "session_path_for"]
+__all__ = ["DEFAULT_SESSION_NAME", "latest_session_path", "session_path_for"]
 
 DEFAULT_SESSION_NAME = "notebook"
 """Stem of the session file when the kernel does not know its notebook."""
@@ -46,3 +46,15 @@ def session_path_for(environ: Mapping[str, str] | None = None, cwd: Path | None 
         # JPY_SESSION_NAME ("sub/dir/nb.ipynb") names a file in the working directory.
         directory = here
     return directory / f"{stem}.pi.jsonl"
+
+
+def latest_session_path(default: Path) -> Path:
+    """The notebook's most recently written session: ``default`` or one of its siblings made by
+    ``%session new`` (``<stem>.<timestamp>.pi.jsonl``). ``default`` when there are none."""
+    stem = default.name.removesuffix(".pi.jsonl")
+    candidates = [p for p in default.parent.glob(f"{stem}.*.pi.jsonl") if p.is_file()]
+    if default.is_file():
+        candidates.append(default)
+    if not candidates:
+        return default
+    return max(candidates, key=lambda p: p.stat().st_mtime)

@@ -1,0 +1,94 @@
+"""``%load_ext pi_notebook`` / ``%unload_ext pi_notebook``."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from .current import current, install, uninstall
+from .kernel_agent import NotebookAgent
+from .locations import latest_session_path, session_path_for
+from .magics import PiMagics
+from .wait_transformer import rewrite_wait_cell
+
+__all__ = ["load_ipython_extension", "unload_ipython_extension"]
+
+_MAGIC_NAMES = {
+    "cell": ("agent",),
+    "line": (
+        "steer",
+        "follow_up",
+        "abort",
+        "fork",
+        "model",
+        "thinking",
+        "tools",
+        "compact",
+        "tree",
+        "session",
+        "label",
+    ),
+}
+
+
+class _Hooks:
+    """The IPython event handlers of one loaded extension."""
+
+    def __init__(self, agent: NotebookAgent) -> None:
+        self.agent = agent
+
+    def pre_run_cell(self, info: Any) -> None:
+        cell_id = getattr(info, "cell_id", None)
+        if cell_id:
+            self.agent.cell_key = f"id:{cell_id}"
+        else:
+            raw = getattr(info, "raw_cell", "") or ""
+            self.agent.cell_key = "src:" + hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+    def post_run_cell(self, _result: Any) -> None:
+        # nbclient keeps only messages sent while a cell runs: re-send the views' state now,
+        # so an executed notebook stores every run as it stands.
+        for run in self.agent.runs:
+            run.view.resync()
+        for view in self.agent.tree_views:
+            view.resync()
+
+
+_hooks: _Hooks | None = None
+
+
+def load_ipython_extension(ip: Any) -> None:
+    global _hooks
+    if _hooks is not None:
+        print("pi_notebook is already loaded.")
+        return
+    path = latest_session_path(session_path_for())
+    agent = NotebookAgent(path, ip.user_ns)
+    install(agent)
+    ip.register_magics(PiMagics(ip, agent))
+    ip.input_transformers_cleanup.append(rewrite_wait_cell)
+    _hooks = _Hooks(agent)
+    ip.events.register("pre_run_cell", _hooks.pre_run_cell)
+    ip.events.register("post_run_cell", _hooks.post_run_cell)
+    entries = len(agent.session)
+    restored = f", restored {entries} entries" if entries else ""
+    print(f"pi_notebook: session {path.name}{restored}. Start with %%agent; help: %agent?")
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    global _hooks
+    if _hooks is None:
+        return
+    agent = current()
+    agent.shutdown()
+    for kind, names in _MAGIC_NAMES.items():
+        table = ip.magics_manager.magics[kind]
+        for name in names:
+            table.pop(name, None)
+    ip.magics_manager.registry.pop(PiMagics.__name__, None)
+    if rewrite_wait_cell in ip.input_transformers_cleanup:
+        ip.input_transformers_cleanup.remove(rewrite_wait_cell)
+    ip.events.unregister("pre_run_cell", _hooks.pre_run_cell)
+    ip.events.unregister("post_run_cell", _hooks.post_run_cell)
+    _hooks = None
+    uninstall()

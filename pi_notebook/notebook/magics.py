@@ -1,0 +1,409 @@
+"""The cell and line magics. Every magic has ``magic_arguments`` help (``%fork?``); bad input is
+a ``UsageError`` — one line, no traceback — and changes nothing."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, get_args
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from ..ai.models import clamp_thinking_level, supported_thinking_levels
+from ..ai.types import ThinkingLevel, UserMessage
+from ..harness import Session
+from .default_model import NoModelError, resolve_model
+from .interpolate import InterpolationError, interpolate
+from .kernel_agent import NotebookAgent, open_session
+from .tree_view import TreeView
+
+__all__ = ["PiMagics"]
+
+THINKING_LEVELS: tuple[str, ...] = get_args(ThinkingLevel)
+
+
+def _parse(magic: Callable[..., Any], line: str) -> Any:
+    try:
+        return parse_argstring(magic, line)
+    except UsageError:
+        raise
+    except (ValueError, SystemExit) as exc:  # shlex errors, argparse exits
+        raise UsageError(f"{exc}. See %{magic.__name__}? for the usage.") from None
+
+
+def _fill(text: str, namespace: dict[str, Any]) -> str:
+    try:
+        return interpolate(text, namespace)
+    except InterpolationError as exc:
+        raise UsageError(str(exc)) from None
+
+
+@magics_class
+class PiMagics(Magics):
+    """%%agent, %steer, %follow_up, %abort, %fork, %model, %thinking, %tools, %compact, %tree,
+    %session, %label."""
+
+    def __init__(self, shell: Any, agent: NotebookAgent) -> None:
+        super().__init__(shell)
+        self.pi = agent
+
+    # --- helpers ---------------------------------------------------------------------------------
+
+    def _report(self, title: str, operation: Callable[[], Awaitable[str | None]]) -> None:
+        """Queue a harness operation; print its outcome (or error) when it ends."""
+
+        async def run() -> None:
+            try:
+                message = await operation()
+            except Exception as exc:
+                print(f"{title} failed: {exc}")
+            else:
+                if message:
+                    print(message)
+
+        self.pi.enqueue(run)
+
+    def _harness_or_usage(self) -> Any:
+        try:
+            return self.pi.harness
+        except NoModelError as exc:
+            raise UsageError(str(exc)) from None
+
+    # --- %%agent ---------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument(
+        "--wait",
+        action="store_true",
+        help="Wait for the run to finish before the cell ends (top-level await: the kernel "
+        "stays responsive, and Run All / nbclient go on only after the run).",
+    )
+    @argument("--model", metavar="PROVIDER/ID", help="The model for this run (e.g. local).")
+    @argument("--thinking", choices=THINKING_LEVELS, help="The thinking level for this run.")
+    @cell_magic
+    def agent(self, line: str, cell: str) -> None:
+        """Send the cell to the agent as a prompt and show the run live.
+
+        The cell returns at once; the run goes on in the background (use --wait to wait for
+        it). {name} is filled in from the notebook's variables ({{ and }} for literal braces).
+        Re-running a cell starts a new sibling branch where the cell's first run started.
+        Stop a run with %abort or the view's Stop button (the interrupt button only stops
+        waiting).
+        """
+        args = _parse(self.agent, line)
+        prompt = _fill(cell, self.pi.namespace).strip()
+        if not prompt:
+            raise UsageError("The cell is empty: write the prompt below %%agent.")
+        if args.model:
+            try:
+                if args.model not in ("local", "local/smollm2-135m"):
+                    from ..ai.models import parse_model
+
+                    parse_model(args.model)
+            except (KeyError, ValueError) as exc:
+                raise UsageError(str(exc).strip("'\"")) from None
+        self.pi.refresh_function_tools()
+        run = self.pi.start_run(prompt, model_ref=args.model, thinking=args.thinking)
+        run.view.show()
+
+    # --- steering --------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("text", nargs="*", help="The message ({name} is filled in).")
+    @line_magic
+    def steer(self, line: str) -> None:
+        """Send a steering message into the live run: it reaches the model before its next
+        call, after the current tool calls finish."""
+        text = _fill(line, self.pi.namespace).strip()
+        if not text:
+            raise UsageError("Usage: %steer TEXT")
+        if not self.pi.steer(text):
+            print(
+                "No run is active, so there is nothing to steer. Use %follow_up to queue a "
+                "message for the next run, or start one with %%agent."
+            )
+            return
+        print(f"Steering: {text}")
+
+    @magic_arguments()
+    @argument("text", nargs="*", help="The message ({name} is filled in).")
+    @line_magic
+    def follow_up(self, line: str) -> None:
+        """Queue a message for when the live run would end (or start a run if none is live)."""
+        text = _fill(line, self.pi.namespace).strip()
+        if not text:
+            raise UsageError("Usage: %follow_up TEXT")
+        if self.pi.follow_up(text):
+            print(f"Follow-up queued: {text}")
+            return
+        run = self.pi.start_run(text)
+        run.view.show()
+
+    @line_magic
+    def abort(self, line: str) -> None:
+        """Abort the live run. Its partial reply is kept in the session."""
+        if line.strip():
+            raise UsageError("Usage: %abort (it takes no arguments)")
+        print("Aborted the run." if self.pi.abort() else "No run is active.")
+
+    # --- the tree --------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument(
+        "target",
+        nargs="?",
+        default="-1",
+        help="An entry id, a label, or -N for N user turns back (default -1).",
+    )
+    @argument("--summarize", action="store_true", help="Summarise the branch being left.")
+    @line_magic
+    def fork(self, line: str) -> None:
+        """Move the session to TARGET; the next %%agent continues from there as a new branch."""
+        args = _parse(self.fork, line)
+        target = self._resolve_target(args.target)
+        harness = self._harness_or_usage()
+
+        async def move() -> str:
+            result = await harness.navigate_tree(target, summarize=args.summarize)
+            if result.cancelled:
+                return "The move was cancelled."
+            where = self.pi.session.leaf_id or "the start"
+            done = f"Moved to {where}. The next %%agent continues from here as a new branch."
+            if result.editor_text:
+                done += f"\nThe prompt there was: {result.editor_text}"
+            return done
+
+        self._report("%fork", move)
+
+    def _resolve_target(self, target: str) -> str:
+        session = self.pi.session
+        if target.startswith("-") and target[1:].isdigit():
+            turns = int(target[1:])
+            users = [
+                e.id
+                for e in session.get_branch()
+                if isinstance(getattr(e, "message", None), UserMessage)
+            ]
+            if turns < 1 or turns > len(users):
+                raise UsageError(f"{target}: the current branch has {len(users)} user turn(s).")
+            return users[-turns]
+        if session.get_entry(target) is not None:
+            return target
+        for entry_id, label in session.labels.items():
+            if label == target:
+                return entry_id
+        raise UsageError(f"No entry or label {target!r} in the session (see %tree).")
+
+    @magic_arguments()
+    @argument("name", help="The label.")
+    @argument("target", nargs="?", help="An entry id or label (default: the current entry).")
+    @line_magic
+    def label(self, line: str) -> None:
+        """Label an entry of the session (to %fork back to it by name)."""
+        args = _parse(self.label, line)
+        session = self.pi.session
+        target = self._resolve_target(args.target) if args.target else session.leaf_id
+        if target is None:
+            raise UsageError("The session is empty: nothing to label yet.")
+
+        async def put() -> str:
+            session.append_label(target, args.name)
+            return f"Labelled {target} as {args.name!r}."
+
+        self._report("%label", put)
+
+    @line_magic
+    def tree(self, line: str) -> None:
+        """Show the session tree: click a node to see it, continue from it, fork, label."""
+        if line.strip():
+            raise UsageError("Usage: %tree")
+        view = TreeView(self.pi.session)
+        harness = self._harness_or_none()
+
+        async def navigate(entry_id: str, summarize: bool) -> None:
+            if harness is None:
+                self.pi.session.set_leaf(entry_id)
+            else:
+                await self.pi.enqueue(lambda: harness.navigate_tree(entry_id, summarize=summarize))
+            view.refresh()
+
+        def fork(entry_id: str) -> None:
+            path = self._new_session_path()
+            self.pi.session.fork(path, entry_id=entry_id, position="at")
+            view.notice = f"Forked into {path.name}; open it with %session open {path}"
+
+        def label(entry_id: str, text: str) -> None:
+            self.pi.session.append_label(entry_id, text or None)
+            view.refresh()
+
+        async def compact() -> None:
+            if harness is None:
+                raise RuntimeError("No model yet: choose one with %model first")
+            await self.pi.enqueue(lambda: harness.compact())
+            view.refresh()
+
+        view.on_navigate = navigate
+        view.on_fork = fork
+        view.on_label = label
+        view.on_compact = compact
+        self.pi.tree_views.append(view)
+        view.show()
+
+    def _harness_or_none(self) -> Any:
+        try:
+            return self.pi.harness
+        except NoModelError:
+            return None
+
+    # --- model, thinking, tools ------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("model", nargs="?", help="PROVIDER/MODEL-ID, or local for the embedded model.")
+    @line_magic
+    def model(self, line: str) -> None:
+        """Show the model (with its context window and the session's cost so far), or set it."""
+        args = _parse(self.model, line)
+        if not args.model:
+            try:
+                harness = self.pi.harness
+            except NoModelError as exc:
+                print(exc)
+                return
+            m = harness.model
+            print(
+                f"{m.provider}/{m.id} ({m.name}) via {m.api}\n"
+                f"context window: {m.context_window:,} tokens, max output {m.max_tokens:,}\n"
+                f"thinking: {harness.thinking_level}\n"
+                f"session cost so far: ${self.pi.session_cost():.4f}"
+            )
+            return
+        ref = args.model
+        if ref not in ("local", "local/smollm2-135m"):
+            from ..ai.models import parse_model
+
+            try:
+                parse_model(ref)
+            except (KeyError, ValueError) as exc:
+                raise UsageError(str(exc).strip("'\"")) from None
+
+        async def switch() -> str:
+            chosen = await resolve_model(ref)
+            harness = await self.pi.ensure_harness()
+            harness.set_model(chosen)
+            return f"Model: {chosen.provider}/{chosen.id}"
+
+        self._report("%model", switch)
+
+    @magic_arguments()
+    @argument("level", nargs="?", choices=THINKING_LEVELS, help="The thinking level.")
+    @line_magic
+    def thinking(self, line: str) -> None:
+        """Show or set the thinking level (clamped to what the model supports)."""
+        args = _parse(self.thinking, line)
+        harness = self._harness_or_usage()
+        if not args.level:
+            levels = ", ".join(supported_thinking_levels(harness.model))
+            print(f"thinking: {harness.thinking_level} (this model supports: {levels})")
+            return
+        level = clamp_thinking_level(harness.model, args.level)
+        harness.set_thinking_level(level)
+        note = "" if level == args.level else f" ({args.level} is not supported by this model)"
+        print(f"thinking: {level}{note}")
+
+    @magic_arguments()
+    @argument("action", nargs="?", default="list", choices=("list", "add", "remove"))
+    @argument("names", nargs="*", help="Tool or function names.")
+    @line_magic
+    def tools(self, line: str) -> None:
+        """List the tools, add notebook functions or built-ins, or remove them."""
+        args = _parse(self.tools, line)
+        if args.action == "list":
+            if args.names:
+                raise UsageError("Usage: %tools list")
+            for name, kind, active, description in self.pi.tools.listing():
+                mark = "on " if active else "off"
+                summary = description.splitlines()[0] if description else ""
+                print(f"[{mark}] {name} ({kind}) {summary}")
+            return
+        if not args.names:
+            raise UsageError(f"Usage: %tools {args.action} NAME [NAME ...]")
+        for name in args.names:
+            if args.action == "add":
+                try:
+                    print(self.pi.add_tool_by_name(name))
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise UsageError(str(exc).strip("'\"")) from None
+            elif self.pi.remove_tool(name):
+                print(f"Removed the tool {name}")
+            else:
+                raise UsageError(f"No active tool named {name!r} (see %tools list)")
+
+    @magic_arguments()
+    @argument("instructions", nargs="*", help="What the summary should focus on.")
+    @line_magic
+    def compact(self, line: str) -> None:
+        """Summarise older turns to free the context window (nothing is deleted from the file)."""
+        instructions = line.strip() or None
+        harness = self._harness_or_usage()
+
+        async def run() -> str:
+            result = await harness.compact(custom_instructions=instructions)
+            return f"Compacted: the summary replaces about {result.tokens_before:,} tokens."
+
+        self._report("%compact", run)
+
+    # --- sessions --------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("action", nargs="?", default="info", choices=("info", "new", "open", "name"))
+    @argument("value", nargs="*", help="PATH for open, NAME for name.")
+    @line_magic
+    def session(self, line: str) -> None:
+        """Show the session, start a new one, open a session file, or name the session."""
+        args = _parse(self.session, line)
+        value = " ".join(args.value).strip()
+        if args.action == "info":
+            session = self.pi.session
+            print(
+                f"session {session.id}{f' ({session.name})' if session.name else ''}\n"
+                f"file: {session.path}\n"
+                f"entries: {len(session)}, leaf: {session.leaf_id}\n"
+                f"cost so far: ${self.pi.session_cost():.4f}"
+            )
+        elif args.action == "name":
+            if not value:
+                raise UsageError("Usage: %session name NAME")
+            self.pi.session.append_session_info(value)
+            print(f"Named the session {value!r}.")
+        elif args.action == "new":
+            path = Path(value).expanduser() if value else self._new_session_path()
+            if path.exists():
+                raise UsageError(f"{path} already exists: use %session open {path}")
+            self._switch(open_session(path), f"New session: {path}")
+        else:
+            if not value:
+                raise UsageError("Usage: %session open PATH")
+            path = Path(shlex.split(value)[0]).expanduser()
+            if not path.exists():
+                raise UsageError(f"No session file at {path}")
+            try:
+                session = Session.open(path)
+            except Exception as exc:
+                raise UsageError(f"Cannot open {path}: {exc}") from None
+            self._switch(session, f"Opened {path} ({len(session)} entries)")
+
+    def _new_session_path(self) -> Path:
+        current = self.pi.session_path
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        stem = current.name.removesuffix(".pi.jsonl")
+        return current.with_name(f"{stem}.{stamp}.pi.jsonl")
+
+    def _switch(self, session: Session, message: str) -> None:
+        if self.pi.busy:
+            raise UsageError("A run is in progress: wait for it or %abort it first.")
+        self.pi.use_session(session)
+        print(message)

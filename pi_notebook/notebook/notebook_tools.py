@@ -1,0 +1,176 @@
+"""Tools that look into the kernel: built-in ones (off until ``%tools add``) and the registry of
+notebook functions made into tools with ``@pi_notebook.tool`` or ``%tools add``.
+
+Built-ins see the live user namespace:
+
+- ``list_variables``: the notebook's variables with their types and shapes;
+- ``describe_variable``: one variable's summary (DataFrame shape, dtypes and head; array shape
+  and dtype; length and a preview of sequences and mappings; otherwise a bounded repr);
+- ``run_python``: run code in the kernel namespace and return its output — it always asks for
+  approval in the run view first.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import traceback
+import types
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..agent.decorator import FunctionTool, tool
+from ..agent.tools import AgentTool
+
+__all__ = ["BUILTIN_TOOL_NAMES", "ToolRegistry", "builtin_tools", "describe_value"]
+
+BUILTIN_TOOL_NAMES = ("list_variables", "describe_variable", "run_python")
+_PREVIEW = 2_000
+
+
+def _is_user_variable(name: str, value: Any) -> bool:
+    if name.startswith("_") or name in {"In", "Out", "exit", "quit", "get_ipython"}:
+        return False
+    return not isinstance(value, types.ModuleType | type) and not callable(value)
+
+
+def _shape(value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple):
+        return "×".join(str(n) for n in shape)
+    try:
+        return f"len {len(value)}"
+    except TypeError:
+        return ""
+
+
+def describe_value(value: Any, limit: int = _PREVIEW) -> str:
+    """A bounded, model-friendly summary of ``value``."""
+    kind = f"{type(value).__module__}.{type(value).__qualname__}".removeprefix("builtins.")
+    lines = [f"type: {kind}"]
+    shape = _shape(value)
+    if shape:
+        lines.append(f"shape: {shape}")
+    dtypes = getattr(value, "dtypes", None)
+    if dtypes is not None and hasattr(value, "head"):
+        lines.append("dtypes:\n" + str(dtypes))
+        lines.append("head:\n" + str(value.head()))
+    elif getattr(value, "dtype", None) is not None:
+        lines.append(f"dtype: {value.dtype}")
+        lines.append("preview:\n" + repr(value))
+    else:
+        lines.append("value: " + repr(value))
+    text = "\n".join(lines)
+    if len(text) > limit:
+        text = text[:limit] + f"\n[... {len(text) - limit} more characters]"
+    return text
+
+
+def _run_code(code: str, namespace: dict[str, Any]) -> str:
+    """Execute ``code`` like a REPL cell: output printed, value of a final expression shown."""
+    tree = ast.parse(code, mode="exec")
+    last: ast.Expression | None = None
+    if tree.body and isinstance(final := tree.body[-1], ast.Expr):
+        tree.body.pop()
+        last = ast.Expression(final.value)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            exec(compile(tree, "<agent>", "exec"), namespace)  # the user approved this code
+            if last is not None:
+                value = eval(compile(last, "<agent>", "eval"), namespace)
+                if value is not None:
+                    print(repr(value))
+        except Exception:
+            traceback.print_exc(limit=-3)
+    return out.getvalue() or "(no output)"
+
+
+def builtin_tools(namespace: Callable[[], dict[str, Any]]) -> dict[str, FunctionTool]:
+    """The built-in notebook tools, reading the namespace through ``namespace()``."""
+
+    def list_variables() -> str:
+        """List the notebook's variables with their types and shapes."""
+        rows = [
+            f"{name}: {type(value).__name__}" + (f" ({_shape(value)})" if _shape(value) else "")
+            for name, value in namespace().items()
+            if _is_user_variable(name, value)
+        ]
+        return "\n".join(rows) or "(no variables)"
+
+    def describe_variable(name: str) -> str:
+        """Describe one notebook variable: type, shape, dtypes and the first rows of tables.
+
+        Args:
+            name: The variable's name in the notebook.
+        """
+        ns = namespace()
+        if name not in ns:
+            raise KeyError(f"No variable named {name!r} in the notebook")
+        return describe_value(ns[name])
+
+    def run_python(code: str) -> str:
+        """Run Python code in the notebook's namespace and return what it prints (and the
+        value of a final expression). Variables it defines stay in the notebook.
+
+        Args:
+            code: The Python source to run.
+        """
+        return _run_code(code, namespace())
+
+    return {
+        "list_variables": tool(list_variables),
+        "describe_variable": tool(describe_variable),
+        "run_python": tool(run_python, requires_approval=True, execution_mode="sequential"),
+    }
+
+
+class ToolRegistry:
+    """The notebook's tools by name, and which of them the agent may use."""
+
+    def __init__(self, builtins: Mapping[str, AgentTool]) -> None:
+        self._builtins = dict(builtins)
+        self._functions: dict[str, AgentTool] = {}
+        self._enabled_builtins: set[str] = set()
+
+    def add_function(self, made: AgentTool) -> bool:
+        """Register (or replace) a notebook function's tool; True if it replaced one."""
+        replaced = made.name in self._functions
+        self._functions[made.name] = made
+        return replaced
+
+    def enable_builtin(self, name: str) -> None:
+        if name not in self._builtins:
+            raise KeyError(name)
+        self._enabled_builtins.add(name)
+
+    def remove(self, name: str) -> bool:
+        """Remove a function tool or disable a built-in; False if neither was active."""
+        if name in self._functions:
+            del self._functions[name]
+            return True
+        if name in self._enabled_builtins:
+            self._enabled_builtins.discard(name)
+            return True
+        return False
+
+    def is_builtin(self, name: str) -> bool:
+        return name in self._builtins
+
+    def function_tool(self, name: str) -> AgentTool | None:
+        return self._functions.get(name)
+
+    def active(self) -> list[AgentTool]:
+        """What the agent gets: enabled built-ins, then notebook functions."""
+        enabled = [self._builtins[n] for n in BUILTIN_TOOL_NAMES if n in self._enabled_builtins]
+        return [*enabled, *self._functions.values()]
+
+    def listing(self) -> list[tuple[str, str, bool, str]]:
+        """(name, kind, active, description) for every known tool."""
+        rows = [
+            (name, "built-in", name in self._enabled_builtins, t.description)
+            for name, t in self._builtins.items()
+        ]
+        rows += [(name, "notebook", True, t.description) for name, t in self._functions.items()]
+        return rows
