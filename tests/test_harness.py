@@ -1240,3 +1240,92 @@ async def test_tool_results_reach_the_model(faux: FauxProvider) -> None:
     harness = make(faux, tools=[echo_tool(lambda p, s, u: text_result(f"echo:{p['text']}"))])
     assert (await harness.prompt("go")).text == "seen"
     assert isinstance(text_result("x"), AgentToolResult)
+
+
+async def test_next_turn_survives_abort_and_wait_for_idle(faux: FauxProvider) -> None:
+    started = asyncio.Event()
+
+    async def wait_for_abort(
+        params: dict[str, Any], signal: AbortSignal | None, on_update: Any
+    ) -> str:
+        started.set()
+        assert signal is not None
+        await signal.wait()
+        return "stopped"
+
+    faux.set_responses([faux_assistant_message([faux_tool_call("echo", {"text": "x"})])])
+    harness = make(faux, tools=[echo_tool(wait_for_abort)])
+    run = asyncio.create_task(harness.prompt("go"))
+    await started.wait()
+    harness.next_turn("keep me")
+    harness.steer("drop me")
+    result = harness.abort()
+    assert [m.content[0].text for m in result.cleared_steer] == ["drop me"]  # type: ignore[union-attr]
+    await harness.wait_for_idle()
+    assert run.done() and harness.phase == "idle"
+    faux.set_responses([faux_assistant_message("later")])
+    await harness.prompt("next")
+    assert texts(harness.session)[-3:] == ["keep me", "next", "later"]
+
+
+async def test_hook_overrides_of_branch_summary_instructions(faux: FauxProvider) -> None:
+    harness = make(faux)
+    await fill(harness, faux, 2)
+    prompts: list[str] = []
+
+    def reply(
+        context: Context, options: StreamOptions, state: Any, model: Model
+    ) -> AssistantMessage:
+        message = context.messages[-1]
+        prompts.append(message.content[0].text)  # type: ignore[union-attr]
+        return faux_assistant_message("## Goal\nx")
+
+    faux.append_responses([reply])
+    harness.on(
+        "session_before_tree",
+        lambda event: {"custom_instructions": "Only files.", "replace_instructions": True},
+    )
+    await harness.navigate_tree(harness.session.get_branch()[1].id, summarize=True)
+    assert prompts[0].endswith("</conversation>\n\nOnly files.")
+
+
+async def test_a_bad_request_patch_fails_the_run_not_the_harness(faux: FauxProvider) -> None:
+    faux.set_responses([faux_assistant_message("never")])
+    harness = make(faux)
+    harness.on("before_provider_request", lambda event: {"stream_options": {"colour": "red"}})
+    reply = await harness.prompt("hi")
+    assert reply.stop_reason == "error"
+    assert "unknown stream option 'colour'" in (reply.error_message or "")
+    assert harness.phase == "idle"
+
+
+async def test_automatic_compaction_respects_the_compact_hook(faux: FauxProvider) -> None:
+    small = faux.get_model().model_copy(update={"context_window": 1000})
+    harness = make(faux, model=small, compaction=CompactionSettings(reserve_tokens=800))
+    reasons: list[Any] = []
+    harness.on("session_before_compact", lambda event: {"cancel": True})
+    harness.subscribe(
+        lambda e: (
+            reasons.append((e.reason, e.error_message)) if e.type == "compaction_end" else None
+        )
+    )
+    faux.set_responses([faux_assistant_message("long answer " * 40)])
+    reply = await harness.prompt("question " + "z" * 800)
+    assert reply.text.startswith("long answer")  # the run itself is fine
+    assert reasons == [("threshold", "Compaction cancelled")]
+    assert not any(isinstance(e, CompactionEntry) for e in harness.session.get_entries())
+
+
+def test_stream_option_patches() -> None:
+    options = HarnessStreamOptions(headers={"a": "1"}, metadata={"m": 1}, cache_retention="long")
+    patched = options.patched({"headers": {"b": "2", "a": None}, "cacheRetention": None})
+    assert patched.headers == {"b": "2"} and patched.cache_retention is None
+    assert options.patched({"headers": {"a": None}}).headers is None
+    assert options.patched({"metadata": None}).metadata is None
+    with pytest.raises(ValueError, match="unknown stream option"):
+        options.patched({"nope": 1})
+    with pytest.raises(ValueError, match="must be a mapping"):
+        options.patched({"headers": "x"})
+    built = HarnessStreamOptions(transport="websocket", timeout_ms=5).stream_options(api_key="k")
+    assert (built.api_key, built.timeout_ms, built.extra) == ("k", 5, {"transport": "websocket"})
+    assert built.max_retries == 2  # provider default when unset

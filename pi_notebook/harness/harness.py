@@ -1114,7 +1114,8 @@ class AgentHarness:
             if reason == "overflow":
                 retried = True
                 snapshot = await self._snapshot()
-                if snapshot.messages and snapshot.messages[-1] is reply:
+                last = snapshot.messages[-1] if snapshot.messages else None
+                if last is not None and (last is reply or last == reply):
                     snapshot.messages.pop()  # drop the overflowed reply from the working context
                 if not snapshot.messages or snapshot.messages[-1].role == "assistant":
                     break
