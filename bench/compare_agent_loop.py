@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -218,8 +219,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     print(describe_environment(["pydantic", "pydantic-ai-slim"]))
+    started = time.perf_counter()
     systems, notes = asyncio.run(measure(args))
     report(systems, args.workloads, notes)
+    print(f"\n(whole run: {time.perf_counter() - started:.0f} s)")
 
 
 if __name__ == "__main__":

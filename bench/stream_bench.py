@@ -407,7 +407,9 @@ def main() -> None:
         if protocol not in ("openai", "anthropic"):
             parser.error(f"unknown protocol {protocol!r}: use openai and/or anthropic")
     print(describe_environment(["pydantic", "httpx", "httpx-sse", "openai", "anthropic"]))
+    started = time.perf_counter()
     asyncio.run(run(args))
+    print(f"\n(whole run: {time.perf_counter() - started:.0f} s)")
 
 
 if __name__ == "__main__":
