@@ -335,17 +335,6 @@ class SessionBeforeTreeResult:
     label: str | None = None
 
 
-_RESULT_TYPES: dict[str, type] = {
-    "before_agent_start": BeforeAgentStartResult,
-    "context": ContextResult,
-    "tool_call": ToolCallResult,
-    "tool_result": ToolResultPatch,
-    "before_provider_request": BeforeProviderRequestResult,
-    "before_provider_payload": BeforeProviderPayloadResult,
-    "session_before_compact": SessionBeforeCompactResult,
-    "session_before_tree": SessionBeforeTreeResult,
-}
-
 _T = TypeVar("_T")
 
 
@@ -372,7 +361,3 @@ def coerce_result(value: object, result_type: type[_T]) -> _T:
     if result_type is SessionBeforeTreeResult and isinstance(kwargs.get("summary"), Mapping):
         kwargs["summary"] = coerce_result(kwargs["summary"], BranchSummaryOverride)
     return result_type(**kwargs)
-
-
-def result_type_of(hook_type: str) -> type:
-    return _RESULT_TYPES[hook_type]
