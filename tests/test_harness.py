@@ -1329,3 +1329,26 @@ def test_stream_option_patches() -> None:
     built = HarnessStreamOptions(transport="websocket", timeout_ms=5).stream_options(api_key="k")
     assert (built.api_key, built.timeout_ms, built.extra) == ("k", 5, {"transport": "websocket"})
     assert built.max_retries == 2  # provider default when unset
+
+
+async def test_a_failure_that_cannot_be_reported_raises_unknown(faux: FauxProvider) -> None:
+    def broken(
+        model: Model, context: Context, options: StreamOptions
+    ) -> AssistantMessageEventStream:
+        raise RuntimeError("stream function broke")
+
+    def refuses_failures(event: Any) -> None:
+        message = getattr(event, "message", None)
+        is_failure = isinstance(message, AssistantMessage) and message.stop_reason == "error"
+        if is_failure and event.type == "message_end":
+            raise ValueError("cannot show errors")
+
+    harness = make(faux, stream_fn=broken)
+    harness.subscribe(refuses_failures)
+    with pytest.raises(AgentHarnessError, match="stream function broke") as info:
+        await harness.prompt("hi")
+    assert info.value.code == "unknown" and harness.phase == "idle"
+    assert isinstance(info.value.__cause__, RuntimeError)
+    assert "cannot show errors" in info.value.__notes__[0]
+    # the failure reply was still written before the listener heard of it
+    assert session_roles(harness.session) == ["user", "assistant"]

@@ -810,7 +810,9 @@ class AgentHarness:
             ):
                 await self._handle_agent_event(event)
         except Exception as second:
-            raise _normalize(exc, "unknown") from second
+            error = _normalize(exc, "unknown")
+            error.add_note(f"Reporting the failure failed too: {describe_error(second)}")
+            raise error from (second if error is exc else exc)
         return [failure]
 
     async def _handle_agent_event(self, event: AgentEvent) -> None:
