@@ -1352,3 +1352,36 @@ async def test_a_failure_that_cannot_be_reported_raises_unknown(faux: FauxProvid
     assert "cannot show errors" in info.value.__notes__[0]
     # the failure reply was still written before the listener heard of it
     assert session_roles(harness.session) == ["user", "assistant"]
+
+
+async def test_append_message_now_or_at_the_next_save_point(faux: FauxProvider) -> None:
+    calls: list[tuple[Model, Context, StreamOptions]] = []
+    harness: AgentHarness
+
+    def note_during_the_turn(
+        params: dict[str, Any], signal: AbortSignal | None, on_update: Any
+    ) -> str:
+        harness.append_message(CustomMessage(custom_type="note", content="added while busy"))
+        return "ok"
+
+    faux.set_responses(
+        [
+            faux_assistant_message([faux_tool_call("echo", {"text": "x"})]),
+            faux_assistant_message("done"),
+        ]
+    )
+    harness = make(faux, tools=[echo_tool(note_during_the_turn)], stream_fn=spying(faux, calls))
+    harness.append_message(CustomMessage(custom_type="note", content="added while idle"))
+    assert session_roles(harness.session) == ["custom"]
+    await harness.prompt("go")
+    assert session_roles(harness.session) == [
+        "custom",
+        "user",
+        "assistant",
+        "toolResult",
+        "custom",
+        "assistant",
+    ]
+    second_call = calls[1][1]
+    assert [m.role for m in second_call.messages][-2:] == ["toolResult", "user"]
+    assert second_call.messages[-1].content[0].text == "added while busy"  # type: ignore[union-attr]

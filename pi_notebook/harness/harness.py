@@ -136,7 +136,7 @@ from .hooks import (
     TreePreparation,
     coerce_result,
 )
-from .messages import convert_to_llm
+from .messages import HarnessMessage, convert_to_llm
 from .prompts import DEFAULT_SYSTEM_PROMPT
 from .resources import Resources, format_prompt_template_invocation, format_skill_invocation
 from .session import Session
@@ -653,6 +653,11 @@ class AgentHarness:
         run (any time; kept across ``abort``)."""
         self._next_turn.append(_user_message(text, images))
         self._events.post(self._queue_update())
+
+    def append_message(self, message: HarnessMessage) -> None:
+        """Add a message to the session (e.g. a ``CustomMessage`` or ``BashExecutionMessage``):
+        now when idle, at the next save point when busy; later turns see it in their context."""
+        self._write_or_defer(lambda: self._session.append_message(message))
 
     def abort(self) -> AbortResult:
         """Abort what runs (a run, a compaction or a branch summary) and drop the queued
