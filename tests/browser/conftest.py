@@ -1,0 +1,65 @@
+"""Real-browser fixtures: one JupyterLab server and one headless Chromium per test session
+(machinery in :mod:`tests.browser.lab`).
+
+``open_notebook(name, cells)`` writes a notebook into the server's root, opens it in a new page
+and waits for its kernel; pages and kernels are closed when the test ends, and a test fails if
+its page had an uncaught error. Waits poll the page with generous timeouts: the machine may be
+loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from .lab import (
+    LabNotebook,
+    LabServer,
+    close_notebook,
+    launch_chromium,
+    open_notebook_page,
+    start_lab,
+)
+
+playwright_sync = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("jupyterlab")
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """One JupyterLab server for the whole session (stopped, kernels included, at the end)."""
+    with start_lab(tmp_path_factory.mktemp("lab")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Headless Debian Chromium through Playwright, one for the session."""
+    with playwright_sync.sync_playwright() as pw:
+        try:
+            launched = launch_chromium(pw)
+        except FileNotFoundError as exc:
+            pytest.skip(str(exc))
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def open_notebook(lab: LabServer, browser: Any) -> Iterator[Callable[..., LabNotebook]]:
+    """``open_notebook(name, cells)`` → a :class:`LabNotebook` whose kernel is idle."""
+    opened: list[LabNotebook] = []
+
+    def open_(name: str, cells: Sequence[str]) -> LabNotebook:
+        notebook = open_notebook_page(browser, lab, name, cells)
+        opened.append(notebook)
+        return notebook
+
+    yield open_
+    errors = [error for notebook in opened for error in notebook.page_errors]
+    for notebook in opened:
+        close_notebook(notebook)
+    assert not errors, "uncaught errors in the page:\n" + "\n".join(errors)
