@@ -188,6 +188,7 @@ def _pydantic_agent(workload: Workload) -> tuple[Agent[None, str], list[int]]:
 async def run_pydantic_ai(workload: Workload) -> Run:
     """One run of ``workload`` in pydantic-ai, consuming every event of ``run_stream_events``."""
     from pydantic_ai import Agent, AgentRunResultEvent
+    from pydantic_ai.usage import UsageLimits
 
     agent, executed = _pydantic_agent(workload)
     events = 0
@@ -196,7 +197,8 @@ async def run_pydantic_ai(workload: Workload) -> Run:
     mode: Execution = workload.execution
     start = time.perf_counter()
     with Agent.parallel_tool_call_execution_mode(mode):
-        async with agent.run_stream_events("Go.") as stream:
+        limits = UsageLimits(request_limit=None)  # default 50 requests: too few for 1,000 turns
+        async with agent.run_stream_events("Go.", usage_limits=limits) as stream:
             async for event in stream:
                 events += 1
                 if isinstance(event, AgentRunResultEvent):
