@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from pi_notebook.notebook.input_rewrite import rewrite_input, rewrite_wait_cell
 from pi_notebook.notebook.interpolate import InterpolationError, interpolate
 from pi_notebook.notebook.locations import session_path_for
-from pi_notebook.notebook.wait_transformer import rewrite_wait_cell
 
 
 class Point:
@@ -84,3 +84,16 @@ def test_wait_rewrite_produces_an_awaiting_cell() -> None:
 )
 def test_other_cells_are_untouched(cell: list[str]) -> None:
     assert rewrite_wait_cell(cell) == cell
+
+
+def test_text_magics_keep_their_question_marks() -> None:
+    cell = ["x = 1\n", "%steer why is it slow?\n", "  %follow_up and then?\n", "%fork?\n"]
+    assert rewrite_input(cell) == [
+        "x = 1\n",
+        "get_ipython().run_line_magic('steer', 'why is it slow?')\n",
+        "  get_ipython().run_line_magic('follow_up', 'and then?')\n",
+        "%fork?\n",
+    ]
+    # %%agent bodies are not touched (IPython passes them verbatim)
+    body = ["%%agent\n", "%steer inside a prompt?\n"]
+    assert rewrite_input(body) == rewrite_wait_cell(body) == body

@@ -6,10 +6,10 @@ import hashlib
 from typing import Any
 
 from .current import current, install, uninstall
+from .input_rewrite import rewrite_input
 from .kernel_agent import NotebookAgent
 from .locations import latest_session_path, session_path_for
 from .magics import PiMagics
-from .wait_transformer import rewrite_wait_cell
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
@@ -66,7 +66,7 @@ def load_ipython_extension(ip: Any) -> None:
     agent = NotebookAgent(path, ip.user_ns)
     install(agent)
     ip.register_magics(PiMagics(ip, agent))
-    ip.input_transformers_cleanup.append(rewrite_wait_cell)
+    ip.input_transformers_cleanup.append(rewrite_input)
     _hooks = _Hooks(agent)
     ip.events.register("pre_run_cell", _hooks.pre_run_cell)
     ip.events.register("post_run_cell", _hooks.post_run_cell)
@@ -86,8 +86,8 @@ def unload_ipython_extension(ip: Any) -> None:
         for name in names:
             table.pop(name, None)
     ip.magics_manager.registry.pop(PiMagics.__name__, None)
-    if rewrite_wait_cell in ip.input_transformers_cleanup:
-        ip.input_transformers_cleanup.remove(rewrite_wait_cell)
+    if rewrite_input in ip.input_transformers_cleanup:
+        ip.input_transformers_cleanup.remove(rewrite_input)
     ip.events.unregister("pre_run_cell", _hooks.pre_run_cell)
     ip.events.unregister("post_run_cell", _hooks.post_run_cell)
     _hooks = None

@@ -16,12 +16,24 @@ from pathlib import Path
 from typing import Any, TypeVar, get_args
 
 from ..agent.decorator import FunctionTool, tool
+from ..agent.loop import default_stream_fn
 from ..agent.tools import AgentTool
+from ..agent.types import StreamFn
+from ..ai.cassette import Cassette
+from ..ai.event_stream import AssistantMessageEventStream
+from ..ai.local import MODEL_ID as LOCAL_MODEL_ID
 from ..ai.models import parse_model
-from ..ai.types import AssistantMessage, Model, ThinkingLevel
-from ..harness import AgentHarness, JsonlSessionStorage, Session
+from ..ai.options import StreamOptions
+from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel
+from ..harness import AgentHarness, CompactionSettings, JsonlSessionStorage, Session
 from ..harness.hooks import ToolCallEvent, ToolCallResult
-from .default_model import NoModelError, model_from_api_keys, resolve_default_model, resolve_model
+from .default_model import (
+    LOCAL_ALIASES,
+    NoModelError,
+    model_from_api_keys,
+    resolve_default_model,
+    resolve_model,
+)
 from .notebook_tools import ToolRegistry, builtin_tools
 from .run_view import RunView
 from .runs import Run
@@ -38,6 +50,16 @@ T = TypeVar("T")
 def _thinking_level(value: str) -> ThinkingLevel:
     levels: tuple[ThinkingLevel, ...] = get_args(ThinkingLevel)
     return next((level for level in levels if level == value), "off")
+
+
+def _compaction_for(model: Model) -> CompactionSettings:
+    """pi's compaction settings, scaled down for small context windows: its 16k-token reserve
+    would compact a 4k-token model (the embedded local one) after every turn."""
+    pi = CompactionSettings()
+    return CompactionSettings(
+        reserve_tokens=min(pi.reserve_tokens, model.context_window // 4),
+        keep_recent_tokens=min(pi.keep_recent_tokens, model.context_window // 2),
+    )
 
 
 def open_session(path: Path) -> Session:
@@ -64,6 +86,9 @@ class NotebookAgent:
         self.runs: list[Run] = []
         self.approval_timeout = APPROVAL_TIMEOUT
         self._stream_fn = stream_fn
+        self.cassette: Cassette | None = Cassette.from_env()
+        """Records or replays every model call (``PI_NOTEBOOK_RECORD`` / ``PI_NOTEBOOK_REPLAY``,
+        ``%model --record`` / ``--replay``); None talks to the models directly."""
         self._harness: AgentHarness | None = None
         self._tail: asyncio.Future[Any] | None = None
         self._active: Run | None = None
@@ -110,14 +135,40 @@ class NotebookAgent:
             model,
             tools=self.tools.active(),
             thinking_level=_thinking_level(context.thinking_level),
-            stream_fn=self._stream_fn,
+            stream_fn=self._call_model,
+            compaction=_compaction_for(model),
         )
         harness.on("tool_call", self._approve_tool_call)
         return harness
 
-    async def ensure_harness(self) -> AgentHarness:
+    def _call_model(
+        self, model: Model, context: Context, options: StreamOptions
+    ) -> AssistantMessageEventStream | Awaitable[AssistantMessageEventStream]:
+        """The harness's stream function: the configured one, through the cassette if any."""
+        inner: StreamFn = self._stream_fn or default_stream_fn
+        if self.cassette is None:
+            return inner(model, context, options)
+        return self.cassette.wrap(inner)(model, context, options)
+
+    async def resolve_model(self, ref: str | None = None) -> Model:
+        """``ref`` (``provider/id`` or ``local``; None = the default model) as a ``Model``. While
+        a cassette replays, a model recorded in it stands in: the local model needs no server."""
+        cassette = self.cassette
+        if cassette is not None and cassette.mode == "replay":
+            wanted = ref or os.environ.get("PI_NOTEBOOK_MODEL", "").strip()
+            if not wanted and model_from_api_keys() is None:
+                wanted = "local"
+            if wanted in LOCAL_ALIASES:
+                wanted = f"local/{LOCAL_MODEL_ID}"
+            recorded = cassette.recorded_model(wanted) if wanted else None
+            if recorded is not None:
+                return recorded
+        return await (resolve_model(ref) if ref else resolve_default_model())
+
+    async def ensure_harness(self, model: Model | None = None) -> AgentHarness:
+        """The harness, created on first use with ``model`` (else the known or default one)."""
         if self._harness is None:
-            model = self._known_model() or await resolve_default_model()
+            model = model or self._known_model() or await self.resolve_model()
             self._harness = self._new_harness(model)
         return self._harness
 
@@ -179,9 +230,11 @@ class NotebookAgent:
     async def _execute(
         self, run: Run, cell_key: str | None, model_ref: str | None, thinking: ThinkingLevel | None
     ) -> AssistantMessage | None:
+        if run.cancelled:
+            return None
         harness = await self.ensure_harness()
         if model_ref:
-            harness.set_model(await resolve_model(model_ref))
+            harness.set_model(await self.resolve_model(model_ref))
         if thinking:
             harness.set_thinking_level(thinking)
         self._branch_for_cell(cell_key)
@@ -205,7 +258,15 @@ class NotebookAgent:
         unsubscribe = harness.subscribe(run.view.handle)
         self._active = run
         try:
-            return await harness.prompt(text)
+            task = asyncio.ensure_future(harness.prompt(text))
+            # Messages sent while the run was queued go in as soon as it is underway (steering
+            # queued before the first model call is injected right after the prompt).
+            while harness.phase == "idle" and not task.done():
+                await asyncio.sleep(0)
+            if not task.done():
+                for kind, queued in run.take_pending():
+                    (harness.steer if kind == "steer" else harness.follow_up)(queued)
+            return await task
         finally:
             self._active = None
             unsubscribe()
@@ -221,27 +282,41 @@ class NotebookAgent:
 
     # --- steering --------------------------------------------------------------------------------
 
+    def _target_run(self) -> Run | None:
+        """The run a steer/follow-up/abort is for: the live one, else the next queued one."""
+        if self._active is not None:
+            return self._active
+        return next((r for r in self.runs if r.state == "queued" and not r.finished), None)
+
     def steer(self, text: str) -> bool:
-        """Send a steering message into the live run; False when no run is live."""
-        if self._active is None:
-            return False
-        self.harness.steer(text)
-        self._active.view.note_queued("steer", text)
-        return True
+        """Send a steering message into the live (or next queued) run; False when none."""
+        return self._queue_message("steer", text)
 
     def follow_up(self, text: str) -> bool:
-        """Queue a follow-up for the live run; False when no run is live."""
-        if self._active is None:
+        """Queue a follow-up for the live (or next queued) run; False when none."""
+        return self._queue_message("follow_up", text)
+
+    def _queue_message(self, kind: str, text: str) -> bool:
+        run = self._target_run()
+        if run is None:
             return False
-        self.harness.follow_up(text)
-        self._active.view.note_queued("follow_up", text)
+        if run is self._active:
+            (self.harness.steer if kind == "steer" else self.harness.follow_up)(text)
+        else:
+            run.pending.append((kind, text))
+        run.view.note_queued(kind, text)
         return True
 
     def abort(self) -> bool:
-        """Abort the live run (its partial reply is kept); False when nothing runs."""
-        if self._active is None or self._harness is None:
+        """Abort the live run (its partial reply is kept) or drop the next queued one; False
+        when there is neither."""
+        run = self._target_run()
+        if run is None:
             return False
-        self._harness.abort()
+        if run is self._active and self._harness is not None:
+            self._harness.abort()
+        else:
+            run.cancel_before_start()
         return True
 
     # --- tools -----------------------------------------------------------------------------------

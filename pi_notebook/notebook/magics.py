@@ -13,10 +13,11 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from ..ai.cassette import Cassette, CassetteError
 from ..ai.models import clamp_thinking_level, supported_thinking_levels
 from ..ai.types import ThinkingLevel, UserMessage
 from ..harness import Session
-from .default_model import NoModelError, resolve_model
+from .default_model import NoModelError
 from .interpolate import InterpolationError, interpolate
 from .kernel_agent import NotebookAgent, open_session
 from .tree_view import TreeView
@@ -33,6 +34,13 @@ def _parse(magic: Callable[..., Any], line: str) -> Any:
         raise
     except (ValueError, SystemExit) as exc:  # shlex errors, argparse exits
         raise UsageError(f"{exc}. See %{magic.__name__}? for the usage.") from None
+
+
+def _reason(exc: Exception) -> str:
+    """An exception's message (a KeyError's without the quotes ``str()`` adds)."""
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    return str(exc)
 
 
 def _fill(text: str, namespace: dict[str, Any]) -> str:
@@ -105,7 +113,7 @@ class PiMagics(Magics):
 
                     parse_model(args.model)
             except (KeyError, ValueError) as exc:
-                raise UsageError(str(exc).strip("'\"")) from None
+                raise UsageError(_reason(exc)) from None
         self.pi.refresh_function_tools()
         run = self.pi.start_run(prompt, model_ref=args.model, thinking=args.thinking)
         run.view.show()
@@ -263,11 +271,23 @@ class PiMagics(Magics):
 
     @magic_arguments()
     @argument("model", nargs="?", help="PROVIDER/MODEL-ID, or local for the embedded model.")
+    @argument("--record", metavar="PATH", help="Record every model reply into a cassette file.")
+    @argument(
+        "--replay",
+        metavar="PATH",
+        help="Answer model calls from a cassette file (no network; an unrecorded prompt fails).",
+    )
+    @argument("--live", action="store_true", help="Stop recording or replaying.")
     @line_magic
     def model(self, line: str) -> None:
-        """Show the model (with its context window and the session's cost so far), or set it."""
+        """Show the model (with its context window and the session's cost so far), or set it.
+        --record / --replay PATH record model replies into a cassette or replay them."""
         args = _parse(self.model, line)
+        if args.record or args.replay or args.live:
+            self._use_cassette(args.record, args.replay, args.live)
         if not args.model:
+            if args.record or args.replay or args.live:
+                return
             try:
                 harness = self.pi.harness
             except NoModelError as exc:
@@ -280,6 +300,8 @@ class PiMagics(Magics):
                 f"thinking: {harness.thinking_level}\n"
                 f"session cost so far: ${self.pi.session_cost():.4f}"
             )
+            if self.pi.cassette is not None:
+                print(f"{self.pi.cassette.mode}ing model replies: {self.pi.cassette.path}")
             return
         ref = args.model
         if ref not in ("local", "local/smollm2-135m"):
@@ -288,15 +310,36 @@ class PiMagics(Magics):
             try:
                 parse_model(ref)
             except (KeyError, ValueError) as exc:
-                raise UsageError(str(exc).strip("'\"")) from None
+                raise UsageError(_reason(exc)) from None
 
         async def switch() -> str:
-            chosen = await resolve_model(ref)
-            harness = await self.pi.ensure_harness()
+            chosen = await self.pi.resolve_model(ref)
+            harness = await self.pi.ensure_harness(chosen)
             harness.set_model(chosen)
             return f"Model: {chosen.provider}/{chosen.id}"
 
         self._report("%model", switch)
+
+    def _use_cassette(self, record: str | None, replay: str | None, live: bool) -> None:
+        if sum((bool(record), bool(replay), live)) > 1:
+            raise UsageError("Choose one of --record, --replay and --live.")
+        if live:
+            self.pi.cassette = None
+            print("Model calls go to the models directly.")
+            return
+        try:
+            if record:
+                self.pi.cassette = Cassette.record(Path(record).expanduser())
+            else:
+                self.pi.cassette = Cassette.replay(Path(str(replay)).expanduser())
+        except (CassetteError, OSError) as exc:
+            raise UsageError(str(exc)) from None
+        cassette = self.pi.cassette
+        if cassette.mode == "record":
+            print(f"Recording model replies into {cassette.path}")
+        else:
+            count = len(cassette.interactions)
+            print(f"Replaying model replies from {cassette.path} ({count} recorded)")
 
     @magic_arguments()
     @argument("level", nargs="?", choices=THINKING_LEVELS, help="The thinking level.")
@@ -336,7 +379,7 @@ class PiMagics(Magics):
                 try:
                     print(self.pi.add_tool_by_name(name))
                 except (KeyError, TypeError, ValueError) as exc:
-                    raise UsageError(str(exc).strip("'\"")) from None
+                    raise UsageError(_reason(exc)) from None
             elif self.pi.remove_tool(name):
                 print(f"Removed the tool {name}")
             else:

@@ -39,6 +39,7 @@ from .widget_protocol import (
     ApprovalState,
     AssistantItem,
     Block,
+    CurrentTail,
     Origin,
     QueuedMessage,
     RunControls,
@@ -73,6 +74,7 @@ CONTENT_TRAITS = (
     "header",
     "messages",
     "current",
+    "current_tail",
     "running_tools",
     "queued",
     "controls",
@@ -80,6 +82,10 @@ CONTENT_TRAITS = (
     "error",
 )
 """The run view's synced traits that carry the run (``resync`` re-sends these)."""
+TAIL_MIN_CHARS = 4096
+"""``current`` is re-sent whole once ``current_tail`` would carry more than this many characters
+(or an eighth of ``current``'s text, when that is more): syncs stay small, and the occasional
+whole resend keeps a view that renders late or reloads within reach of the live text."""
 
 
 # --- front end → kernel ------------------------------------------------------------------------
@@ -253,6 +259,23 @@ class _LiveBlock:
         return self.parts[0] if self.parts else ""
 
 
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """The in-progress reply as last sent whole in ``current``: its blocks (the same objects
+    while they only grow) and their text lengths then."""
+
+    id: str
+    blocks: tuple[_LiveBlock, ...]
+    lengths: tuple[int, ...]
+
+    def extends(self, live_id: str, blocks: list[_LiveBlock]) -> bool:
+        return (
+            self.id == live_id
+            and len(self.blocks) == len(blocks)
+            and all(a is b for a, b in zip(self.blocks, blocks, strict=True))
+        )
+
+
 def _empty_usage() -> UsageSummary:
     return usage_summary(None)
 
@@ -364,6 +387,7 @@ class RunView(PiWidget):
     header = traitlets.Dict().tag(sync=True)
     messages: traitlets.List[Any] = traitlets.List().tag(sync=True)
     current = traitlets.Dict().tag(sync=True)
+    current_tail = traitlets.Dict().tag(sync=True)
     running_tools = traitlets.Dict().tag(sync=True)
     queued: traitlets.List[Any] = traitlets.List().tag(sync=True)
     controls = traitlets.Dict().tag(sync=True)
@@ -398,6 +422,7 @@ class RunView(PiWidget):
         self._next_id = 0
         self._live_id: str | None = None
         self._live: dict[int, _LiveBlock] = {}
+        self._sent: _Sent | None = None
         self._running: dict[str, RunningTool] = {}
         self._started: dict[str, float] = {}
         self._finished_tools: set[str] = set()
@@ -798,6 +823,32 @@ class RunView(PiWidget):
             "usage": None,
         }
 
+    def _live_state(self) -> tuple[dict[str, Any] | None, CurrentTail | dict[str, Any]]:
+        """What to sync for the in-progress reply: a new ``current`` (``None``: keep the one
+        sent) and ``current_tail``. While the reply's blocks only grow, just the text appended
+        since ``current`` was sent goes out, until that exceeds :data:`TAIL_MIN_CHARS` (or an
+        eighth of the text sent); a new or finished block re-sends ``current`` whole."""
+        if self._live_id is None:
+            self._sent = None
+            return {}, {}
+        blocks = [self._live[index] for index in sorted(self._live)]
+        lengths = [len(block.text()) for block in blocks]
+        sent = self._sent
+        if sent is not None and sent.extends(self._live_id, blocks):
+            grown = sum(lengths) - sum(sent.lengths)
+            if grown <= max(TAIL_MIN_CHARS, sum(sent.lengths) // 8):
+                append = [
+                    (position, block.text()[before:])
+                    for position, (block, before, now) in enumerate(
+                        zip(blocks, sent.lengths, lengths, strict=True)
+                    )
+                    if now > before
+                ]
+                tail: CurrentTail = {"id": self._live_id, "append": append}
+                return None, tail if append else {}
+        self._sent = _Sent(self._live_id, tuple(blocks), tuple(lengths))
+        return dict(self._current()), {}
+
     def _controls(self) -> RunControls:
         return {
             "stop": self.on_stop is not None,
@@ -814,7 +865,10 @@ class RunView(PiWidget):
             if "messages" in names:
                 self.messages = list(self._items)
             if "current" in names:
-                self.current = dict(self._current())
+                current, tail = self._live_state()
+                if current is not None:
+                    self.current = current
+                self.current_tail = dict(tail)
             if "running_tools" in names:
                 self.running_tools = dict(self._running)
             if "header" in names:

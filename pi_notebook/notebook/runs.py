@@ -33,8 +33,20 @@ class Run:
         self.state: RunState = "queued"
         self.result: AssistantMessage | None = None
         self.error: str | None = None
+        self.pending: list[tuple[str, str]] = []
+        """Steering and follow-up messages sent while the run waited in the queue."""
+        self.cancelled = False
         self._task: asyncio.Task[None] | None = None
         self._done = asyncio.get_running_loop().create_future()
+
+    def take_pending(self) -> list[tuple[str, str]]:
+        pending, self.pending = self.pending, []
+        return pending
+
+    def cancel_before_start(self) -> None:
+        """``%abort`` while the run waits in the queue: it will not start."""
+        self.cancelled = True
+        self.pending.clear()
 
     def start(self, body: Callable[[Run], Awaitable[AssistantMessage | None]]) -> None:
         """Run ``body`` as a task on the running loop; record its outcome when it ends."""
@@ -42,7 +54,10 @@ class Run:
         async def main() -> None:
             try:
                 self.result = await body(self)
-                if self.result is not None and self.result.stop_reason == "aborted":
+                if self.cancelled and self.result is None:
+                    self.state = "aborted"
+                    self.view.fail("Aborted before it started")
+                elif self.result is not None and self.result.stop_reason == "aborted":
                     self.state = "aborted"
                 elif self.result is not None and self.result.stop_reason == "error":
                     self.state = "error"

@@ -10,7 +10,8 @@ Run view (``RunView``) traits:
 ``status``              :data:`RunStatus`
 ``header``              :class:`RunHeader` (model, thinking level, usage, context)
 ``messages``            list of :data:`TranscriptItem`, finished items only, append-only
-``current``             the in-progress :class:`AssistantItem`, or ``{}``
+``current``             the in-progress :class:`AssistantItem` as last sent whole, or ``{}``
+``current_tail``        :class:`CurrentTail`: text appended to ``current`` since, or ``{}``
 ``running_tools``       ``{tool_call_id: RunningTool}``, tools started and not finished
 ``queued``              list of :class:`QueuedMessage` (steering/follow-ups not yet injected)
 ``controls``            :class:`RunControls` (which buttons have a handler in the kernel)
@@ -43,6 +44,7 @@ __all__ = [
     "AssistantItem",
     "Block",
     "CompactRequest",
+    "CurrentTail",
     "DismissNoticeRequest",
     "ExpandReply",
     "ExpandRequest",
@@ -185,6 +187,18 @@ class AssistantItem(TypedDict):
     error_message: str | None
     model: str
     usage: UsageSummary | None
+
+
+class CurrentTail(TypedDict):
+    """Text appended to the blocks of ``current`` since it was last sent whole: a sync while a
+    reply streams carries only new text, not the whole reply again. The message shown is
+    ``current`` with ``append[i][1]`` added to the text (``args`` for a tool call) of block
+    ``append[i][0]``. Both traits always travel in the same sync, so they never disagree."""
+
+    id: str
+    """The id of the ``current`` it extends."""
+    append: list[tuple[int, str]]
+    """``(block position, text appended since)`` for the blocks that grew."""
 
 
 ApprovalState: TypeAlias = Literal["pending", "allowed", "denied", "timed_out", "cancelled"]
