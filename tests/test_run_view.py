@@ -4,6 +4,7 @@ front-end requests (hopped onto the loop from other threads), approvals, text fa
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import threading
@@ -187,9 +188,77 @@ async def test_a_10000_token_reply_arrives_complete_in_few_small_syncs(faux: Fau
     assert sum("messages" in u for u in wire.updates) <= 3  # the transcript is not resent per token
     biggest = max(len(json.dumps(u)) for u in wire.updates)
     assert biggest < 2 * len(reply)  # each sync is bounded by one message, not cumulative
-    streamed = [u["current"]["blocks"][0]["text"] for u in wire.updates if u.get("current")]
-    assert len(streamed) > 10
-    assert all(reply.startswith(text) for text in streamed)
+    # Most syncs carry only the text appended since `current` was last sent whole: what the
+    # front end shows (current + current_tail, as the page merges them) only ever grows.
+    front: dict[str, Any] = {"current": {}, "current_tail": {}}
+    shown: list[str] = []
+    for update in wire.updates:
+        front.update(update)
+        if front["current"]:
+            shown.append(live_text(front["current"], front["current_tail"]))
+    assert len(shown) > 50
+    assert all(reply.startswith(text) for text in shown)
+    assert all(len(a) <= len(b) for a, b in itertools.pairwise(shown))
+    assert sum("current_tail" in u and "current" not in u for u in wire.updates) > len(shown) / 2
+    sent = sum(len(json.dumps(u)) for u in wire.updates)
+    assert sent < 15 * len(reply)  # whole-reply syncs at 20/s would be ~50x for this reply
+
+
+def live_text(current: dict[str, Any], tail: dict[str, Any]) -> str:
+    """The first text block of the in-progress reply as the front end shows it."""
+    text = str(current["blocks"][0]["text"])
+    if tail and tail["id"] == current["id"]:
+        text += "".join(added for position, added in tail["append"] if position == 0)
+    return text
+
+
+async def test_the_tail_resets_when_a_block_starts_or_ends_and_resync_sends_both() -> None:
+    clock = FakeClock()
+    scheduler = FakeScheduler(clock)
+    faux = register_faux_provider()
+    try:
+        faux.set_responses(
+            [faux_assistant_message([faux_text("abc " * 300), faux_tool_call("ls", {}, id="c9")])]
+        )
+        events: list[AgentEvent] = []
+        agent = Agent(model=faux.get_model(), tools=[ls_tool()])
+        agent.subscribe(events.append)
+        await agent.prompt("go")
+    finally:
+        faux.unregister()
+    view = RunView(clock=clock, scheduler=scheduler)
+    wire = Wire(view)
+    updates: list[tuple[str, dict[str, Any]]] = []
+    for event in events:
+        view.handle(event)
+        scheduler.advance(0.05)  # every event syncs
+        if wire.updates and (not updates or updates[-1][1] is not wire.updates[-1]):
+            kind = getattr(event, "assistant_message_event", event).type
+            updates.append((kind, wire.updates[-1]))
+    whole = [kind for kind, u in updates if u.get("current")]
+    tails = [kind for kind, u in updates if u.get("current_tail") and "current" not in u]
+    assert "text_delta" in tails  # text growing in place: tails only
+    assert {"text_end", "toolcall_start"} <= set(whole)  # a block finished or began: whole
+    # A resync (what an executed notebook keeps) sends both, consistent with each other.
+    deltas = [
+        i
+        for i, e in enumerate(events)
+        if getattr(getattr(e, "assistant_message_event", None), "type", "") == "text_delta"
+    ]
+    view2 = RunView(clock=clock, scheduler=scheduler)
+    wire2 = Wire(view2)
+    for event in events[: deltas[2]]:
+        view2.handle(event)
+    scheduler.advance(0.05)
+    for event in events[deltas[2] : deltas[5]]:
+        view2.handle(event)
+    view2.resync()
+    state = wire2.updates[-1]
+    shown = live_text(state["current"], state["current_tail"])
+    assert state["current_tail"]["append"] and len(shown) > len(
+        state["current"]["blocks"][0]["text"]
+    )
+    assert view2.transcript_text().endswith(f"assistant: {shown} …")
 
 
 # --- front-end requests --------------------------------------------------------------------------

@@ -15,6 +15,21 @@ const STATUS_TEXT = {
 
 const LIVE = new Set(["waiting", "streaming", "running_tools", "awaiting_approval"]);
 
+// The in-progress message: `current` as the kernel last sent it whole, plus the text appended to
+// its blocks since (`current_tail`, so a sync carries only new text). Both always arrive in the
+// same sync; a tail naming another message is ignored.
+export function withTail(current, tail) {
+  if (!current || !current.id) return {};
+  if (!tail || tail.id !== current.id || !Array.isArray(tail.append) || tail.append.length === 0) return current;
+  const blocks = (current.blocks || []).slice();
+  for (const [position, text] of tail.append) {
+    const block = blocks[position];
+    if (!block || typeof text !== "string") continue;
+    blocks[position] = block.type === "toolCall" ? { ...block, args: (block.args || "") + text } : { ...block, text: (block.text || "") + text };
+  }
+  return { ...current, blocks };
+}
+
 // Unsent steer-box text survives a re-render of the same widget (e.g. an output update).
 const drafts = new WeakMap();
 
@@ -41,6 +56,7 @@ export class RunView {
     };
     on("messages", this.renderMessages);
     on("current", this.renderCurrent);
+    on("current_tail", this.renderCurrent);
     on("running_tools", this.renderRunning);
     on("status", this.renderStatus);
     on("header", this.renderHeader);
@@ -183,7 +199,7 @@ export class RunView {
   }
 
   renderCurrent() {
-    const current = this.model.get("current") || {};
+    const current = withTail(this.model.get("current"), this.model.get("current_tail"));
     if (!current.id || this.itemIdSet.has(current.id)) {
       this.dropLive();
       return;

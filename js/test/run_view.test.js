@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import widget, { RunView } from "../src/run_view.js";
+import widget, { RunView, withTail } from "../src/run_view.js";
 import { FakeModel } from "./fake_model.js";
 
 const USAGE = { input: 1200, output: 340, cache_read: 0, cache_write: 0, total_tokens: 1540, cost: 0.0123 };
@@ -10,6 +10,7 @@ function baseState(overrides = {}) {
     header: { model: "faux/faux-1", thinking_level: "off", usage: { ...USAGE }, context_tokens: 1540, context_window: 10_000 },
     messages: [],
     current: {},
+    current_tail: {},
     running_tools: {},
     queued: [],
     notice: "",
@@ -76,6 +77,46 @@ describe("RunView", () => {
     const text = el.querySelector(".pi-transcript").textContent;
     for (const i of [0, 1234, 5000, 9999]) expect(text).toContain(`tok${i}`);
   }, 30_000); // jsdom's sanitiser is slow; a browser does this in a blink
+
+  it("adds the streamed tail to the message sent whole, for text and tool arguments", () => {
+    const current = assistant("m1", [{ type: "text", text: "Hello" }, { type: "toolCall", id: "t1", name: "ls", args: '{"pa', complete: false }], null);
+    const merged = withTail(current, { id: "m1", append: [[0, ", world"], [1, 'th": "."}']] });
+    expect(merged.blocks[0].text).toBe("Hello, world");
+    expect(merged.blocks[1].args).toBe('{"path": "."}');
+    expect(current.blocks[0].text).toBe("Hello"); // the synced value is not modified
+    expect(withTail(current, { id: "m0", append: [[0, "stale"]] })).toBe(current); // another message's tail
+    expect(withTail(current, {})).toBe(current);
+    expect(withTail({}, { id: "m1", append: [[0, "x"]] })).toEqual({});
+    expect(withTail(current, { id: "m1", append: [[7, "no such block"]] }).blocks).toEqual(current.blocks);
+  });
+
+  it("streams through tails: the live message grows in place and a resent whole replaces the tail", () => {
+    const { model, el } = mount(baseState({ status: "streaming", messages: [user("m0", "go")] }));
+    model.update({ current: assistant("m1", [{ type: "text", text: "one " }], null), current_tail: {} });
+    const liveEl = el.querySelector(".pi-live > .pi-msg");
+    const seen = [];
+    for (const tail of ["two ", "two three ", "two three four "]) {
+      model.set("current_tail", { id: "m1", append: [[0, tail]] });
+      expect(el.querySelector(".pi-live > .pi-msg")).toBe(liveEl);
+      seen.push(el.querySelector(".pi-live .pi-text").textContent.trim());
+    }
+    expect(seen).toEqual(["one two", "one two three", "one two three four"]);
+    // The kernel re-sends the whole message (and an empty tail) in one sync.
+    model.update({ current: assistant("m1", [{ type: "text", text: "one two three four five " }], null), current_tail: {} });
+    expect(el.querySelector(".pi-live .pi-text").textContent.trim()).toBe("one two three four five");
+    model.set("current_tail", { id: "m1", append: [[0, "six"]] });
+    expect(el.querySelector(".pi-live .pi-text").textContent.trim()).toBe("one two three four five six");
+    expect(el.querySelector(".pi-live > .pi-msg")).toBe(liveEl);
+  });
+
+  it("renders a reloaded page's state with a tail (the whole text shows)", () => {
+    const { el } = mount(baseState({
+      status: "streaming",
+      current: assistant("m1", [{ type: "text", text: "first part, " }], null),
+      current_tail: { id: "m1", append: [[0, "second part"]] },
+    }));
+    expect(el.querySelector(".pi-live .pi-text").textContent.trim()).toBe("first part, second part");
+  });
 
   it("shows running tools with progress and approval, and sends the answer", () => {
     const { model, el } = mount(baseState({ status: "running_tools" }));
