@@ -686,7 +686,7 @@ class Cassette:
         closest recording."""
         text = (
             f"No recording in the cassette {self.path.name} matches request {number} "
-            f"({fingerprint.model_ref}, {len(fingerprint.previews)} messages; last: "
+            f"({fingerprint.model_ref}, {_count(len(fingerprint.previews), 'message')}; last: "
             f"{fingerprint.last!r})."
         )
         closest = max(
@@ -704,6 +704,10 @@ class Cassette:
             text + f" If the prompt changed on purpose, record the cassette again ({RECORD_ENV}="
             f"{self.path})."
         )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _done_reason(reason: str | None) -> Literal["stop", "length", "toolUse"]:
