@@ -114,10 +114,11 @@ async def measure(args: argparse.Namespace) -> tuple[list[System], list[str]]:
             await system.run(WARM_UP)
     for w, key in enumerate(args.workloads):
         workload = WORKLOADS[key]
-        reps = max(s.reps for s in systems)
-        for rep in range(reps):
+        large = workload.total_deltas >= 1_000_000
+        reps = {s.name: min(s.reps, args.reps_1m) if large else s.reps for s in systems}
+        for rep in range(max(reps.values())):
             for system in rotated(systems, rep + w):
-                if rep >= system.reps or system.skip(workload):
+                if rep >= reps[system.name] or system.skip(workload):
                     continue
                 run = await system.run(workload)
                 system.runs.setdefault(key, []).append(run)
@@ -206,6 +207,7 @@ def main() -> None:
         help=f"comma-separated, from: {', '.join(WORKLOADS)} (default: {','.join(DEFAULT)})",
     )
     parser.add_argument("--reps", type=int, default=3, help="pi_notebook and pi repetitions")
+    parser.add_argument("--reps-1m", type=int, default=1, help="repetitions of text_1m")
     parser.add_argument(
         "--pydantic-reps", type=int, default=1, help="pydantic-ai repetitions (default 1: slow)"
     )
