@@ -231,6 +231,15 @@ _JS_RUN_CELL = """
 }
 """
 
+_JS_SAVE = """
+async (id) => {
+  const app = window.jupyterapp;
+  const panel = Array.from(app.shell.widgets('main')).find((w) => w.id === id);
+  await panel.context.save();
+  return null;
+}
+"""
+
 _JS_CELL_DONE = """
 ([id, index]) => {
   const panel = Array.from(window.jupyterapp.shell.widgets('main')).find((w) => w.id === id);
@@ -279,6 +288,16 @@ class LabNotebook:
         for index in indexes:
             self.run(index)
             self.wait_cell(index)
+
+    def save_and_reload(self) -> None:
+        """Save the notebook, reload the page and wait for the kernel (the same one: outputs
+        and widgets come back from the saved file and the kernel's widget state)."""
+        self.page.evaluate(_JS_SAVE, self.panel_id)
+        self.page.reload()
+        handle = self.page.wait_for_function(
+            _JS_KERNEL_READY, arg=self.name, timeout=120_000, polling=200
+        )
+        self.panel_id = handle.json_value()
 
     def output_text(self, index: int) -> str:
         text: str = self.cell(index).locator(".jp-OutputArea").inner_text()

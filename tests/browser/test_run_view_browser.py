@@ -231,3 +231,37 @@ def test_tool_calls_wait_for_allow_and_deny(open_notebook: Callable[..., LabNote
     # Only the allowed tool ran in the kernel.
     nb.run_and_wait(4)
     assert re.sub(r"\s+", "", nb.output_text(4)) == "['delete_rows']"
+
+
+def test_a_page_reloaded_mid_stream_shows_the_whole_reply_so_far(
+    open_notebook: Callable[..., LabNotebook],
+) -> None:
+    story = '" ".join(f"word{i:04d}" for i in range(1500))'
+    nb = open_notebook(
+        "reload.ipynb",
+        [LOAD, faux_setup(100, f"[faux_assistant_message({story})]"), "%%agent\nGo on and on."],
+    )
+    nb.run_and_wait(0, 1)
+    nb.run(2)
+    live = nb.cell(2).locator(".pi-run .pi-live .pi-text")
+    nb.wait_until(lambda: len(words(live.inner_text())) > 40, "40 words of the reply")
+    before = len(words(live.inner_text()))
+
+    nb.save_and_reload()
+    # The view comes back from the kernel's state (the reply sent whole plus the text streamed
+    # since) and keeps streaming: the words run on without a gap or a repeat.
+    run = nb.cell(2).locator(".pi-run")
+    live = run.locator(".pi-live .pi-text")
+    counts: list[int] = []
+
+    def streams_on() -> bool:
+        if live.count():
+            shown = words(live.inner_text())
+            assert shown[:-1] == [f"word{i:04d}" for i in range(len(shown) - 1)]
+            counts.append(len(shown))
+        return len(counts) >= 2 and counts[-1] > counts[0] >= before
+
+    nb.wait_until(streams_on, "the reloaded view to show the reply and keep streaming")
+    assert run.locator(".pi-status").inner_text() == "streaming"
+    run.locator(".pi-stop-button").click()
+    run.locator(".pi-status.pi-status-aborted").wait_for()
