@@ -11,7 +11,9 @@ accumulates the reply text (checked against what the server sent):
   ``anthropic SDK``: ``AsyncAnthropic.messages.create(stream=True)``;
 - ``httpx+sse+json`` (the floor): httpx + httpx-sse + ``json.loads`` per event, text picked out of
   plain dicts;
-- ``httpx bytes``: httpx reading the chunked body only (the cost of HTTP chunk decoding).
+- ``httpx bytes``: httpx reading the chunked body only (the cost of HTTP chunk decoding);
+- ``pi-ai (node)``: the real pi-ai 0.73.1 ``stream()`` in node (``bench/peers/stream.mjs``, over
+  the official JS SDKs), timed inside node after a warm-up read; when the node peers are installed.
 
 Consumers alternate order across repetitions; the table gives best and median µs per chunk and
 chunks/s for 10k, 100k and 1M deltas (at 1M only ours and the floor, unless ``--sdk-1m``: the
@@ -44,18 +46,23 @@ from bench.common import (
     describe_environment,
     fmt_rate,
     fmt_us,
+    node_available,
     print_table,
     rotated,
+    run_node_json,
     stats,
 )
 from bench.sse_server import MODEL, expected_text, serve_in_subprocess
 
 Protocol = Literal["openai", "anthropic"]
-ConsumeFn = Callable[[str, int], Awaitable[str | None]]
+ReadFn = Callable[[str, int], Awaitable[str | None]]
 """``(server URL, N) -> accumulated reply text`` (``None`` when the consumer does not parse)."""
+MeasureFn = Callable[[str, int, bool], Awaitable[float]]
+"""``(server URL, N, check the reply?) -> seconds`` for one read of an N-chunk stream."""
 
 OURS = "pi_notebook"
 FLOOR = "httpx+sse+json"
+NODE = "pi-ai (node)"
 PROMPT = "Tell me a story."
 _PROVIDER_MODULES = {
     "openai": "pi_notebook.ai.providers.openai_completions",
@@ -67,9 +74,9 @@ _PROVIDER_MODULES = {
 class Consumer:
     name: str
     protocol: Protocol
-    consume: ConsumeFn
+    measure: MeasureFn
     large: bool = True
-    """Runs at ≥ 1M chunks by default (the SDKs and the bytes-only reader only with --sdk-1m)."""
+    """Runs at ≥ 1M chunks by default (the others only with --sdk-1m)."""
     samples: dict[int, list[float]] = field(default_factory=dict)
 
 
@@ -191,41 +198,69 @@ class Consumers:
                 pass
         return None
 
-    def build(self, protocols: list[Protocol]) -> list[Consumer]:
+    def build(self, protocols: list[Protocol], *, node: bool) -> list[Consumer]:
         out: list[Consumer] = []
         for protocol in protocols:
             if importlib.util.find_spec(_PROVIDER_MODULES[protocol]) is not None:
-                out.append(Consumer(OURS, protocol, _bind(self.ours, protocol)))
+                out.append(Consumer(OURS, protocol, _timed(_bind(self.ours, protocol))))
             if protocol == "openai":
-                out.append(Consumer("openai SDK", protocol, self.openai_sdk, large=False))
-                out.append(Consumer(FLOOR, protocol, self.floor_openai))
-                raw = _bind(self.raw_bytes, "chat/completions")
-                out.append(Consumer("httpx bytes", protocol, raw, large=False))
+                sdk = Consumer("openai SDK", protocol, _timed(self.openai_sdk), large=False)
+                floor = Consumer(FLOOR, protocol, _timed(self.floor_openai))
+                raw = _timed(_bind(self.raw_bytes, "chat/completions"))
             else:
-                out.append(Consumer("anthropic SDK", protocol, self.anthropic_sdk, large=False))
-                out.append(Consumer(FLOOR, protocol, self.floor_anthropic))
-                raw = _bind(self.raw_bytes, "messages")
-                out.append(Consumer("httpx bytes", protocol, raw, large=False))
+                sdk = Consumer("anthropic SDK", protocol, _timed(self.anthropic_sdk), large=False)
+                floor = Consumer(FLOOR, protocol, _timed(self.floor_anthropic))
+                raw = _timed(_bind(self.raw_bytes, "messages"))
+            out += [sdk, floor, Consumer("httpx bytes", protocol, raw, large=False)]
+            if node:
+                out.append(Consumer(NODE, protocol, _pi_ai_node(protocol), large=False))
         return out
 
 
-def _bind(fn: Callable[..., Awaitable[str | None]], first: Any) -> ConsumeFn:
-    async def consume(url: str, n: int) -> str | None:
+def _bind(fn: Callable[..., Awaitable[str | None]], first: Any) -> ReadFn:
+    async def read(url: str, n: int) -> str | None:
         return await fn(first, url, n)
 
-    return consume
+    return read
+
+
+def _timed(read: ReadFn) -> MeasureFn:
+    """Time one in-process read; on ``check``, compare its text with what the server sent."""
+
+    async def measure(url: str, n: int, check: bool) -> float:
+        start = time.perf_counter()
+        text = await read(url, n)
+        elapsed = time.perf_counter() - start
+        if check and text is not None and text != expected_text(n):
+            raise RuntimeError(
+                f"a consumer accumulated a wrong reply: {len(text)} characters instead of "
+                f"{len(expected_text(n))}"
+            )
+        return elapsed
+
+    return measure
+
+
+def _pi_ai_node(protocol: Protocol) -> MeasureFn:
+    """pi-ai's own provider in node (``bench/peers/stream.mjs``), timed by the node process
+    (after an untimed warm-up read, so node's start-up and JIT are not counted)."""
+    api = "openai-completions" if protocol == "openai" else "anthropic-messages"
+
+    async def measure(url: str, n: int, check: bool) -> float:
+        utf16_length = len(expected_text(n).encode("utf-16-le")) // 2  # JavaScript's length
+        args = ["--api", api, "--url", url, "--n", str(n), "--reps", "1"]
+        args += ["--expect-chars", str(utf16_length if check else -1)]
+        result = await asyncio.to_thread(run_node_json, "stream.mjs", args, timeout=1800)
+        return float(result["runs_ms"][0]) / 1000.0
+
+    return measure
 
 
 async def _run_once(consumer: Consumer, url: str, n: int, *, check: bool) -> float:
-    start = time.perf_counter()
-    text = await consumer.consume(url, n)
-    elapsed = time.perf_counter() - start
-    if check and text is not None and text != expected_text(n):
-        raise RuntimeError(
-            f"{consumer.name} ({consumer.protocol}) accumulated a wrong reply: "
-            f"{len(text)} characters instead of {len(expected_text(n))}"
-        )
-    return elapsed
+    try:
+        return await consumer.measure(url, n, check)
+    except RuntimeError as exc:
+        raise RuntimeError(f"{consumer.name} ({consumer.protocol}): {exc}") from exc
 
 
 def parse_size(text: str) -> int:
@@ -257,7 +292,9 @@ async def run(args: argparse.Namespace) -> None:
         consumers = Consumers()
         try:
             selected = [
-                c for c in consumers.build(protocols) if not args.only or c.name in args.only
+                c
+                for c in consumers.build(protocols, node=node_available() and not args.no_node)
+                if not args.only or c.name in args.only
             ]
             if not any(c.name == OURS for c in selected) and (not args.only or OURS in args.only):
                 print(
@@ -345,7 +382,7 @@ def _summary(consumers: list[Consumer], sizes: list[int], protocols: list[Protoc
     for protocol in protocols:
         sdk_name = "openai SDK" if protocol == "openai" else "anthropic SDK"
         for n in sizes:
-            ours, sdk, floor = (median(x, protocol, n) for x in (OURS, sdk_name, FLOOR))
+            ours, sdk, floor, node = (median(x, protocol, n) for x in (OURS, sdk_name, FLOOR, NODE))
             if ours is None:
                 continue
             rows.append(
@@ -354,6 +391,7 @@ def _summary(consumers: list[Consumer], sizes: list[int], protocols: list[Protoc
                     fmt_us(ours.median / n),
                     fmt_us(sdk.median / n) if sdk else "–",
                     f"{sdk.median / ours.median:.2f}×" if sdk else "–",
+                    fmt_us(node.median / n) if node else "–",
                     fmt_us(floor.median / n) if floor else "–",
                     f"{ours.median / floor.median:.2f}×" if floor else "–",
                 ]
@@ -361,8 +399,16 @@ def _summary(consumers: list[Consumer], sizes: list[int], protocols: list[Protoc
     if not rows:
         return
     print_table(
-        "pi_notebook against the SDK and the floor (medians)",
-        ["stream", "ours µs", "SDK µs", "SDK ÷ ours", "floor µs", "ours ÷ floor"],
+        "pi_notebook against the SDK, pi-ai and the floor (medians)",
+        [
+            "stream",
+            "ours µs",
+            "SDK µs",
+            "SDK ÷ ours",
+            "pi-ai (node) µs",
+            "floor µs",
+            "ours ÷ floor",
+        ],
         rows,
         note="SDK ÷ ours > 1 means pi_notebook is faster. Linear scaling: µs/chunk stays flat "
         "from 10k to 1M.",
@@ -390,7 +436,7 @@ def main() -> None:
     parser.add_argument(
         "--sdk-1m",
         action="store_true",
-        help="also run the SDKs and the bytes-only reader at ≥ 1M (slow)",
+        help="also run the SDKs, the bytes-only reader and pi-ai at ≥ 1M (slow)",
     )
     parser.add_argument(
         "--only",
@@ -400,6 +446,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--profile", metavar="CONSUMER", help="run CONSUMER once under cProfile (first size)"
+    )
+    parser.add_argument(
+        "--no-node", action="store_true", help="leave out pi-ai (node) even when installed"
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="print every run")
     args = parser.parse_args()
