@@ -260,6 +260,37 @@ def _kernel_env(extra: Mapping[str, str], keep_keys: bool) -> dict[str, str]:
     return env
 
 
+class _CellIds:
+    """Sends each cell's id with its ``execute_request`` (``metadata.cellId``), as JupyterLab
+    does and nbclient does not — so ``%%agent`` cells re-run as branches exactly as in Lab."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.cell_id: str | None = None
+        self._patched: Any = None
+
+    def before_cell(self, cell: Any, cell_index: int) -> None:
+        self.cell_id = cell.get("id")
+        session = self.client.kc.session
+        if self._patched is session:
+            return
+        create = session.msg
+
+        def msg(
+            msg_type: str,
+            content: Any = None,
+            parent: Any = None,
+            header: Any = None,
+            metadata: Any = None,
+        ) -> Any:
+            if msg_type == "execute_request" and self.cell_id:
+                metadata = {**(metadata or {}), "cellId": self.cell_id}
+            return create(msg_type, content, parent, header, metadata)
+
+        session.msg = msg
+        self._patched = session
+
+
 def _prepare_workdir(
     source: Path, workdir: Path, include: Iterable[str | os.PathLike[str]]
 ) -> Path:
@@ -307,6 +338,7 @@ def _execute(
         resources={"metadata": {"path": str(directory)}},
         store_widget_state=True,
     )
+    client.on_cell_execute = _CellIds(client).before_cell
     stopped: CellError | None = None
     started = time.monotonic()
     kernel_env = _kernel_env({"JPY_SESSION_NAME": source.name, **env}, keep_keys)
