@@ -13,7 +13,7 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
 from ..agent.decorator import FunctionTool, tool
 from ..agent.loop import default_stream_fn
@@ -35,9 +35,10 @@ from .default_model import (
     resolve_model,
 )
 from .notebook_tools import ToolRegistry, builtin_tools
-from .run_view import RunView
 from .runs import Run
-from .tree_view import TreeView
+
+if TYPE_CHECKING:
+    from .tree_view import TreeView
 
 __all__ = ["APPROVAL_TIMEOUT", "NotebookAgent", "open_session"]
 
@@ -216,6 +217,9 @@ class NotebookAgent:
         thinking: ThinkingLevel | None = None,
     ) -> Run:
         """Queue a run of ``prompt``; it starts when the queue reaches it."""
+        # anywidget + ipywidgets load with the first view, not at %load_ext (bench/kernel_bench)
+        from .run_view import RunView
+
         view = RunView(thinking_level=thinking or "off")
         run = Run(len(self.runs) + 1, prompt, view)
         self.runs.append(run)

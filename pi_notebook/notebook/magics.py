@@ -20,7 +20,6 @@ from ..harness import Session
 from .default_model import NoModelError
 from .interpolate import InterpolationError, interpolate
 from .kernel_agent import NotebookAgent, open_session
-from .tree_view import TreeView
 
 __all__ = ["PiMagics"]
 
@@ -229,6 +228,8 @@ class PiMagics(Magics):
         """Show the session tree: click a node to see it, continue from it, fork, label."""
         if line.strip():
             raise UsageError("Usage: %tree")
+        from .tree_view import TreeView  # loads the widget libraries on first use
+
         view = TreeView(self.pi.session)
         harness = self._harness_or_none()
 
