@@ -153,17 +153,16 @@ class NotebookAgent:
 
     async def resolve_model(self, ref: str | None = None) -> Model:
         """``ref`` (``provider/id`` or ``local``; None = the default model) as a ``Model``. While
-        a cassette replays, a model recorded in it stands in: the local model needs no server."""
+        a cassette replays, the embedded local model is the one recorded in it: no server."""
         cassette = self.cassette
         if cassette is not None and cassette.mode == "replay":
             wanted = ref or os.environ.get("PI_NOTEBOOK_MODEL", "").strip()
             if not wanted and model_from_api_keys() is None:
                 wanted = "local"
             if wanted in LOCAL_ALIASES:
-                wanted = f"local/{LOCAL_MODEL_ID}"
-            recorded = cassette.recorded_model(wanted) if wanted else None
-            if recorded is not None:
-                return recorded
+                recorded = cassette.recorded_model(f"local/{LOCAL_MODEL_ID}")
+                if recorded is not None:
+                    return recorded
         return await (resolve_model(ref) if ref else resolve_default_model())
 
     async def ensure_harness(self, model: Model | None = None) -> AgentHarness:
