@@ -317,6 +317,13 @@ class LabNotebook:
         lines = session.read_text(encoding="utf-8").splitlines()
         return [json.loads(line) for line in lines if line.strip()]
 
+    def screenshot_page(self, name: str) -> Path:
+        """Save the whole page (JupyterLab around the notebook) as ``test-artifacts/<name>``."""
+        ARTIFACTS.mkdir(exist_ok=True)
+        target = ARTIFACTS / name
+        self.page.screenshot(path=str(target), animations="disabled")
+        return target
+
     def screenshot(self, locator: Any, name: str) -> Path:
         """Save an element's screenshot as ``test-artifacts/<name>``."""
         ARTIFACTS.mkdir(exist_ok=True)

@@ -15,7 +15,8 @@ import pytest
 
 from .lab import FAUX_IMPORTS, LabNotebook
 
-pytestmark = pytest.mark.browser
+# Generous: a loaded CI machine may be slow to start Lab and the kernels (no test asserts time).
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
 LOAD = "%load_ext pi_notebook"
 
@@ -227,6 +228,7 @@ def test_tool_calls_wait_for_allow_and_deny(open_notebook: Callable[..., LabNote
     final = run.locator(".pi-transcript .pi-assistant", has_text="no email was sent")
     assert final.count() == 1
     nb.screenshot(run, "run_view_tools.png")
+    nb.screenshot_page("lab_notebook_tools.png")
 
     # Only the allowed tool ran in the kernel.
     nb.run_and_wait(4)

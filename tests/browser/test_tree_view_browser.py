@@ -10,7 +10,8 @@ import pytest
 
 from .lab import FAUX_IMPORTS, LabNotebook
 
-pytestmark = pytest.mark.browser
+# Generous: a loaded CI machine may be slow to start Lab and the kernels (no test asserts time).
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
 SETUP = f"""{FAUX_IMPORTS}
 faux = register_faux_provider()
