@@ -24,6 +24,7 @@ The pytest plugin (``pi_notebook.pytest_plugin``) collects notebooks with these 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
@@ -465,11 +466,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--speed", type=float, default=None, help="replay pace (0 = instant)")
     record = commands.add_parser("record", help="record the notebooks' cassettes")
     record.add_argument("notebooks", nargs="+", type=Path)
+    record.add_argument(
+        "--serve-local",
+        metavar="VAR",
+        help="start the embedded llama.cpp server while recording and pass its OpenAI-compatible "
+        "base URL to the notebooks in the environment variable VAR",
+    )
     args = parser.parse_args(argv)
+    with contextlib.ExitStack() as stack:
+        env: dict[str, str] = {}
+        if args.command == "record" and args.serve_local:
+            from .ai.local import LocalServer
+
+            server = stack.enter_context(LocalServer())
+            env[args.serve_local] = f"{server.address}/v1"
+        return _run_all(args, env)
+
+
+def _run_all(args: argparse.Namespace, env: dict[str, str]) -> int:
     status = 0
     for notebook in args.notebooks:
         if args.command == "record":
-            result = record_notebook(notebook)
+            result = record_notebook(notebook, env=env)
         else:
             result = run_notebook(notebook, speed=args.speed)
         try:
