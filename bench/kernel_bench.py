@@ -1,9 +1,11 @@
 """The extension's cost inside a real ipykernel (jupyter_client, no server, no browser).
 
 1. **Load time.** In several fresh kernels: ``import pi_notebook`` and ``%load_ext pi_notebook``,
-   each timed inside the kernel with ``time.perf_counter`` (median, best, worst), next to the
-   kernel's own start time. Then one more kernel runs with ``PYTHONPROFILEIMPORTTIME=1`` and
-   the imports made by the two steps are broken down: by package, the heaviest modules, and
+   each timed inside the kernel with ``time.perf_counter`` and ``time.process_time`` (median,
+   best, worst), next to the kernel's own start time; without and with a bytecode cache when
+   the environment sets ``PYTHONDONTWRITEBYTECODE``. Then ``--import-kernels`` more run with
+   ``PYTHONPROFILEIMPORTTIME=1`` and the imports made by the two steps are broken down
+   (median per module): by package, the heaviest modules, and
    the third-party packages that pi_notebook pulls in (with the module that first imports
    each, i.e. where a lazy import would go). ``-X importtime`` adds its own overhead, so read
    those figures as shares, and the table above as the real time.
@@ -352,14 +354,35 @@ def package_of(module: str) -> str:
     return ".".join(parts[:2]) if parts[0] == "pi_notebook" and len(parts) > 1 else parts[0]
 
 
-def measure_imports(top: int, cache: Path) -> None:
+def median_lines(runs: list[list[ImportLine]]) -> list[ImportLine]:
+    """Each module's median self and cumulative time over several runs (in the first run's
+    order, which gives the nesting)."""
+    by_name: dict[str, list[ImportLine]] = defaultdict(list)
+    for run in runs:
+        for line in run:
+            by_name[line.name].append(line)
+    return [
+        ImportLine(
+            line.name,
+            int(statistics.median(x.self_us for x in by_name[line.name])),
+            int(statistics.median(x.cumulative_us for x in by_name[line.name])),
+            line.depth,
+        )
+        for line in runs[0]
+    ]
+
+
+def measure_imports(top: int, kernels: int, cache: Path) -> None:
     env = bytecode_modes(cache)[-1].env
-    with tempfile.NamedTemporaryFile("w+", prefix="kernel_bench-importtime-") as log:
-        with kernel(stderr=log, PYTHONPROFILEIMPORTTIME="1", **env) as k:
-            k.checked(IMPORTTIME_CELL)
-        log.flush()
-        log.seek(0)
-        lines = parse_importtime(log.read())
+    runs = []
+    for _ in range(kernels):
+        with tempfile.NamedTemporaryFile("w+", prefix="kernel_bench-importtime-") as log:
+            with kernel(stderr=log, PYTHONPROFILEIMPORTTIME="1", **env) as k:
+                k.checked(IMPORTTIME_CELL)
+            log.flush()
+            log.seek(0)
+            runs.append(parse_importtime(log.read()))
+    lines = median_lines(runs)
     total = sum(line.self_us for line in lines)
 
     by_package: Counter[str] = Counter()
@@ -368,14 +391,15 @@ def measure_imports(top: int, cache: Path) -> None:
         by_package[package_of(line.name)] += line.self_us
         counts[package_of(line.name)] += 1
     print_table(
-        "Import time by package (-X importtime with the bytecode cache, self time summed)",
+        f"Import time by package (-X importtime, bytecode cached, median of {kernels} kernels)",
         ["package", "ms", "share", "modules"],
         [
             [name, fmt_ms(us / 1e6), f"{us / total:.0%}", str(counts[name])]
             for name, us in by_package.most_common(top)
         ]
         + [["all", fmt_ms(total / 1e6), "100%", str(len(lines))]],
-        note="-X importtime's own overhead inflates these; compare shares, not totals.",
+        note="Self times summed per package. -X importtime's own overhead inflates these, and "
+        "one kernel's figures swing with the machine's load: compare shares, not totals.",
     )
 
     print_table(
@@ -545,22 +569,36 @@ def measure_run(rate: int, seconds: float, idle: float) -> None:
         if b[0] > a[0]
     ]
     kinds: dict[str, list[int]] = defaultdict(list)
+    synced: dict[str, list[int]] = defaultdict(list)
     for m in trace.messages:
         kinds[m.kind].append(m.size)
-    print_table(
-        "iopub messages during the run, by type",
-        ["type", "count", "per s", "bytes", "mean bytes", "max bytes"],
-        [
+        if m.kind == "comm_msg/update":
+            synced[", ".join(sorted(m.content["data"].get("state", {})))].append(m.size)
+
+    def size_rows(groups: dict[str, list[int]]) -> list[list[str]]:
+        return [
             [
-                kind,
+                name,
                 fmt_int(len(sizes)),
                 f"{len(sizes) / duration:.1f}",
                 fmt_int(sum(sizes)),
                 fmt_int(sum(sizes) / len(sizes)),
                 fmt_int(max(sizes)),
             ]
-            for kind, sizes in sorted(kinds.items(), key=lambda kv: -len(kv[1]))
-        ],
+            for name, sizes in sorted(groups.items(), key=lambda kv: -sum(kv[1]))
+        ]
+
+    print_table(
+        "comm_msg updates during the run, by the traits they carry",
+        ["traits", "count", "per s", "bytes", "mean bytes", "max bytes"],
+        size_rows(synced),
+        note="current = the in-progress reply sent whole; current_tail = only the text appended "
+        "since; messages = the finished transcript.",
+    )
+    print_table(
+        "iopub messages during the run, by type",
+        ["type", "count", "per s", "bytes", "mean bytes", "max bytes"],
+        size_rows(kinds),
         note=f"Busiest second: {max(per_second.values(), default=0)} messages; kernel CPU per "
         f"second: median {statistics.median(cpu_per_second):.1f} %, max "
         f"{max(cpu_per_second):.1f} %. After the final status: {len(tail)} more message(s) "
@@ -574,19 +612,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rate", type=int, default=1000, help="faux tokens per second")
     parser.add_argument("--seconds", type=float, default=20, help="length of the streamed run")
     parser.add_argument("--idle", type=float, default=4, help="seconds per idle window")
+    parser.add_argument(
+        "--import-kernels", type=int, default=3, help="kernels for the -X importtime breakdown"
+    )
     parser.add_argument("--top", type=int, default=15, help="rows of the import breakdown")
     parser.add_argument("--skip-load", action="store_true", help="only the streamed run")
     parser.add_argument("--skip-run", action="store_true", help="only the load time")
     args = parser.parse_args(argv)
-    if args.kernels < 1 or args.rate < 1 or args.seconds <= 0 or args.idle <= 0:
-        parser.error("--kernels and --rate must be ≥ 1, --seconds and --idle > 0")
+    if min(args.kernels, args.import_kernels, args.rate) < 1 or min(args.seconds, args.idle) <= 0:
+        parser.error("--kernels, --import-kernels and --rate must be ≥ 1, --seconds and --idle > 0")
     began = time.perf_counter()
     print(describe_environment(["ipykernel", "jupyter_client", "ipywidgets", "anywidget"]))
     print(f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if not args.skip_load:
         with tempfile.TemporaryDirectory(prefix="kernel_bench-pycache-") as cache:
             measure_load(args.kernels, Path(cache))
-            measure_imports(args.top, Path(cache))
+            measure_imports(args.top, args.import_kernels, Path(cache))
     if not args.skip_run:
         measure_run(args.rate, args.seconds, args.idle)
     print(f"\nTook {time.perf_counter() - began:.0f} s.")
