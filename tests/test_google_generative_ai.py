@@ -295,7 +295,10 @@ async def test_missing_key_for_google_and_none_needed_for_a_custom_endpoint(
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     async with LoopbackServer() as server:
-        result = await stream(make_model(server), CTX).result()
+        hosted = make_model(server).model_copy(
+            update={"base_url": "https://generativelanguage.googleapis.com/v1beta"}
+        )
+        result = await stream(hosted, CTX).result()
         assert result.stop_reason == "error"
         assert "GEMINI_API_KEY" in (result.error_message or "")
         assert server.requests == []

@@ -114,3 +114,23 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
     assert parse_retry_after({"retry-after": "soon"}) is None
     assert parse_retry_after({}) is None
+
+
+def test_api_key_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pi_notebook.ai.http import is_loopback_url, resolve_api_key
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    hosted = Model(id="m", api="openai-responses", provider="openai", base_url="https://x.ai/v1")
+    local = hosted.model_copy(update={"base_url": "http://127.0.0.1:8080/v1"})
+    custom = hosted.model_copy(update={"provider": "my-proxy"})
+    with pytest.raises(ProviderError, match="set OPENAI_API_KEY"):
+        resolve_api_key(hosted, StreamOptions())
+    assert resolve_api_key(hosted, StreamOptions(api_key="sk-1")) == "sk-1"
+    assert resolve_api_key(local, StreamOptions()) is None
+    assert resolve_api_key(custom, StreamOptions()) is None
+    with pytest.raises(ProviderError, match="pass api_key="):
+        resolve_api_key(custom, StreamOptions(), always_required=True)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    assert resolve_api_key(hosted, StreamOptions()) == "sk-env"
+    assert is_loopback_url("http://localhost:1/v1") and is_loopback_url("http://[::1]:2")
+    assert not is_loopback_url("https://api.openai.com/v1")

@@ -374,7 +374,8 @@ async def test_missing_key_for_hosted_provider_and_none_needed_locally(
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     async with LoopbackServer() as server:
-        result = await stream(make_model(server), CTX).result()
+        hosted = make_model(server).model_copy(update={"base_url": "https://api.openai.com/v1"})
+        result = await stream(hosted, CTX).result()
         assert result.stop_reason == "error"
         assert "OPENAI_API_KEY" in (result.error_message or "")
         assert server.requests == []

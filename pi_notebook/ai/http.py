@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import inspect
+import ipaddress
 import json
 import random
 import time
@@ -15,19 +16,23 @@ import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
+from .models import PROVIDER_ENV_KEYS, get_env_api_key
 from .options import ResponseInfo, StreamOptions
 from .types import Model
 
 __all__ = [
     "ProviderError",
     "get_client",
+    "is_loopback_url",
     "open_sse",
     "parse_retry_after",
     "redact",
+    "resolve_api_key",
 ]
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
@@ -67,6 +72,38 @@ def get_client() -> httpx.AsyncClient:
         )
         _clients[loop] = client
     return client
+
+
+def is_loopback_url(base_url: str) -> bool:
+    """Whether ``base_url`` points at this machine (local servers usually need no key)."""
+    host = urlsplit(base_url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def resolve_api_key(
+    model: Model, options: StreamOptions, *, always_required: bool = False
+) -> str | None:
+    """The key for a request: ``options.api_key``, else the provider's environment variable.
+
+    A known hosted provider (or, with ``always_required``, any endpoint) that is not on this
+    machine needs one: its absence is a ``ProviderError`` saying which variable to set.
+    """
+    key = options.api_key or get_env_api_key(model.provider)
+    if key or is_loopback_url(model.base_url):
+        return key
+    names = " or ".join(PROVIDER_ENV_KEYS.get(model.provider, ()))
+    if names:
+        raise ProviderError(
+            f"No API key for provider {model.provider!r}: set {names} or pass api_key="
+        )
+    if always_required:
+        raise ProviderError(f"No API key for provider {model.provider!r}: pass api_key=")
+    return None
 
 
 def redact(text: str, secret: str | None) -> str:

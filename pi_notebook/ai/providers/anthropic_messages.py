@@ -11,18 +11,15 @@ an ``error`` event or a refusal → ``error``, end of input before ``message_sto
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from collections.abc import Mapping
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import httpx
 
 from ..builder import MessageBuilder
 from ..event_stream import AssistantMessageEventStream
-from ..http import open_sse, stream_error
-from ..models import PROVIDER_ENV_KEYS, get_env_api_key
+from ..http import open_sse, resolve_api_key, stream_error
 from ..options import StreamOptions
 from ..producer import produce_stream
 from ..transform import transform_messages
@@ -271,12 +268,7 @@ def stream(model: Model, context: Context, options: StreamOptions) -> AssistantM
 
 async def _produce(builder: MessageBuilder, context: Context, options: StreamOptions) -> None:
     model = builder.model
-    api_key = options.api_key or get_env_api_key(model.provider)
-    if not api_key and not _is_loopback(model.base_url):
-        names = " or ".join(PROVIDER_ENV_KEYS.get(model.provider, ()))
-        where = f"set {names} or pass api_key=..." if names else "pass api_key=..."
-        builder.fail(f"No API key for provider {model.provider!r}: {where}")
-        return
+    api_key = resolve_api_key(model, options, always_required=True)
     messages = transform_messages(context.messages, model, normalize_tool_call_id)
     payload = build_payload(model, context, options, messages)
     headers = request_headers(api_key, thinking="thinking" in payload)
@@ -292,14 +284,3 @@ async def _produce(builder: MessageBuilder, context: Context, options: StreamOpt
             parser.finish(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
             return
     parser.finish()
-
-
-def _is_loopback(base_url: str) -> bool:
-    """Whether ``base_url`` points at this machine (local servers usually need no key)."""
-    host = urlsplit(base_url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

@@ -27,8 +27,8 @@ import httpx
 
 from ..builder import MessageBuilder
 from ..event_stream import AssistantMessageEventStream
-from ..http import ProviderError, open_sse, redact
-from ..models import PROVIDER_ENV_KEYS, clamp_thinking_level, get_env_api_key
+from ..http import ProviderError, open_sse, redact, resolve_api_key
+from ..models import clamp_thinking_level
 from ..options import StreamOptions
 from ..producer import produce_stream
 from ..transform import is_same_model, transform_messages
@@ -400,13 +400,7 @@ def stream(model: Model, context: Context, options: StreamOptions) -> AssistantM
     """Stream one reply of a Gemini model. Never raises."""
 
     async def body(builder: MessageBuilder) -> None:
-        api_key = options.api_key or get_env_api_key(model.provider)
-        if not api_key and model.provider in PROVIDER_ENV_KEYS:
-            names = " or ".join(PROVIDER_ENV_KEYS[model.provider])
-            builder.fail(
-                f"No API key for provider {model.provider!r}: set {names} or pass api_key="
-            )
-            return
+        api_key = resolve_api_key(model, options)
         payload = build_payload(model, context, options)
         headers = {"x-goog-api-key": api_key} if api_key else {}
         url = stream_url(model)

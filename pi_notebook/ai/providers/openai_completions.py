@@ -20,20 +20,17 @@ keeps the partial content.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import uuid
 from collections.abc import Mapping
 from contextlib import aclosing
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import httpx
 
 from ..builder import MessageBuilder
 from ..event_stream import AssistantMessageEventStream
-from ..http import ProviderError, open_sse, stream_error
-from ..models import PROVIDER_ENV_KEYS, get_env_api_key
+from ..http import ProviderError, open_sse, resolve_api_key, stream_error
 from ..options import StreamOptions
 from ..producer import produce_stream
 from ..types import Context, Model
@@ -285,27 +282,9 @@ def stream(model: Model, context: Context, options: StreamOptions) -> AssistantM
     return produce_stream(model, options, lambda builder: _produce(builder, context, options))
 
 
-def _needs_api_key(model: Model) -> bool:
-    """Known hosted providers need a key; custom endpoints and servers on this machine may run
-    without one."""
-    if model.provider not in PROVIDER_ENV_KEYS:
-        return False
-    host = urlsplit(model.base_url).hostname or ""
-    if host == "localhost":
-        return False
-    try:
-        return not ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return True
-
-
 async def _produce(builder: MessageBuilder, context: Context, options: StreamOptions) -> None:
     model = builder.model
-    api_key = options.api_key or get_env_api_key(model.provider)
-    if not api_key and _needs_api_key(model):
-        names = " or ".join(PROVIDER_ENV_KEYS[model.provider])
-        builder.fail(f"No API key for provider {model.provider!r}: set {names} or pass api_key=")
-        return
+    api_key = resolve_api_key(model, options)
     compat = resolve_compat(model)
     payload = build_payload(model, context, options, compat)
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}

@@ -27,8 +27,8 @@ import httpx
 
 from ..builder import MessageBuilder, parse_tool_arguments
 from ..event_stream import AssistantMessageEventStream
-from ..http import ProviderError, open_sse, redact
-from ..models import PROVIDER_ENV_KEYS, clamp_thinking_level, get_env_api_key
+from ..http import ProviderError, open_sse, redact, resolve_api_key
+from ..models import clamp_thinking_level
 from ..options import StreamOptions
 from ..producer import produce_stream
 from ..transform import is_same_model, transform_messages
@@ -603,21 +603,11 @@ class ResponsesStreamParser:
 # --- entry point ---------------------------------------------------------------------------------
 
 
-def _api_key(model: Model, options: StreamOptions) -> str | None:
-    key = options.api_key or get_env_api_key(model.provider)
-    if not key and model.provider in PROVIDER_ENV_KEYS:
-        names = " or ".join(PROVIDER_ENV_KEYS[model.provider])
-        raise ProviderError(
-            f"No API key for provider {model.provider!r}: set {names} or pass api_key=..."
-        )
-    return key
-
-
 def stream(model: Model, context: Context, options: StreamOptions) -> AssistantMessageEventStream:
     """Stream one reply of ``model`` from an OpenAI Responses endpoint. Never raises."""
 
     async def body(builder: MessageBuilder) -> None:
-        api_key = _api_key(model, options)
+        api_key = resolve_api_key(model, options)
         payload = build_payload(model, context, options)
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         url = responses_url(model)
