@@ -592,8 +592,9 @@ def measure_run(rate: int, seconds: float, idle: float) -> None:
         "comm_msg updates during the run, by the traits they carry",
         ["traits", "count", "per s", "bytes", "mean bytes", "max bytes"],
         size_rows(synced),
-        note="current = the in-progress reply sent whole; current_tail = only the text appended "
-        "since; messages = the finished transcript.",
+        note="current = the in-progress reply sent whole; current_tail = the text appended "
+        "since current was last sent whole (so it grows up to the resend threshold, not just "
+        "the last 50 ms of text); messages = the finished transcript.",
     )
     print_table(
         "iopub messages during the run, by type",
