@@ -132,6 +132,18 @@ def _common_prefix(a: str, b: str) -> int:
     return i
 
 
+class _Pacer:
+    """Real-time pacing against a fixed schedule: a sleep that overruns is made up by the next
+    chunks, so the achieved rate matches the requested one (sleeping per chunk drifts slow)."""
+
+    def __init__(self) -> None:
+        self._due = time.monotonic()
+
+    async def wait(self, seconds: float) -> None:
+        self._due += seconds
+        await asyncio.sleep(max(0.0, self._due - time.monotonic()))
+
+
 @dataclass
 class FauxProvider:
     """Handle of one registered faux API. See the module docstring."""
@@ -201,21 +213,22 @@ class FauxProvider:
                 return
         out.response_id = reply.response_id
         prompt = _serialise_context(context)
-        await self._pace(0)
+        pacer = _Pacer()
+        await self._pace(0, pacer)
         out.start()
         output_chars = 0
         for block in reply.content:
             if isinstance(block, TextContent):
                 index = out.text_start()
                 for chunk in self._chunks(block.text):
-                    await self._pace(len(chunk))
+                    await self._pace(len(chunk), pacer)
                     out.text_delta(index, chunk)
                 output_chars += len(block.text)
                 out.text_end(index, signature=block.text_signature)
             elif isinstance(block, ThinkingContent):
                 index = out.thinking_start()
                 for chunk in self._chunks(block.thinking):
-                    await self._pace(len(chunk))
+                    await self._pace(len(chunk), pacer)
                     out.thinking_delta(index, chunk)
                 output_chars += len(block.thinking)
                 out.thinking_end(index, signature=block.thinking_signature)
@@ -223,7 +236,7 @@ class FauxProvider:
                 index = out.toolcall_start(block.id, block.name)
                 raw = json.dumps(block.arguments)
                 for chunk in self._chunks(raw):
-                    await self._pace(len(chunk))
+                    await self._pace(len(chunk), pacer)
                     out.toolcall_delta(index, chunk)
                 output_chars += len(raw)
                 out.toolcall_end(index, arguments=block.arguments)
@@ -258,11 +271,12 @@ class FauxProvider:
             yield text[i : i + size]
             i += size
 
-    async def _pace(self, chars: int) -> None:
-        if self.tokens_per_second:
-            await asyncio.sleep(max(chars, 4) / 4 / self.tokens_per_second)
-        else:
+    async def _pace(self, chars: int, clock: _Pacer | None = None) -> None:
+        """One hand-off per chunk; with ``tokens_per_second``, wait until the chunk is due."""
+        if clock is None or not self.tokens_per_second:
             await asyncio.sleep(0)
+            return
+        await clock.wait(max(chars, 4) / 4 / self.tokens_per_second)
 
 
 def register_faux_provider(
