@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 ARTIFACTS = ROOT / "test-artifacts" / "notebooks"
 EXAMPLES = sorted(NOTEBOOKS.glob("*.ipynb"))
-EXPECTED = {"providers", "quickstart", "sessions", "tools"}
+EXPECTED = {"providers", "python-api", "quickstart", "sessions", "tools"}
 
 REPLAY_SPEED = 4.0
 """Cassettes replay at 4× their recorded pace: still streaming (so ``%steer`` lands mid-run, as
