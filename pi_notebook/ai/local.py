@@ -32,8 +32,6 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any, Final
 
-import httpx
-
 from .models import register_model
 from .types import Model, ModelCost
 
@@ -348,6 +346,8 @@ class LocalServer:
 
 
 def _wait_healthy(address: str, timeout: float) -> None:
+    import httpx  # here, not at import: loading the extension should not pay for it
+
     deadline = time.monotonic() + timeout
     last = "no answer"
     with httpx.Client(timeout=5.0, trust_env=False) as client:
