@@ -2,8 +2,12 @@
 
 A provider calls ``start()``, then ``text_start/text_delta/text_end`` (and the thinking and
 tool-call twins), ``set_usage`` whenever usage arrives, and finally ``done(...)`` or ``fail(...)``.
-The builder keeps the open blocks as lists of chunks, so appending is O(1); every event gets an
-O(1) snapshot that is turned into an ``AssistantMessage`` only if somebody reads ``event.partial``.
+The builder keeps the open blocks as lists of chunks, so appending is O(1). Every event records
+the reply as it is at that moment in O(1): a shared ``_Layout`` (blocks, open blocks' metadata and
+chunk counts, usage, response ids) plus the chunk count of the block being streamed into. The
+layout is rebuilt only when something other than that count changes, so a run of deltas into one
+block shares a single layout. The ``AssistantMessage`` is built only if somebody reads
+``event.partial``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from .events import (
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    partial_event,
 )
 from .types import (
     AssistantContent,
@@ -77,68 +82,177 @@ def parse_tool_arguments(text: str) -> tuple[dict[str, Any], str | None]:
     return value, None
 
 
-class _OpenBlock:
-    __slots__ = ("chunks", "id", "kind", "name", "signature")
+# --- trusted construction ------------------------------------------------------------------------
+# The objects ``model_construct`` would build (the same ``__dict__`` in field order, the same
+# fields set) without its generic per-field loop: these run for every block, snapshot and reply.
 
-    def __init__(self, kind: Literal["text", "thinking", "toolCall"], id: str = "", name: str = ""):
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _construct(cls: type[Any], values: dict[str, Any], given: set[str]) -> Any:
+    model = _new(cls)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", given)
+    _set(model, "__pydantic_extra__", {})
+    _set(model, "__pydantic_private__", None)
+    return model
+
+
+def _text_content(text: str, signature: str | None) -> TextContent:
+    values = {"type": "text", "text": text, "text_signature": signature}
+    content: TextContent = _construct(TextContent, values, {"text", "text_signature"})
+    return content
+
+
+def _thinking_content(
+    text: str, signature: str | None, redacted: bool | None = None
+) -> ThinkingContent:
+    values: dict[str, Any] = {
+        "type": "thinking",
+        "thinking": text,
+        "thinking_signature": signature,
+        "redacted": redacted,
+    }
+    given = {"thinking", "thinking_signature"}
+    if redacted is not None:
+        given.add("redacted")
+    content: ThinkingContent = _construct(ThinkingContent, values, given)
+    return content
+
+
+def _tool_call(
+    id: str,
+    name: str,
+    arguments: dict[str, Any],
+    signature: str | None,
+    error: str | None = None,
+    raw: str | None = None,
+    *,
+    final: bool = False,
+) -> ToolCall:
+    values = {
+        "type": "toolCall",
+        "id": id,
+        "name": name,
+        "arguments": arguments,
+        "thought_signature": signature,
+        "parse_error": error,
+        "raw_arguments": raw,
+    }
+    given = {"id", "name", "arguments", "thought_signature"}
+    if final:
+        given.update(("parse_error", "raw_arguments"))
+    call: ToolCall = _construct(ToolCall, values, given)
+    return call
+
+
+_MESSAGE_FIELDS = frozenset(AssistantMessage.model_fields)
+
+
+# --- blocks and snapshots ------------------------------------------------------------------------
+
+
+class _OpenBlock:
+    """A content block still receiving chunks (appended only through the builder). Setting
+    ``id``, ``name`` or ``signature`` shows in the events that follow, not in earlier ones."""
+
+    __slots__ = ("_id", "_name", "_owner", "_signature", "chunks", "kind")
+
+    def __init__(
+        self,
+        owner: MessageBuilder,
+        kind: Literal["text", "thinking", "toolCall"],
+        id: str = "",
+        name: str = "",
+        signature: str | None = None,
+    ):
+        self._owner = owner
         self.kind = kind
         self.chunks: list[str] = []
-        self.signature: str | None = None
-        self.id = id
-        self.name = name
+        self._id = id
+        self._name = name
+        self._signature = signature
 
-    def state(self) -> tuple[_OpenBlock, int, str, str, str | None]:
-        """What a snapshot needs to rebuild this block as it is now."""
-        return (self, len(self.chunks), self.id, self.name, self.signature)
+    @property
+    def id(self) -> str:
+        return self._id
+
+    @id.setter
+    def id(self, value: str) -> None:
+        self._id = value
+        self._owner._layout = None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = value
+        self._owner._layout = None
+
+    @property
+    def signature(self) -> str | None:
+        return self._signature
+
+    @signature.setter
+    def signature(self, value: str | None) -> None:
+        self._signature = value
+        self._owner._layout = None
 
     def build(self, count: int | None = None, final: bool = False) -> AssistantContent:
-        return self.build_from(count, self.id, self.name, self.signature, final)
+        return self.build_from(count, self._id, self._name, self._signature, final)
 
     def build_from(
         self, count: int | None, id: str, name: str, signature: str | None, final: bool = False
     ) -> AssistantContent:
-        chunks = self.chunks if count is None else self.chunks[:count]
-        text = "".join(chunks)
+        text = "".join(self.chunks if count is None else self.chunks[:count])
         if self.kind == "text":
-            return TextContent.model_construct(text=text, text_signature=signature)
+            return _text_content(text, signature)
         if self.kind == "thinking":
-            return ThinkingContent.model_construct(thinking=text, thinking_signature=signature)
+            return _thinking_content(text, signature)
         if final:
             arguments, error = parse_tool_arguments(text)
-            return ToolCall.model_construct(
-                id=id,
-                name=name,
-                arguments=arguments,
-                thought_signature=signature,
-                parse_error=error,
-                raw_arguments=text if error else None,
+            return _tool_call(
+                id, name, arguments, signature, error, text if error else None, final=True
             )
-        return ToolCall.model_construct(
-            id=id, name=name, arguments=parse_partial_json(text), thought_signature=signature
-        )
+        return _tool_call(id, name, parse_partial_json(text), signature)
 
 
-class _Snapshot:
-    """The builder's state at one event, in O(1): block count, the open blocks' chunk counts and
-    metadata, usage and response ids — everything a later event could change."""
+class _Layout:
+    """The reply at one moment except the chunk count of block ``active`` (-1: none), which each
+    event carries itself: the blocks, the open ones' metadata and chunk counts, usage and response
+    ids. Events share one layout until something other than that count changes."""
 
-    __slots__ = ("_blocks", "_builder", "_count", "_ids", "_open", "_usage")
+    __slots__ = ("_blocks", "_builder", "_count", "_ids", "_open", "_usage", "active")
 
-    def __init__(self, builder: MessageBuilder) -> None:
+    def __init__(self, builder: MessageBuilder, active: int) -> None:
+        blocks = builder._blocks
         self._builder = builder
-        self._blocks = builder._blocks
-        self._count = len(builder._blocks)
-        self._open = tuple((i, builder.open_block(i).state()) for i in builder._open)
-        self._usage = builder.usage
-        self._ids = (builder.response_id, builder.response_model)
+        self._blocks = blocks
+        self._count = len(blocks)
+        self._open = [
+            (i, block, len(block.chunks), block._id, block._name, block._signature)
+            for i in builder._open
+            if isinstance(block := blocks[i], _OpenBlock)
+        ]
+        self._usage = builder._usage
+        self._ids = (builder._response_id, builder._response_model)
+        self.active = active
 
-    def materialize(self) -> AssistantMessage:
-        content: list[Any] = list(self._blocks[: self._count])
-        for index, (block, count, id, name, signature) in self._open:
-            content[index] = block.build_from(count, id, name, signature)
-        message = self._builder._message(content, self._usage, stop_reason="stop")
-        message.response_id, message.response_model = self._ids
-        return message
+    def materialize_at(self, chunks: int) -> AssistantMessage:
+        """The partial reply, with ``chunks`` chunks in the active block."""
+        active = self.active
+        content: list[Any] = self._blocks[: self._count]
+        for index, block, count, id, name, signature in self._open:
+            content[index] = block.build_from(
+                chunks if index == active else count, id, name, signature
+            )
+        response_id, response_model = self._ids
+        return self._builder._message(
+            content, self._usage, "stop", None, response_id, response_model
+        )
 
 
 class MessageBuilder:
@@ -147,16 +261,44 @@ class MessageBuilder:
     def __init__(self, model: Model, stream: AssistantMessageEventStream) -> None:
         self.model = model
         self.stream = stream
-        self.usage = Usage()
-        self.response_id: str | None = None
-        self.response_model: str | None = None
+        self._usage = Usage()
+        self._response_id: str | None = None
+        self._response_model: str | None = None
         self.timestamp = now_ms()
         self._blocks: list[AssistantContent | _OpenBlock] = []
         self._open: list[int] = []
+        self._layout: _Layout | None = None
         self.started = False
         self.finished = False
 
     # --- state -----------------------------------------------------------------------------------
+
+    @property
+    def usage(self) -> Usage:
+        return self._usage
+
+    @usage.setter
+    def usage(self, usage: Usage) -> None:
+        self._usage = usage
+        self._layout = None
+
+    @property
+    def response_id(self) -> str | None:
+        return self._response_id
+
+    @response_id.setter
+    def response_id(self, value: str | None) -> None:
+        self._response_id = value
+        self._layout = None
+
+    @property
+    def response_model(self) -> str | None:
+        return self._response_model
+
+    @response_model.setter
+    def response_model(self, value: str | None) -> None:
+        self._response_model = value
+        self._layout = None
 
     @property
     def has_content(self) -> bool:
@@ -176,14 +318,16 @@ class MessageBuilder:
         self, *, input: int = 0, output: int = 0, cache_read: int = 0, cache_write: int = 0
     ) -> None:
         """Replace the usage (and its cost). Called whenever the provider reports usage."""
-        usage = Usage.model_construct(
-            input=input,
-            output=output,
-            cache_read=cache_read,
-            cache_write=cache_write,
-            total_tokens=input + output + cache_read + cache_write,
-        )
-        usage.cost = calculate_cost(self.model, usage)
+        values: dict[str, Any] = {
+            "input": input,
+            "output": output,
+            "cache_read": cache_read,
+            "cache_write": cache_write,
+            "total_tokens": input + output + cache_read + cache_write,
+            "cost": None,
+        }
+        usage: Usage = _construct(Usage, values, set(values))
+        values["cost"] = calculate_cost(self.model, usage)
         self.usage = usage
 
     def _message(
@@ -192,23 +336,44 @@ class MessageBuilder:
         usage: Usage,
         stop_reason: StopReason,
         error_message: str | None = None,
+        response_id: str | None = None,
+        response_model: str | None = None,
     ) -> AssistantMessage:
-        return AssistantMessage.model_construct(
-            role="assistant",
-            content=content,
-            api=self.model.api,
-            provider=self.model.provider,
-            model=self.model.id,
-            response_id=self.response_id,
-            response_model=self.response_model,
-            usage=usage,
-            stop_reason=stop_reason,
-            error_message=error_message,
-            timestamp=self.timestamp,
+        model = self.model
+        values = {
+            "role": "assistant",
+            "content": content,
+            "api": model.api,
+            "provider": model.provider,
+            "model": model.id,
+            "response_id": response_id,
+            "response_model": response_model,
+            "usage": usage,
+            "stop_reason": stop_reason,
+            "error_message": error_message,
+            "timestamp": self.timestamp,
+        }
+        message: AssistantMessage = _construct(AssistantMessage, values, set(_MESSAGE_FIELDS))
+        return message
+
+    def _final_message(
+        self, stop_reason: StopReason, error_message: str | None = None
+    ) -> AssistantMessage:
+        return self._message(
+            self.final_content(),
+            self._usage,
+            stop_reason,
+            error_message,
+            self._response_id,
+            self._response_model,
         )
 
-    def snapshot(self) -> _Snapshot:
-        return _Snapshot(self)
+    def _layout_for(self, active: int) -> _Layout:
+        """The current layout if it is still right for a delta into ``active``, else a new one."""
+        layout = self._layout
+        if layout is None or layout.active != active:
+            layout = self._layout = _Layout(self, active)
+        return layout
 
     # --- events ----------------------------------------------------------------------------------
 
@@ -216,13 +381,14 @@ class MessageBuilder:
         if self.started:
             return
         self.started = True
-        self.stream.push(StartEvent._fast(_Snapshot(self)))
+        self.stream.push(partial_event(StartEvent, {"type": "start"}, self._layout_for(-1), 0))
 
     def _open_new(self, block: _OpenBlock) -> int:
         self.start()
         index = len(self._blocks)
         self._blocks.append(block)
         self._open.append(index)
+        self._layout = None
         return index
 
     def _close(self, index: int) -> AssistantContent:
@@ -230,84 +396,87 @@ class MessageBuilder:
         final = block.build(final=True)
         self._blocks[index] = final
         self._open.remove(index)
+        self._layout = None
         return final
 
+    def _push_start(self, cls: type[Any], kind: str, index: int) -> None:
+        fields = {"type": kind, "content_index": index}
+        self.stream.push(partial_event(cls, fields, self._layout_for(index), 0))
+
+    def _push_delta(self, cls: type[Any], kind: str, index: int, delta: str) -> None:
+        chunks = self._blocks[index].chunks  # type: ignore[union-attr]
+        chunks.append(delta)
+        layout = self._layout
+        if layout is None or layout.active != index:
+            layout = self._layout = _Layout(self, index)
+        fields = {"type": kind, "content_index": index, "delta": delta}
+        self.stream.push(partial_event(cls, fields, layout, len(chunks)))
+
     def text_start(self) -> int:
-        index = self._open_new(_OpenBlock("text"))
-        self.stream.push(TextStartEvent._fast(_Snapshot(self), content_index=index))
+        index = self._open_new(_OpenBlock(self, "text"))
+        self._push_start(TextStartEvent, "text_start", index)
         return index
 
     def text_delta(self, index: int, delta: str) -> None:
-        self._blocks[index].chunks.append(delta)  # type: ignore[union-attr]
-        self.stream.push(TextDeltaEvent._fast(_Snapshot(self), content_index=index, delta=delta))
+        self._push_delta(TextDeltaEvent, "text_delta", index, delta)
 
     def text_end(self, index: int, signature: str | None = None) -> None:
         if signature is not None:
             self.open_block(index).signature = signature
         final = self._close(index)
         assert isinstance(final, TextContent)
-        self.stream.push(
-            TextEndEvent._fast(_Snapshot(self), content_index=index, content=final.text)
-        )
+        fields = {"type": "text_end", "content_index": index, "content": final.text}
+        self.stream.push(partial_event(TextEndEvent, fields, self._layout_for(-1), 0))
 
     def thinking_start(self, signature: str | None = None) -> int:
-        block = _OpenBlock("thinking")
-        block.signature = signature
-        index = self._open_new(block)
-        self.stream.push(ThinkingStartEvent._fast(_Snapshot(self), content_index=index))
+        index = self._open_new(_OpenBlock(self, "thinking", signature=signature))
+        self._push_start(ThinkingStartEvent, "thinking_start", index)
         return index
 
     def thinking_delta(self, index: int, delta: str) -> None:
-        self._blocks[index].chunks.append(delta)  # type: ignore[union-attr]
-        self.stream.push(
-            ThinkingDeltaEvent._fast(_Snapshot(self), content_index=index, delta=delta)
-        )
+        self._push_delta(ThinkingDeltaEvent, "thinking_delta", index, delta)
 
     def thinking_end(self, index: int, signature: str | None = None) -> None:
         if signature is not None:
             self.open_block(index).signature = signature
         final = self._close(index)
         assert isinstance(final, ThinkingContent)
-        self.stream.push(
-            ThinkingEndEvent._fast(_Snapshot(self), content_index=index, content=final.thinking)
-        )
+        fields = {"type": "thinking_end", "content_index": index, "content": final.thinking}
+        self.stream.push(partial_event(ThinkingEndEvent, fields, self._layout_for(-1), 0))
 
     def redacted_thinking(self, signature: str, text: str = "[Reasoning redacted]") -> None:
         """A complete, opaque thinking block (Anthropic ``redacted_thinking``)."""
-        index = self._open_new(_OpenBlock("thinking"))
-        self.stream.push(ThinkingStartEvent._fast(_Snapshot(self), content_index=index))
-        self._blocks[index] = ThinkingContent.model_construct(
-            thinking=text, thinking_signature=signature, redacted=True
-        )
+        index = self._open_new(_OpenBlock(self, "thinking"))
+        self._push_start(ThinkingStartEvent, "thinking_start", index)
+        self._blocks[index] = _thinking_content(text, signature, redacted=True)
         self._open.remove(index)
-        self.stream.push(ThinkingEndEvent._fast(_Snapshot(self), content_index=index, content=text))
+        self._layout = None
+        fields = {"type": "thinking_end", "content_index": index, "content": text}
+        self.stream.push(partial_event(ThinkingEndEvent, fields, self._layout_for(-1), 0))
 
     def toolcall_start(self, id: str, name: str) -> int:
-        index = self._open_new(_OpenBlock("toolCall", id=id, name=name))
-        self.stream.push(ToolCallStartEvent._fast(_Snapshot(self), content_index=index))
+        index = self._open_new(_OpenBlock(self, "toolCall", id=id, name=name))
+        self._push_start(ToolCallStartEvent, "toolcall_start", index)
         return index
 
     def toolcall_delta(self, index: int, delta: str) -> None:
-        self._blocks[index].chunks.append(delta)  # type: ignore[union-attr]
-        self.stream.push(
-            ToolCallDeltaEvent._fast(_Snapshot(self), content_index=index, delta=delta)
-        )
+        self._push_delta(ToolCallDeltaEvent, "toolcall_delta", index, delta)
 
     def toolcall_end(self, index: int, arguments: dict[str, Any] | None = None) -> None:
         """Close a tool call; ``arguments`` replaces the streamed text (APIs that send objects)."""
         if arguments is not None:
             block = self.open_block(index)
-            final: AssistantContent = ToolCall.model_construct(
-                id=block.id, name=block.name, arguments=arguments, thought_signature=block.signature
+            final: AssistantContent = _tool_call(
+                block._id, block._name, arguments, block._signature
             )
             self._blocks[index] = final
             self._open.remove(index)
+            self._layout = None
         else:
             final = self._close(index)
         assert isinstance(final, ToolCall)
-        self.stream.push(
-            ToolCallEndEvent._fast(_Snapshot(self), content_index=index, tool_call=final)
-        )
+        fields = {"type": "toolcall_end", "content_index": index, "tool_call": final}
+        self.stream.push(partial_event(ToolCallEndEvent, fields, self._layout_for(-1), 0))
 
     def end_open_blocks(self) -> None:
         """Close every block still open (in order), emitting its ``*_end`` event."""
@@ -328,19 +497,21 @@ class MessageBuilder:
     def done(self, stop_reason: Literal["stop", "length", "toolUse"]) -> AssistantMessage:
         """Finish successfully: close open blocks, push ``done``."""
         self.end_open_blocks()
-        message = self._message(self.final_content(), self.usage, stop_reason)
+        message = self._final_message(stop_reason)
+        self._layout = None  # the layout refers back to the builder: no cycle outlives the reply
         self.finished = True
-        self.stream.push(
-            DoneEvent.model_construct(type="done", reason=stop_reason, message=message)
-        )
+        fields = {"type": "done", "reason": stop_reason, "message": message}
+        self.stream.push(_construct(DoneEvent, fields, set(fields)))
         return message
 
     def fail(self, error_message: str, *, aborted: bool = False) -> AssistantMessage:
         """Finish with an error, keeping whatever content arrived (open blocks are kept as-is)."""
         reason: Literal["error", "aborted"] = "aborted" if aborted else "error"
-        message = self._message(self.final_content(), self.usage, reason, error_message)
+        message = self._final_message(reason, error_message)
         self._blocks = list(message.content)
         self._open = []
+        self._layout = None
         self.finished = True
-        self.stream.push(ErrorEvent.model_construct(type="error", reason=reason, error=message))
+        fields = {"type": "error", "reason": reason, "error": message}
+        self.stream.push(_construct(ErrorEvent, fields, set(fields)))
         return message

@@ -1,0 +1,150 @@
+"""MessageBuilder's shared snapshots: interleaved blocks, late metadata, and objects identical to
+what ``model_construct`` would build."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pi_notebook.ai import (
+    AssistantMessage,
+    AssistantMessageEventStream,
+    MessageBuilder,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+)
+
+MODEL = Model(id="m", api="test", provider="test")
+
+
+def _state(model: Any) -> tuple[Any, ...]:
+    return (
+        type(model),
+        list(model.__dict__.items()),
+        model.__pydantic_fields_set__,
+        model.__pydantic_extra__,
+        model.__pydantic_private__,
+    )
+
+
+def _events(build: Any) -> list[Any]:
+    stream = AssistantMessageEventStream()
+    build(MessageBuilder(MODEL, stream))
+    events = list(stream._backlog)  # a finished stream: everything is queued
+    return events
+
+
+def test_interleaved_deltas_into_two_open_blocks_keep_their_moment() -> None:
+    def build(out: MessageBuilder) -> None:
+        out.start()
+        text = out.text_start()
+        call = out.toolcall_start("c1", "f")
+        out.text_delta(text, "a")
+        out.toolcall_delta(call, '{"x": 1')
+        out.text_delta(text, "b")
+        out.text_delta(text, "c")
+        out.toolcall_delta(call, ', "y": 2}')
+        out.set_usage(input=3, output=4)
+        out.text_delta(text, "d")
+        out.done("toolUse")
+
+    events = _events(build)
+    seen = [
+        (e.partial.content[0].text, e.partial.content[1].arguments, e.partial.usage.output)
+        for e in events
+        if e.type.endswith("_delta")
+    ]
+    assert seen == [
+        ("a", {}, 0),
+        ("a", {"x": 1}, 0),
+        ("ab", {"x": 1}, 0),
+        ("abc", {"x": 1}, 0),
+        ("abc", {"x": 1, "y": 2}, 0),
+        ("abcd", {"x": 1, "y": 2}, 4),
+    ]
+    final = events[-1].message
+    assert final.text == "abcd" and final.tool_calls[0].arguments == {"x": 1, "y": 2}
+
+
+def test_a_signature_set_on_an_open_block_shows_from_the_next_event_on() -> None:
+    def build(out: MessageBuilder) -> None:
+        i = out.thinking_start()
+        out.thinking_delta(i, "hm")
+        out.open_block(i).signature = "sig"
+        out.thinking_delta(i, "m")
+        out.done("stop")
+
+    first, second = [e.partial.content[0] for e in _events(build) if e.type == "thinking_delta"]
+    assert (first.thinking, first.thinking_signature) == ("hm", None)
+    assert (second.thinking, second.thinking_signature) == ("hmm", "sig")
+
+
+def test_built_objects_equal_model_construct() -> None:
+    def build(out: MessageBuilder) -> None:
+        t = out.text_start()
+        out.text_delta(t, "hi")
+        out.text_end(t, signature="ts")
+        k = out.thinking_start(signature="ks")
+        out.thinking_delta(k, "think")
+        out.thinking_end(k)
+        out.redacted_thinking("rs")
+        c = out.toolcall_start("c1", "f")
+        out.toolcall_delta(c, '{"a": 1}')
+        out.toolcall_end(c)
+        bad = out.toolcall_start("c2", "g")
+        out.toolcall_delta(bad, "{oops")
+        out.toolcall_end(bad)
+        given = out.toolcall_start("c3", "h")
+        out.toolcall_end(given, arguments={"b": 2})
+        out.set_usage(input=1, output=2, cache_read=3, cache_write=4)
+        out.done("toolUse")
+
+    events = _events(build)
+    message = events[-1].message
+    text, thinking, redacted, call, broken, objects = message.content
+    assert _state(text) == _state(TextContent.model_construct(text="hi", text_signature="ts"))
+    assert _state(thinking) == _state(
+        ThinkingContent.model_construct(thinking="think", thinking_signature="ks")
+    )
+    assert _state(redacted) == _state(
+        ThinkingContent.model_construct(
+            thinking="[Reasoning redacted]", thinking_signature="rs", redacted=True
+        )
+    )
+    assert _state(call) == _state(
+        ToolCall.model_construct(
+            id="c1",
+            name="f",
+            arguments={"a": 1},
+            thought_signature=None,
+            parse_error=None,
+            raw_arguments=None,
+        )
+    )
+    assert broken.parse_error and broken.raw_arguments == "{oops"
+    assert _state(broken) == _state(
+        ToolCall.model_construct(
+            id="c2",
+            name="g",
+            arguments={},
+            thought_signature=None,
+            parse_error=broken.parse_error,
+            raw_arguments="{oops",
+        )
+    )
+    assert _state(objects) == _state(
+        ToolCall.model_construct(id="c3", name="h", arguments={"b": 2}, thought_signature=None)
+    )
+    usage = Usage.model_construct(input=1, output=2, cache_read=3, cache_write=4, total_tokens=10)
+    usage.cost = message.usage.cost
+    assert _state(message.usage) == _state(usage)
+    expected = AssistantMessage.model_construct(
+        **{name: getattr(message, name) for name in AssistantMessage.model_fields}
+    )
+    assert _state(message) == _state(expected)
+    partial = events[2].partial  # text_delta: the open text block, built for this snapshot
+    assert _state(partial.content[0]) == _state(
+        TextContent.model_construct(text="hi", text_signature=None)
+    )
