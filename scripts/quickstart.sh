@@ -6,9 +6,9 @@
 #   bash scripts/quickstart.sh --no-browser  # other arguments go to `jupyter lab`
 #
 # Safe to run again: each step is skipped when it is done already. It installs this repository
-# (editable, with the embedded local model and JupyterLab) into the active Python environment —
-# activate a virtual environment first if you want it isolated — and downloads the local model's
-# weights once (93 MB, checked by sha256). Without an API key in the environment the notebooks use
+# (editable, with the embedded local model, JupyterLab and what `bash scripts/test.sh` needs) into
+# the active Python environment — activate a virtual environment first if you want it isolated —
+# and downloads the local model's weights once (93 MB, checked by sha256). Without an API key in the environment the notebooks use
 # that local model; set e.g. ANTHROPIC_API_KEY before running this to use a hosted model instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,20 +29,20 @@ if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   exit 1
 fi
 
-# 1. The package, editable, with the local model (xllamacpp) and JupyterLab. `-I` keeps the
-#    check honest: the repository itself on sys.path does not count as installed.
+# 1. The package, editable, with the local model (xllamacpp), JupyterLab and the test tools.
+#    `-I` keeps the check honest: the repository itself on sys.path does not count as installed.
 installed() {
   "$PY" -I - "$ROOT" <<'EOF' 2>/dev/null
 import pathlib, sys
-import jupyterlab, pi_notebook, xllamacpp  # noqa: F401
+import jupyterlab, nbclient, pi_notebook, pytest, xllamacpp  # noqa: F401
 sys.exit(pathlib.Path(pi_notebook.__file__).resolve().parents[1] != pathlib.Path(sys.argv[1]))
 EOF
 }
 if installed; then
-  step "pi_notebook, the local model runtime and JupyterLab are installed"
+  step "pi_notebook, the local model runtime, JupyterLab and the test tools are installed"
 else
-  step "Installing pi_notebook with the local model runtime and JupyterLab"
-  if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$PY" -m pip install -e ".[local,lab]"; then
+  step "Installing pi_notebook with the local model runtime, JupyterLab and the test tools"
+  if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$PY" -m pip install -e ".[local,lab,test]"; then
     echo >&2
     echo "pip could not install into $PY's environment. Create and activate a virtual" >&2
     echo "environment, then run this script again:" >&2
