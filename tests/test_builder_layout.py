@@ -3,6 +3,7 @@ what ``model_construct`` would build."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pi_notebook.ai import (
@@ -148,3 +149,21 @@ def test_built_objects_equal_model_construct() -> None:
     assert _state(partial.content[0]) == _state(
         TextContent.model_construct(text="hi", text_signature=None)
     )
+
+
+async def test_next_batch_hands_over_queued_events_in_order_then_empty() -> None:
+    stream = AssistantMessageEventStream()
+    out = MessageBuilder(MODEL, stream)
+    i = out.text_start()
+    out.text_delta(i, "a")
+    first = await stream.next_batch()
+    assert [e.type for e in first] == ["start", "text_start", "text_delta"]
+    waiting = asyncio.ensure_future(stream.next_batch())
+    await asyncio.sleep(0)
+    assert not waiting.done()  # nothing queued: it waits for the producer
+    out.text_delta(i, "b")
+    out.done("stop")
+    second = await waiting
+    assert [e.type for e in second] == ["text_delta", "text_end", "done"]
+    assert len(await stream.next_batch()) == 0
+    assert [e async for e in stream] == []

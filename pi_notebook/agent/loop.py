@@ -24,12 +24,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from dataclasses import fields
 from typing import Any
 
 from ..ai.abort import AbortSignal
 from ..ai.event_stream import AssistantMessageEventStream
+from ..ai.events import AssistantMessageEvent
 from ..ai.options import StreamOptions, maybe_await
 from ..ai.registry import stream_simple
 from ..ai.types import AssistantMessage, Context, Message, Model, ToolResultMessage
@@ -275,24 +276,30 @@ class _Run:
         stream = await produced if inspect.isawaitable(produced) else produced
 
         send = self.sink.send
+        next_batch = (
+            stream.next_batch
+            if isinstance(stream, AssistantMessageEventStream)
+            else _one_at_a_time(stream)
+        )
         started = False
         final: AssistantMessage | None = None
-        async for event in stream:
-            kind = event.type
-            if kind in _DELTA_TYPES:
-                if started:
-                    await send(message_update(event))
-            elif kind == "start":
-                if not started:
-                    started = True
-                    message = event.partial  # type: ignore[union-attr]
-                    await send(MessageStartEvent._quick(type="message_start", message=message))
-            elif kind == "done":
-                final = event.message  # type: ignore[union-attr]
-                break
-            elif kind == "error":
-                final = event.error  # type: ignore[union-attr]
-                break
+        while final is None and (batch := await next_batch()):
+            for event in batch:
+                kind = event.type
+                if kind in _DELTA_TYPES:
+                    if started:
+                        await send(message_update(event))
+                elif kind == "start":
+                    if not started:
+                        started = True
+                        message = event.partial  # type: ignore[union-attr]
+                        await send(MessageStartEvent._quick(type="message_start", message=message))
+                elif kind == "done":
+                    final = event.message  # type: ignore[union-attr]
+                    break
+                elif kind == "error":
+                    final = event.error  # type: ignore[union-attr]
+                    break
         if final is None:
             final = await stream.result()
         if not isinstance(final, AssistantMessage):
@@ -302,6 +309,21 @@ class _Run:
         context.messages.append(final)
         await send(MessageEndEvent._quick(type="message_end", message=final))
         return final
+
+
+def _one_at_a_time(
+    stream: AsyncIterable[AssistantMessageEvent],
+) -> Callable[[], Awaitable[Sequence[AssistantMessageEvent]]]:
+    """``next_batch`` for a stream that is only an async iterable: one event at a time."""
+    iterator = aiter(stream)
+
+    async def next_batch() -> Sequence[AssistantMessageEvent]:
+        try:
+            return (await anext(iterator),)
+        except StopAsyncIteration:
+            return ()
+
+    return next_batch
 
 
 # --- awaited-emit entry points -------------------------------------------------------------------

@@ -403,22 +403,20 @@ class MessageBuilder:
         fields = {"type": kind, "content_index": index}
         self.stream.push(partial_event(cls, fields, self._layout_for(index), 0))
 
-    def _push_delta(self, cls: type[Any], kind: str, index: int, delta: str) -> None:
-        chunks = self._blocks[index].chunks  # type: ignore[union-attr]
-        chunks.append(delta)
-        layout = self._layout
-        if layout is None or layout.active != index:
-            layout = self._layout = _Layout(self, index)
-        fields = {"type": kind, "content_index": index, "delta": delta}
-        self.stream.push(partial_event(cls, fields, layout, len(chunks)))
-
     def text_start(self) -> int:
         index = self._open_new(_OpenBlock(self, "text"))
         self._push_start(TextStartEvent, "text_start", index)
         return index
 
     def text_delta(self, index: int, delta: str) -> None:
-        self._push_delta(TextDeltaEvent, "text_delta", index, delta)
+        # The three *_delta methods are spelled out: they run once per streamed chunk.
+        chunks = self._blocks[index].chunks  # type: ignore[union-attr]
+        chunks.append(delta)
+        layout = self._layout
+        if layout is None or layout.active != index:
+            layout = self._layout = _Layout(self, index)
+        fields = {"type": "text_delta", "content_index": index, "delta": delta}
+        self.stream.push(partial_event(TextDeltaEvent, fields, layout, len(chunks)))
 
     def text_end(self, index: int, signature: str | None = None) -> None:
         if signature is not None:
@@ -434,7 +432,13 @@ class MessageBuilder:
         return index
 
     def thinking_delta(self, index: int, delta: str) -> None:
-        self._push_delta(ThinkingDeltaEvent, "thinking_delta", index, delta)
+        chunks = self._blocks[index].chunks  # type: ignore[union-attr]
+        chunks.append(delta)
+        layout = self._layout
+        if layout is None or layout.active != index:
+            layout = self._layout = _Layout(self, index)
+        fields = {"type": "thinking_delta", "content_index": index, "delta": delta}
+        self.stream.push(partial_event(ThinkingDeltaEvent, fields, layout, len(chunks)))
 
     def thinking_end(self, index: int, signature: str | None = None) -> None:
         if signature is not None:
@@ -460,7 +464,13 @@ class MessageBuilder:
         return index
 
     def toolcall_delta(self, index: int, delta: str) -> None:
-        self._push_delta(ToolCallDeltaEvent, "toolcall_delta", index, delta)
+        chunks = self._blocks[index].chunks  # type: ignore[union-attr]
+        chunks.append(delta)
+        layout = self._layout
+        if layout is None or layout.active != index:
+            layout = self._layout = _Layout(self, index)
+        fields = {"type": "toolcall_delta", "content_index": index, "delta": delta}
+        self.stream.push(partial_event(ToolCallDeltaEvent, fields, layout, len(chunks)))
 
     def toolcall_end(self, index: int, arguments: dict[str, Any] | None = None) -> None:
         """Close a tool call; ``arguments`` replaces the streamed text (APIs that send objects)."""

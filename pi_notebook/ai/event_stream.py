@@ -117,16 +117,29 @@ class AssistantMessageEventStream:
         return self
 
     async def __anext__(self) -> AssistantMessageEvent:
-        backlog = self._backlog
         while True:
-            if backlog:
-                return backlog.popleft()
+            if self._backlog:
+                return self._backlog.popleft()
             if self._ended:
                 raise StopAsyncIteration
-            self._start()
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiter = waiter
-            await waiter
+            await self._wait()
+
+    async def next_batch(self) -> deque[AssistantMessageEvent]:
+        """Every event queued now, in order, waiting for one if none is; empty once the stream
+        is over. The same events ``async for`` would give, without an await per event."""
+        while not self._backlog:
+            if self._ended:
+                return deque()
+            await self._wait()
+        batch = self._backlog
+        self._backlog = deque()
+        return batch
+
+    async def _wait(self) -> None:
+        self._start()
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiter = waiter
+        await waiter
 
     async def result(self) -> AssistantMessage:
         """The final message (``done.message`` or ``error.error``)."""
