@@ -41,6 +41,7 @@ __all__ = [
     "Run",
     "Workload",
     "closing_text",
+    "parse_workloads",
     "run_pi_node",
     "run_pydantic_ai",
 ]
@@ -227,6 +228,7 @@ def parse_workloads(text: str) -> list[str]:
 
 async def _main(args: argparse.Namespace) -> None:
     rows: list[list[str]] = []
+    await run_pydantic_ai(Workload("warm_up", "warm-up", 3, 100, 2))  # imports and caches
     for key in args.workloads:
         workload = WORKLOADS[key]
         for name in ("pi (node)", "pydantic-ai"):
@@ -235,7 +237,6 @@ async def _main(args: argparse.Namespace) -> None:
                     continue
                 runs = run_pi_node(workload, args.reps, chunk=args.chunk)
             else:
-                await run_pydantic_ai(WORKLOADS["text_10k"])  # warm up imports and caches
                 runs = [await run_pydantic_ai(workload) for _ in range(args.pydantic_reps)]
             s = stats([r.seconds for r in runs])
             events = runs[-1].events
