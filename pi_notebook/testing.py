@@ -261,17 +261,25 @@ def _kernel_env(extra: Mapping[str, str], keep_keys: bool) -> dict[str, str]:
     return env
 
 
-class _CellIds:
-    """Sends each cell's id with its ``execute_request`` (``metadata.cellId``), as JupyterLab
-    does and nbclient does not — so ``%%agent`` cells re-run as branches exactly as in Lab."""
+class _CurrentCell:
+    """Follows the cell being executed, and sends its id with its ``execute_request``
+    (``metadata.cellId``) as JupyterLab does and nbclient does not — so ``%%agent`` cells
+    re-run as branches exactly as in Lab."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
         self.cell_id: str | None = None
+        self.index = -1
         self._patched: Any = None
+
+    def error(self, ename: str, evalue: str, traceback: str) -> CellError:
+        """The cell being executed, as the one that stopped the run."""
+        source = self.client.nb.cells[self.index].source if self.index >= 0 else ""
+        return CellError(self.index, source, ename, evalue, traceback)
 
     def before_cell(self, cell: Any, cell_index: int) -> None:
         self.cell_id = cell.get("id")
+        self.index = cell_index
         session = self.client.kc.session
         if self._patched is session:
             return
@@ -324,7 +332,7 @@ def _execute(
     mode: Literal["replay", "record", "live"],
 ) -> ExecutedNotebook:
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     directory = (
         Path(tempfile.mkdtemp(prefix=f"pi-nb-{source.stem}-")) if workdir is None else workdir
@@ -339,28 +347,19 @@ def _execute(
         resources={"metadata": {"path": str(directory)}},
         store_widget_state=True,
     )
-    client.on_cell_execute = _CellIds(client).before_cell
+    current = _CurrentCell(client)
+    client.on_cell_execute = current.before_cell
     stopped: CellError | None = None
     started = time.monotonic()
     kernel_env = _kernel_env({"JPY_SESSION_NAME": source.name, **env}, keep_keys)
     try:
         client.execute(env=kernel_env)
     except CellExecutionError as exc:
-        index = next(
-            (
-                i
-                for i, c in enumerate(nb.cells)
-                if any(o.get("output_type") == "error" for o in c.get("outputs", []))
-            ),
-            -1,
-        )
-        stopped = CellError(
-            index,
-            nb.cells[index].source if index >= 0 else "",
-            exc.ename,
-            exc.evalue,
-            _strip_ansi(exc.traceback),
-        )
+        stopped = current.error(exc.ename, exc.evalue, _strip_ansi(exc.traceback))
+    except CellTimeoutError:
+        stopped = current.error("CellTimeoutError", f"the cell ran longer than {timeout} s", "")
+    except DeadKernelError as exc:
+        stopped = current.error("DeadKernelError", str(exc), "")
     seconds = time.monotonic() - started
     nbformat.write(nb, target)
     result = ExecutedNotebook(

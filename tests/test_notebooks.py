@@ -116,6 +116,15 @@ def test_a_cell_error_fails_the_check_and_names_the_cell(tmp_path: Path) -> None
         nb.check()
 
 
+def test_a_cell_that_runs_too_long_stops_the_notebook(tmp_path: Path) -> None:
+    path = _write(tmp_path, "slow.ipynb", ["import time", "time.sleep(30)", "after = 1"])
+    nb = testing.run_notebook(path, workdir=tmp_path / "run", timeout=3)
+    assert nb.stopped_by is not None
+    assert (nb.stopped_by.index, nb.stopped_by.ename) == (1, "CellTimeoutError")
+    with pytest.raises(NotebookFailure, match=r"cell 1 \('time.sleep\(30\)'\) raised CellTimeout"):
+        nb.check()
+
+
 def test_a_failed_run_fails_the_check(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
