@@ -21,6 +21,7 @@ import nbformat
 import pytest
 
 from pi_notebook import testing
+from pi_notebook.ai.cassette import Cassette
 from pi_notebook.testing import ExecutedNotebook, NotebookFailure, cassette_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,6 +160,60 @@ def test_a_prompt_missing_from_the_cassette_names_the_request(tmp_path: Path) ->
     assert "No recording in the cassette quickstart.jsonl matches request 1" in error
     assert "What is the capital of Spain?" in error
     assert "What is the capital of France?" in error  # the closest recording
+
+
+def test_model_magic_records_and_replays(tmp_path: Path) -> None:
+    """``%model --record`` in one kernel, ``%model --replay`` in another: the second run gets
+    the recorded reply without calling the model."""
+    setup = (
+        "from pi_notebook.ai import faux_assistant_message, register_faux_provider\n"
+        "faux = register_faux_provider(api='faux-tape')\n"
+        "faux.set_responses([faux_assistant_message('Recorded reply.')] * {n})"
+    )
+    tape = tmp_path / "tape.jsonl"
+    recording = _write(
+        tmp_path,
+        "record.ipynb",
+        [
+            "%load_ext pi_notebook",
+            setup.format(n=1),
+            "%model faux/faux-1",
+            f"%model --record {tape}",
+            "%%agent --wait\nSay something.",
+            "%model",
+        ],
+    )
+    nb = testing.run_notebook(recording, workdir=tmp_path / "rec")
+    nb.check()
+    assert nb.text(3) == f"Recording model replies into {tape}\n"
+    assert f"recording model replies: {tape}" in nb.text(5)
+    assert len(Cassette.replay(tape).interactions) == 1
+
+    replaying = _write(
+        tmp_path,
+        "replay.ipynb",
+        [
+            "%load_ext pi_notebook",
+            setup.format(n=0),  # nothing queued: a call to the model would fail
+            "%model faux/faux-1",
+            "from IPython.core.error import UsageError\n"
+            "try:\n"
+            f"    get_ipython().run_line_magic('model', '--replay {tape} --record {tape}')\n"
+            "except UsageError as exc:\n"
+            "    print('usage error:', exc)",
+            f"%model --replay {tape}",
+            "%%agent --wait\nSay something.",
+            "import pi_notebook\n"
+            "print(pi_notebook.current().last_run.result.text, faux.call_count)",
+            "%model --live",
+        ],
+    )
+    nb = testing.run_notebook(replaying, workdir=tmp_path / "rep")
+    nb.check()
+    assert nb.text(3) == "usage error: Choose one of --record, --replay and --live.\n"
+    assert nb.text(4) == f"Replaying model replies from {tape} (1 recorded)\n"
+    assert nb.text(6) == "Recorded reply. 0\n"
+    assert nb.text(7) == "Model calls go to the models directly.\n"
 
 
 def test_the_run_is_hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
