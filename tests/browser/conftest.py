@@ -1,5 +1,9 @@
-"""Real-browser fixtures: one JupyterLab server and one headless Chromium per test session
+"""Real-browser fixtures: one JupyterLab server and one headless Chromium for the browser tests
 (machinery in :mod:`tests.browser.lab`).
+
+Both are package-scoped, not session-scoped: Playwright's sync API keeps an asyncio loop running
+on the main thread while it is open, and pytest-asyncio cannot run the other tests' loops beside
+it, so the browser must be closed when the browser tests are done.
 
 ``open_notebook(name, cells)`` writes a notebook into the server's root, opens it in a new page
 and waits for its kernel; pages and kernels are closed when the test ends, and a test fails if
@@ -27,16 +31,16 @@ playwright_sync = pytest.importorskip("playwright.sync_api")
 pytest.importorskip("jupyterlab")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    """One JupyterLab server for the whole session (stopped, kernels included, at the end)."""
+    """One JupyterLab server for the browser tests (stopped, kernels included, at the end)."""
     with start_lab(tmp_path_factory.mktemp("lab")) as server:
         yield server
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
-    """Headless Debian Chromium through Playwright, one for the session."""
+    """Headless Debian Chromium through Playwright, one for the browser tests."""
     with playwright_sync.sync_playwright() as pw:
         try:
             launched = launch_chromium(pw)
