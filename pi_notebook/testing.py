@@ -33,11 +33,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from .ai.cassette import RECORD_ENV, REPLAY_ENV, SPEED_ENV
+from .harness import Session
 
 __all__ = [
     "HERMETIC_UNSET",
@@ -105,7 +106,6 @@ class ExecutedNotebook:
     seconds: float = 0.0
     stopped_by: CellError | None = None
     """The error that stopped execution early, if any (later cells did not run)."""
-    _errors: list[CellError] = field(default_factory=list)
 
     @property
     def workdir(self) -> Path:
@@ -145,24 +145,23 @@ class ExecutedNotebook:
 
     @property
     def errors(self) -> list[CellError]:
-        """Every cell that raised (cells tagged ``raises-exception`` excepted)."""
-        found = list(self._errors)
+        """Every cell that raised (cells tagged ``raises-exception`` excepted), and the one that
+        stopped the run (a timeout, a dead kernel)."""
+        found: list[CellError] = []
         for index, c in enumerate(self.notebook.cells):
             if c.cell_type != "code" or "raises-exception" in c.get("metadata", {}).get("tags", ()):
                 continue
             for output in c.get("outputs", []):
-                if output.get("output_type") == "error" and not any(
-                    e.index == index for e in found
-                ):
-                    found.append(
-                        CellError(
-                            index,
-                            c.source,
-                            str(output.get("ename")),
-                            str(output.get("evalue")),
-                            _strip_ansi("\n".join(output.get("traceback", []))),
-                        )
-                    )
+                if output.get("output_type") == "error":
+                    traceback = _strip_ansi("\n".join(output.get("traceback", [])))
+                    ename, evalue = str(output.get("ename")), str(output.get("evalue"))
+                    found.append(CellError(index, c.source, ename, evalue, traceback))
+                    break
+        stopped = self.stopped_by
+        if stopped is not None:  # the reason it stopped wins (a timeout shows as an interrupt)
+            shown = next((e.traceback for e in found if e.index == stopped.index), "")
+            found = [e for e in found if e.index != stopped.index]
+            found.append(replace(stopped, traceback=stopped.traceback or shown))
         return sorted(found, key=lambda e: e.index)
 
     # --- widgets ---------------------------------------------------------------------------------
@@ -203,22 +202,20 @@ class ExecutedNotebook:
         """The notebook's session file (``<stem>.pi.jsonl`` in the working directory)."""
         return self.workdir / f"{self.source.stem}.pi.jsonl"
 
-    def session(self) -> Any:
-        """The notebook's session, opened (a ``pi_notebook.harness.Session``)."""
-        from .harness import Session
-
+    def session(self) -> Session:
+        """The notebook's session, opened."""
         return Session.open(self.session_path)
 
     # --- the verdict -----------------------------------------------------------------------------
 
     def check(self) -> ExecutedNotebook:
         """Raise ``NotebookFailure`` if a cell raised or a run failed; else return ``self``."""
-        problems = [str(e) for e in self.errors]
+        errors = self.errors
+        problems = [str(e) for e in errors]
         problems += [f"a run failed: {text}" for text in self.failed_runs]
         if not problems:
             return self
         detail = ""
-        errors = self.errors
         if errors and errors[0].traceback:
             detail = "\n\n" + errors[0].traceback
         raise NotebookFailure(
@@ -362,7 +359,7 @@ def _execute(
         stopped = current.error("DeadKernelError", str(exc), "")
     seconds = time.monotonic() - started
     nbformat.write(nb, target)
-    result = ExecutedNotebook(
+    return ExecutedNotebook(
         source=source,
         path=target,
         notebook=nb,
@@ -371,9 +368,6 @@ def _execute(
         seconds=seconds,
         stopped_by=stopped,
     )
-    if stopped is not None:
-        result._errors.append(stopped)
-    return result
 
 
 def run_notebook(
