@@ -338,11 +338,9 @@ def _compact(event: Any, ms: int) -> dict[str, Any]:
     return item
 
 
-def _annotate(events: list[dict[str, Any]], final: AssistantMessage | None) -> None:
+def _annotate(events: list[dict[str, Any]], final: AssistantMessage) -> None:
     """Add what replay needs from the final message: tool-call ids, names and arguments,
     signatures, redacted thinking."""
-    if final is None:
-        return
     content = final.content
     for item in events:
         index = item.get("contentIndex")
@@ -536,7 +534,7 @@ class Cassette:
                     {"type": "error", "ms": ms, "reason": "error", "errorMessage": message}
                 )
             finally:
-                if events:
+                if final is not None:  # a reply that was cut off (cancelled) is not kept
                     self._save(model, fingerprint, events, final, options)
 
         return AssistantMessageEventStream(relay)
@@ -546,13 +544,13 @@ class Cassette:
         model: Model,
         fingerprint: Fingerprint,
         events: list[dict[str, Any]],
-        final: AssistantMessage | None,
+        final: AssistantMessage,
         options: StreamOptions,
     ) -> None:
         secrets = _secret_values(options, os.environ)
         _annotate(events, final)
         events = _scrub_deltas(events, secrets)
-        usage = final.usage if final is not None else None
+        usage = final.usage
         record: dict[str, Any] = {
             "type": "interaction",
             "fingerprint": fingerprint.digest,
@@ -563,17 +561,16 @@ class Cassette:
                 "last": fingerprint.last,
             },
             "events": events,
-        }
-        if usage is not None:
-            record["usage"] = {
+            "usage": {
                 "input": usage.input,
                 "output": usage.output,
                 "cacheRead": usage.cache_read,
                 "cacheWrite": usage.cache_write,
-            }
-        if final is not None and final.response_id:
+            },
+        }
+        if final.response_id:
             record["responseId"] = final.response_id
-        if final is not None and final.response_model:
+        if final.response_model:
             record["responseModel"] = final.response_model
         lines: list[str] = []
         if model.ref not in self.models:
