@@ -96,6 +96,18 @@ def test_example_runs_clean(path: Path, tmp_path: Path) -> None:
         check(nb)
 
 
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(
+    "path", [p for p in EXAMPLES if cassette_for(p) is None], ids=lambda p: p.stem
+)
+def test_scripted_example_runs_again_in_place(path: Path, tmp_path: Path) -> None:
+    """Restart & Run All in the same directory: the session saved by the first run is restored
+    and the notebook still passes (cassette-replayed notebooks can't: their recorded prompts
+    did not include a previous run's history)."""
+    for _ in range(2):
+        testing.run_notebook(path, workdir=tmp_path, timeout=180).check()
+
+
 # --- pi_notebook.testing -------------------------------------------------------------------------
 
 
