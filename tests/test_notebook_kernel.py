@@ -289,3 +289,28 @@ def test_local_model_streams_into_the_session_file(tmp_path: Path) -> None:
     )
     saved = [e["message"] for e in session_lines(tmp_path) if e["type"] == "message"]
     assert saved[-1]["role"] == "assistant" and saved[-1]["provider"] == "local"
+
+
+def test_fork_by_newest_label_and_by_the_short_id_tree_shows(tmp_path: Path) -> None:
+    replies = [f"faux_assistant_message('reply {i}')" for i in range(4)]
+    execute(
+        [
+            setup(None, *replies),
+            LOAD,
+            "%%agent --wait\nfirst",
+            "%label here",
+            "%%agent --wait\nsecond",
+            "%label here",  # the same label again, on a newer entry
+            "%fork here",
+            ROLES + "await agent.wait()\n"
+            "assert agent.session.get_label(agent.session.leaf_id) == 'here'\n"
+            "assert roles() == ['user', 'assistant'] * 2, roles()",
+            "from pi_notebook.notebook.tree_view import short_id\n"
+            "first_user = agent.session.get_branch()[1]\n"
+            "get_ipython().run_line_magic('fork', short_id(first_user.id))\n"
+            "await agent.wait()\n"
+            "assert agent.session.leaf_id == first_user.parent_id",
+        ],
+        tmp_path,
+        env=ENV,
+    )

@@ -200,9 +200,16 @@ class PiMagics(Magics):
             return users[-turns]
         if session.get_entry(target) is not None:
             return target
-        for entry_id, label in session.labels.items():
-            if label == target:
-                return entry_id
+        entries = session.get_entries()
+        for entry in reversed(entries):  # the newest entry with that label
+            if session.get_label(entry.id) == target:
+                return entry.id
+        if len(target) >= 4:  # a short id as %tree shows it (or any unique prefix)
+            matches = [e.id for e in entries if e.id.endswith(target) or e.id.startswith(target)]
+            if len(matches) == 1:
+                return matches[0]
+            if matches:
+                raise UsageError(f"{target!r} matches {len(matches)} entries: give more of the id.")
         raise UsageError(f"No entry or label {target!r} in the session (see %tree).")
 
     @magic_arguments()

@@ -40,7 +40,7 @@ from .widget_protocol import (
     usage_summary,
 )
 
-__all__ = ["CONTENT_TRAITS", "EntryRow", "TreeView", "entry_detail", "node_row"]
+__all__ = ["CONTENT_TRAITS", "EntryRow", "TreeView", "entry_detail", "node_row", "short_id"]
 
 EntryRow: TypeAlias = tuple[str, str | None, NodeKind, str, str, int, float, str]
 """A node row with its parent as an entry id (the wire's ``NodeRow`` has the parent's index)."""
@@ -64,6 +64,12 @@ CONTENT_TRAITS = (
 _QUIET_EVENTS = frozenset(
     {"message_start", "message_update", "tool_execution_start", "tool_execution_update"}
 )
+
+
+def short_id(entry_id: str) -> str:
+    """The part of an entry id worth showing: its last 8 characters. (Ids are time-ordered
+    UUIDv7 strings, so neighbouring entries share their first 8; ``%fork`` accepts this.)"""
+    return entry_id[-8:]
 
 
 def _first_line(text: str) -> str:
@@ -179,7 +185,7 @@ def node_row(entry: Mapping[str, Any]) -> EntryRow:
         node_kind, title = "custom_message", f"{entry.get('customType', 'custom')}: {text}"
     elif kind == "label":
         label = entry.get("label")
-        target = str(entry.get("targetId", ""))[:8]
+        target = short_id(str(entry.get("targetId", "")))
         node_kind = "label"
         title = f"label “{label}” → {target}" if label else f"label cleared → {target}"
     elif kind == "session_info":
@@ -488,7 +494,7 @@ class TreeView(PiWidget):
 
     def tree_text(self) -> str:
         head = f"Session “{self._name}”" if self._name else "Session"
-        leaf = f" · current {self._leaf[:8]}" if self._leaf else ""
+        leaf = f" · current {short_id(self._leaf)}" if self._leaf else ""
         return "\n".join([f"{head} · {len(self._rows)} entries{leaf}", *self.tree_lines()])
 
     def tree_html(self) -> str:
@@ -540,7 +546,7 @@ def _tree_lines(rows: Iterable[EntryRow], labels: Mapping[str, str], leaf: str) 
         row, head, prefix = stack.pop()
         label = labels.get(row[0])
         marks = (f"  [{label}]" if label else "") + ("  *current" if row[0] == leaf_shown else "")
-        yield f"{head}{row[0][:8]} {_KIND_PREFIX.get(row[2], '')}{row[3]}{marks}"
+        yield f"{head}{short_id(row[0])} {_KIND_PREFIX.get(row[2], '')}{row[3]}{marks}"
         kids = children.get(row[0], [])
         if len(kids) == 1:
             stack.append((kids[0], prefix, prefix))
