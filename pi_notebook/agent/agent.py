@@ -302,8 +302,8 @@ class Agent:
 
         return unsubscribe
 
-    async def _process_event(self, event: AgentEvent, *, tolerant: bool = False) -> None:
-        """Apply ``event`` to the state, then hand it to every listener in order."""
+    def _apply(self, event: AgentEvent) -> None:
+        """The reducer: what ``event`` changes in the state."""
         state = self._state
         if event.type == "message_update":
             state._streaming = event
@@ -323,6 +323,35 @@ class Agent:
         elif event.type == "agent_end":
             state._streaming = None
 
+    def _deliver(self, event: AgentEvent) -> Awaitable[None] | None:
+        """The loop's ``emit``: apply ``event`` to the state, then hand it to every listener in
+        order. Returns ``None`` when all listeners were synchronous (nothing to await), else an
+        awaitable that finishes the delivery."""
+        self._apply(event)
+        signal = self._signal
+        listeners = self._listeners
+        for index, (listener, with_signal) in enumerate(listeners):
+            outcome = listener(event, signal) if with_signal else listener(event)
+            if outcome is not None and inspect.isawaitable(outcome):
+                return self._deliver_rest(event, outcome, listeners[index + 1 :], signal)
+        return None
+
+    async def _deliver_rest(
+        self,
+        event: AgentEvent,
+        outcome: Awaitable[Any],
+        listeners: tuple[tuple[AgentListener, bool], ...],
+        signal: AbortSignal | None,
+    ) -> None:
+        await outcome
+        for listener, with_signal in listeners:
+            result = listener(event, signal) if with_signal else listener(event)
+            if result is not None and inspect.isawaitable(result):
+                await result
+
+    async def _deliver_tolerant(self, event: AgentEvent) -> None:
+        """``_deliver`` for reporting a run failure: a failing listener is logged, not raised."""
+        self._apply(event)
         signal = self._signal
         for listener, with_signal in self._listeners:
             try:
@@ -330,8 +359,6 @@ class Agent:
                 if outcome is not None and inspect.isawaitable(outcome):
                     await outcome
             except Exception:
-                if not tolerant:
-                    raise
                 _log.exception("agent listener failed while a run failure was reported")
 
     # --- queues ----------------------------------------------------------------------------------
@@ -413,7 +440,7 @@ class Agent:
 
         async def execute(signal: AbortSignal) -> None:
             await run_agent_loop_continue(
-                self._snapshot(), self._config(), self._process_event, signal, self.stream_fn
+                self._snapshot(), self._config(), self._deliver, signal, self.stream_fn
             )
 
         await self._run(execute)
@@ -502,7 +529,7 @@ class Agent:
         async def execute(signal: AbortSignal) -> None:
             config = self._config(skip_initial_steering_poll=skip_initial_steering_poll)
             await run_agent_loop(
-                messages, self._snapshot(), config, self._process_event, signal, self.stream_fn
+                messages, self._snapshot(), config, self._deliver, signal, self.stream_fn
             )
 
         await self._run(execute)
@@ -551,4 +578,4 @@ class Agent:
             TurnEndEvent._quick(type="turn_end", message=failure, tool_results=[]),
             AgentEndEvent._quick(type="agent_end", messages=[failure]),
         ):
-            await self._process_event(event, tolerant=True)
+            await self._deliver_tolerant(event)

@@ -234,17 +234,20 @@ AgentEvent: TypeAlias = Annotated[
     Field(discriminator="type"),
 ]
 
-Emit: TypeAlias = Callable[[AgentEvent], Awaitable[None]]
+Emit: TypeAlias = Callable[[AgentEvent], Awaitable[None] | None]
+"""Receives each event. An async ``emit`` (or one returning an awaitable) is awaited before the
+next event is delivered; a plain function returning ``None`` costs no await at all."""
 
 
 class EventSink:
-    """Delivers events to an awaited ``emit``, one at a time and in the order they were produced.
+    """Delivers events to ``emit``, one at a time and in the order they were produced.
 
-    The loop awaits ``send`` for its own events (no extra task switch when nothing is queued).
+    The loop awaits ``send`` for its own events (no extra task switch when nothing is queued), or
+    on its per-delta path calls ``offer``, which awaits nothing when ``emit`` finished at once.
     Running tools report progress through ``post``, a plain callback that may fire while another
     event is being delivered, or from a worker thread; such events wait in a deque and a drainer
     task delivers them. A failure while delivering a posted event is raised by the next
-    ``send`` or ``flush``.
+    ``send``, ``offer`` or ``flush``.
     """
 
     __slots__ = ("_busy", "_drainer", "_emit", "_error", "_loop", "_queue", "_thread")
@@ -260,21 +263,41 @@ class EventSink:
 
     async def send(self, event: AgentEvent) -> None:
         """Deliver ``event`` after everything queued before it; return once it was handled."""
+        pending = self.offer(event)
+        if pending is not None:
+            await pending
+
+    def offer(self, event: AgentEvent) -> Awaitable[None] | None:
+        """Start delivering ``event`` (after everything queued before it). Returns ``None`` if it
+        was handled already, else an awaitable the caller must await before its next event."""
         if self._error is not None:
             self._raise_pending_error()
         if self._busy or self._queue:
             waiter = self._loop.create_future()
             self._queue.append((event, waiter))
             self._start_drainer()
-            await waiter
-            return
+            return waiter
         self._busy = True
         try:
-            await self._emit(event)
+            pending = self._emit(event)
+        except BaseException:
+            self._release()
+            raise
+        if pending is None:
+            self._release()
+            return None
+        return self._finish(pending)
+
+    async def _finish(self, pending: Awaitable[None]) -> None:
+        try:
+            await pending
         finally:
-            self._busy = False
-            if self._queue:
-                self._start_drainer()
+            self._release()
+
+    def _release(self) -> None:
+        self._busy = False
+        if self._queue:
+            self._start_drainer()
 
     def post(self, event: AgentEvent) -> None:
         """Queue ``event`` for delivery without waiting (safe from other threads)."""
@@ -309,7 +332,9 @@ class EventSink:
             while queue:
                 event, waiter = queue.popleft()
                 try:
-                    await self._emit(event)
+                    pending = self._emit(event)
+                    if pending is not None:
+                        await pending
                 except Exception as exc:
                     if waiter is None:
                         self._error = self._error or exc

@@ -1,8 +1,8 @@
 """The agent loop: prompt → model reply → tool calls → next reply …, reported as agent events.
 
-``run_agent_loop(prompts, context, config, emit)`` awaits ``emit`` for every event (the ``Agent``
-and the harness use it: a slow listener back-pressures the run) and returns the messages the run
-added. ``agent_loop(...)`` runs the same loop as a background task and hands its events to an
+``run_agent_loop(prompts, context, config, emit)`` hands every event to ``emit`` and awaits what
+it returns, if anything (the ``Agent`` and the harness use it: a slow listener back-pressures the
+run), and returns the messages the run added. ``agent_loop(...)`` runs the same loop as a background task and hands its events to an
 async iterator. The ``*_continue`` variants resume from an existing transcript without a prompt.
 
 Event order (pi's, spec §4.6)::
@@ -275,7 +275,7 @@ class _Run:
         produced = self.stream_fn(self.model, llm_context, options)
         stream = await produced if inspect.isawaitable(produced) else produced
 
-        send = self.sink.send
+        send, offer = self.sink.send, self.sink.offer
         next_batch = (
             stream.next_batch
             if isinstance(stream, AssistantMessageEventStream)
@@ -287,8 +287,8 @@ class _Run:
             for event in batch:
                 kind = event.type
                 if kind in _DELTA_TYPES:
-                    if started:
-                        await send(message_update(event))
+                    if started and (pending := offer(message_update(event))) is not None:
+                        await pending
                 elif kind == "start":
                     if not started:
                         started = True
@@ -337,7 +337,8 @@ async def run_agent_loop(
     signal: AbortSignal | None = None,
     stream_fn: StreamFn | None = None,
 ) -> list[AgentMessage]:
-    """Run the loop on ``prompts`` after ``context``; every event is awaited through ``emit``.
+    """Run the loop on ``prompts`` after ``context``; every event goes through ``emit`` (its
+    awaitable, if it returns one, is awaited before the next event).
 
     ``context`` is not modified. Returns the messages the run added (prompts first).
     """
@@ -415,7 +416,7 @@ class AgentEventStream:
             self._task.add_done_callback(_running_loops.discard)
         return self._task
 
-    async def _emit(self, event: AgentEvent) -> None:
+    def _emit(self, event: AgentEvent) -> None:
         self._backlog.append(event)
         self._wake()
 

@@ -100,7 +100,7 @@ def validate_tool_arguments(tool: Tool, arguments: Mapping[str, Any]) -> dict[st
     the schema itself cannot be used (an unresolvable ``$ref``).
     """
     validator = schema_validator(tool.parameters)
-    coerced = validator.coerce(copy.deepcopy(dict(arguments)))
+    coerced = validator.coerce({key: _copy(value) for key, value in arguments.items()})
     issues = validator.errors(coerced)
     if issues:
         raise ToolArgumentsError(tool.name, issues, arguments)
@@ -582,6 +582,21 @@ def schema_validator(schema: Mapping[str, Any]) -> SchemaValidator:
 
 
 # --- helpers -------------------------------------------------------------------------------------
+
+_ATOMS: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of JSON data (dicts, lists, atoms) without ``copy.deepcopy``'s memo, which
+    costs more than the copying; anything else is handed to ``copy.deepcopy``."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {key: _copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy(item) for item in value]
+    return copy.deepcopy(value)
 
 
 def _never(_: Any) -> bool:

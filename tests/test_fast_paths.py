@@ -1,0 +1,101 @@
+"""Shortcuts on the agent's per-call paths keep their contracts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from typing import Any
+
+from pi_notebook.agent import Agent, AgentContext, AgentLoopConfig, AgentTool, AgentToolResult
+from pi_notebook.agent.events import AgentEvent
+from pi_notebook.agent.loop import run_agent_loop
+from pi_notebook.agent.validation import validate_tool_arguments
+from pi_notebook.ai import (
+    AssistantMessage,
+    FauxProvider,
+    TextContent,
+    Tool,
+    UserMessage,
+    faux_assistant_message,
+    faux_tool_call,
+)
+
+
+def test_validated_arguments_are_a_deep_copy_of_any_mapping() -> None:
+    tool = Tool(
+        name="t",
+        parameters={
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer"},
+                "items": {"type": "array", "items": {"type": "object"}},
+            },
+        },
+    )
+    nested: dict[str, Any] = {"k": [1, 2]}
+    raw: dict[str, Any] = {"n": "3", "items": [nested], "extra": OrderedDict(a=[1])}
+    args = validate_tool_arguments(tool, raw)
+    assert args == {"n": 3, "items": [{"k": [1, 2]}], "extra": OrderedDict(a=[1])}
+    args["items"][0]["k"].append(3)
+    args["extra"]["a"].append(2)
+    assert raw == {"n": "3", "items": [{"k": [1, 2]}], "extra": OrderedDict(a=[1])}
+    assert type(args["extra"]) is OrderedDict
+
+
+def _tool_reply(call_id: str) -> AssistantMessage:
+    return faux_assistant_message([faux_tool_call("noop", {}, id=call_id)])
+
+
+def _noop() -> AgentTool:
+    async def execute(call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult:
+        return AgentToolResult(content=[TextContent(text="ok")])
+
+    return AgentTool(name="noop", description="", parameters={"type": "object"}, execute=execute)
+
+
+async def test_a_plain_function_emit_sees_what_an_async_one_sees(faux: FauxProvider) -> None:
+    seen: dict[str, list[str]] = {"sync": [], "async": []}
+
+    def plain(event: AgentEvent) -> None:
+        seen["sync"].append(event.type)
+
+    async def awaited(event: AgentEvent) -> None:
+        await asyncio.sleep(0)
+        seen["async"].append(event.type)
+
+    for emit in (plain, awaited):
+        faux.set_responses([_tool_reply("c1"), faux_assistant_message("done")])
+        context = AgentContext("", [], [_noop()])
+        config = AgentLoopConfig(model=faux.get_model())
+        await run_agent_loop(
+            [UserMessage(content="go")], context, config, emit, stream_fn=faux.stream
+        )
+    assert seen["sync"] == seen["async"] and seen["sync"][0] == "agent_start"
+    assert seen["sync"].count("message_update") > 0 and seen["sync"][-1] == "agent_end"
+
+
+async def test_listeners_run_in_order_and_an_async_one_holds_the_run(faux: FauxProvider) -> None:
+    faux.set_responses([_tool_reply("c1"), faux_assistant_message("done")])
+    agent = Agent(model=faux.get_model(), tools=[_noop()], stream_fn=faux.stream)
+    log: list[str] = []
+    released = asyncio.Event()
+
+    async def slow(event: AgentEvent) -> None:
+        log.append(f"slow:{event.type}")
+        if event.type == "tool_execution_start":
+            await released.wait()  # the run must not go on until this listener returns
+
+    agent.subscribe(lambda event: log.append(f"first:{event.type}"))
+    agent.subscribe(slow)
+    agent.subscribe(lambda event, signal: log.append(f"last:{event.type}"))
+    run = asyncio.ensure_future(agent.prompt("go"))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert log[-2:] == ["first:tool_execution_start", "slow:tool_execution_start"]
+    assert agent.state.pending_tool_calls == {"c1"}
+    released.set()
+    await run
+    kinds = [entry.split(":", 1)[1] for entry in log]
+    assert kinds == [kind for kind in kinds[::3] for _ in range(3)]  # each event to all three
+    assert [entry.split(":", 1)[0] for entry in log[:3]] == ["first", "slow", "last"]
+    assert kinds[-1] == "agent_end" and agent.state.error_message is None
