@@ -2,8 +2,9 @@
 
 ``run_agent_loop(prompts, context, config, emit)`` hands every event to ``emit`` and awaits what
 it returns, if anything (the ``Agent`` and the harness use it: a slow listener back-pressures the
-run), and returns the messages the run added. ``agent_loop(...)`` runs the same loop as a background task and hands its events to an
-async iterator. The ``*_continue`` variants resume from an existing transcript without a prompt.
+run), and returns the messages the run added. ``agent_loop(...)`` runs the same loop as a
+background task and hands its events to an async iterator. The ``*_continue`` variants resume from
+an existing transcript without a prompt.
 
 Event order (pi's, spec §4.6)::
 
