@@ -41,6 +41,7 @@ from .events import (
     MessageUpdateEvent,
     TurnEndEvent,
 )
+from .listeners import takes_signal
 from .loop import run_agent_loop, run_agent_loop_continue
 from .tools import AgentTool
 from .types import (
@@ -194,21 +195,6 @@ def _check_mode(mode: str) -> QueueMode:
     return mode  # type: ignore[return-value]
 
 
-def _takes_signal(listener: AgentListener) -> bool:
-    """Whether ``listener`` accepts a second positional argument (the run's signal)."""
-    try:
-        parameters = inspect.signature(listener).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    positional = 0
-    for parameter in parameters:
-        if parameter.kind is parameter.VAR_POSITIONAL:
-            return True
-        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
-            positional += 1
-    return positional >= 2
-
-
 def _as_message(message: str | AgentMessage) -> AgentMessage:
     if isinstance(message, str):
         return UserMessage(content=[TextContent(text=message)])
@@ -294,7 +280,7 @@ class Agent:
         """Call ``listener(event)`` — or ``listener(event, signal)`` if it takes two arguments —
         for every event, after the state was updated; async listeners are awaited, all in
         subscription order. Returns a function that unsubscribes."""
-        entry = (listener, _takes_signal(listener))
+        entry = (listener, takes_signal(listener))
         self._listeners = (*self._listeners, entry)
 
         def unsubscribe() -> None:

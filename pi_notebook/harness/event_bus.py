@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
+from ..agent.listeners import takes_signal
 from ..ai.abort import AbortSignal
 from ..ai.producer import describe_error
 from .harness_events import HarnessEvent
@@ -20,21 +21,6 @@ _log = logging.getLogger(__name__)
 
 HarnessListener: TypeAlias = Callable[..., Awaitable[None] | None]
 """``listener(event)`` or ``listener(event, signal)``, sync or async."""
-
-
-def _takes_signal(listener: Callable[..., Any]) -> bool:
-    """Whether ``listener`` accepts a second positional argument (the run's signal)."""
-    try:
-        parameters = inspect.signature(listener).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    positional = 0
-    for parameter in parameters:
-        if parameter.kind is parameter.VAR_POSITIONAL:
-            return True
-        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
-            positional += 1
-    return positional >= 2
 
 
 class EventBus:
@@ -56,7 +42,7 @@ class EventBus:
         self._current_signal = current_signal
 
     def subscribe(self, listener: HarnessListener) -> Callable[[], None]:
-        entry = (listener, _takes_signal(listener))
+        entry = (listener, takes_signal(listener))
         self._listeners = (*self._listeners, entry)
 
         def unsubscribe() -> None:
