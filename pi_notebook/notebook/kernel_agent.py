@@ -274,6 +274,8 @@ class NotebookAgent:
             self._active = None
             unsubscribe()
             self.refresh_tree_views()
+            for _kind, late in run.take_pending():  # sent as the run ended: the next prompts
+                self._follow_up_in(run, late)
 
     def _follow_up_in(self, run: Run, text: str) -> None:
         """The view's box after its run ended: continue in the same view."""
@@ -303,9 +305,9 @@ class NotebookAgent:
         run = self._target_run()
         if run is None:
             return False
-        if run is self._active:
+        if run is self._active and self.harness.phase != "idle":
             (self.harness.steer if kind == "steer" else self.harness.follow_up)(text)
-        else:
+        else:  # the run has not reached the harness yet: it takes them as soon as it does
             run.pending.append((kind, text))
         run.view.note_queued(kind, text)
         return True
