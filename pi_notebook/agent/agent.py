@@ -70,6 +70,7 @@ BUSY_MESSAGE = (
 )
 _BUSY_CONTINUE_MESSAGE = "Agent is already processing. Wait for completion before continuing."
 _QUEUE_MODES = ("all", "one-at-a-time")
+_TOLERATED = "agent listener failed while a run failure was reported"
 _TOOL_EXECUTION_MODES = ("sequential", "parallel")
 
 AgentListener: TypeAlias = Callable[..., Awaitable[None] | None]
@@ -288,8 +289,12 @@ class Agent:
 
         return unsubscribe
 
-    def _apply(self, event: AgentEvent) -> None:
-        """The reducer: what ``event`` changes in the state."""
+    def _deliver(self, event: AgentEvent, tolerant: bool = False) -> Awaitable[None] | None:
+        """The loop's ``emit``: apply ``event`` to the state (the reducer, spec §6.2), then hand it
+        to every listener in order. Returns ``None`` when every listener was synchronous (nothing
+        to await, no coroutine made: this runs once per streamed delta), else an awaitable that
+        finishes the delivery. ``tolerant``: log failing listeners instead of raising (while a
+        run failure is reported)."""
         state = self._state
         if event.type == "message_update":
             state._streaming = event
@@ -309,43 +314,45 @@ class Agent:
         elif event.type == "agent_end":
             state._streaming = None
 
-    def _deliver(self, event: AgentEvent) -> Awaitable[None] | None:
-        """The loop's ``emit``: apply ``event`` to the state, then hand it to every listener in
-        order. Returns ``None`` when all listeners were synchronous (nothing to await), else an
-        awaitable that finishes the delivery."""
-        self._apply(event)
         signal = self._signal
         listeners = self._listeners
         for index, (listener, with_signal) in enumerate(listeners):
-            outcome = listener(event, signal) if with_signal else listener(event)
+            try:
+                outcome = listener(event, signal) if with_signal else listener(event)
+            except Exception:
+                if not tolerant:
+                    raise
+                _log.exception(_TOLERATED)
+                continue
             if outcome is not None and inspect.isawaitable(outcome):
-                return self._deliver_rest(event, outcome, listeners[index + 1 :], signal)
+                rest = listeners[index + 1 :]
+                return self._deliver_rest(event, outcome, rest, signal, tolerant)
         return None
 
     async def _deliver_rest(
         self,
         event: AgentEvent,
-        outcome: Awaitable[Any],
+        pending: Awaitable[Any],
         listeners: tuple[tuple[AgentListener, bool], ...],
         signal: AbortSignal | None,
+        tolerant: bool,
     ) -> None:
-        await outcome
+        """``_deliver`` from its first asynchronous listener (``pending``) on."""
+        try:
+            await pending
+        except Exception:
+            if not tolerant:
+                raise
+            _log.exception(_TOLERATED)
         for listener, with_signal in listeners:
-            result = listener(event, signal) if with_signal else listener(event)
-            if result is not None and inspect.isawaitable(result):
-                await result
-
-    async def _deliver_tolerant(self, event: AgentEvent) -> None:
-        """``_deliver`` for reporting a run failure: a failing listener is logged, not raised."""
-        self._apply(event)
-        signal = self._signal
-        for listener, with_signal in self._listeners:
             try:
                 outcome = listener(event, signal) if with_signal else listener(event)
                 if outcome is not None and inspect.isawaitable(outcome):
                     await outcome
             except Exception:
-                _log.exception("agent listener failed while a run failure was reported")
+                if not tolerant:
+                    raise
+                _log.exception(_TOLERATED)
 
     # --- queues ----------------------------------------------------------------------------------
 
@@ -564,4 +571,6 @@ class Agent:
             TurnEndEvent._quick(type="turn_end", message=failure, tool_results=[]),
             AgentEndEvent._quick(type="agent_end", messages=[failure]),
         ):
-            await self._deliver_tolerant(event)
+            pending = self._deliver(event, tolerant=True)
+            if pending is not None:
+                await pending

@@ -283,8 +283,10 @@ class EventSink:
         except BaseException:
             self._release()
             raise
-        if pending is None:
-            self._release()
+        if pending is None:  # handled already (inlined _release: this runs once per delta)
+            self._busy = False
+            if self._queue:
+                self._start_drainer()
             return None
         return self._finish(pending)
 
