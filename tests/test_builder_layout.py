@@ -4,7 +4,10 @@ what ``model_construct`` would build."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
+
+import pytest
 
 from pi_notebook.ai import (
     AssistantMessage,
@@ -16,6 +19,7 @@ from pi_notebook.ai import (
     ToolCall,
     Usage,
 )
+from pi_notebook.ai.builder import loads_json
 
 MODEL = Model(id="m", api="test", provider="test")
 
@@ -167,3 +171,42 @@ async def test_next_batch_hands_over_queued_events_in_order_then_empty() -> None
     assert [e.type for e in second] == ["text_delta", "text_end", "done"]
     assert len(await stream.next_batch()) == 0
     assert [e async for e in stream] == []
+
+
+def test_deltas_share_one_snapshot_source_while_metadata_only_repeats() -> None:
+    def build(out: MessageBuilder) -> None:
+        i = out.text_start()
+        for piece in "abcd":
+            out.response_id = "resp_1"  # providers repeat these on every chunk
+            out.response_model = None
+            out.open_block(i).signature = None
+            out.text_delta(i, piece)
+        out.done("stop")
+
+    deltas = [e for e in _events(build) if e.type == "text_delta"]
+    assert [e.partial.text for e in deltas] == ["a", "ab", "abc", "abcd"]
+    assert all(e.partial.response_id == "resp_1" for e in deltas)
+    sources = {id(e.__pydantic_private__["_partial"]) for e in _events(build)[2:6]}
+    assert len(sources) == 1  # O(1) per delta: no new snapshot while nothing else changed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": [1, 2.5, -0, 1e400, "\\u00e9\\ud83d\\ude00"], "b": null, "a2": true}',
+        '{"k": 1, "k": 2}',
+        '"\\ud800"',  # a lone surrogate: jiter refuses it, json.loads parses it
+        "NaN",
+        " [] ",
+    ],
+)
+def test_loads_json_gives_what_json_loads_gives(text: str) -> None:
+    assert repr(loads_json(text)) == repr(json.loads(text))
+
+
+@pytest.mark.parametrize("text", ["", "{", '{"a":1,}', "{}x", "'a'", '"\\x41"'])
+def test_loads_json_refuses_what_json_loads_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        json.loads(text)
+    with pytest.raises(ValueError):
+        loads_json(text)

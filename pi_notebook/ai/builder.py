@@ -12,6 +12,7 @@ block shares a single layout. The ``AssistantMessage`` is built only if somebody
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic_core import from_json
@@ -45,7 +46,13 @@ from .types import (
     now_ms,
 )
 
-__all__ = ["MessageBuilder", "calculate_cost", "parse_partial_json", "parse_tool_arguments"]
+__all__ = [
+    "MessageBuilder",
+    "calculate_cost",
+    "loads_json",
+    "parse_partial_json",
+    "parse_tool_arguments",
+]
 
 
 def calculate_cost(model: Model, usage: Usage) -> Cost:
@@ -56,6 +63,16 @@ def calculate_cost(model: Model, usage: Usage) -> Cost:
     cr = rates.cache_read * usage.cache_read / 1e6
     cw = rates.cache_write * usage.cache_write / 1e6
     return Cost(input=inp, output=out, cache_read=cr, cache_write=cw, total=inp + out + cr + cw)
+
+
+def loads_json(text: str) -> Any:
+    """``json.loads(text)``, parsed by pydantic-core's jiter (two to three times faster: providers
+    parse one payload per streamed chunk). Text jiter refuses is left to ``json.loads``, which
+    decides: the results and errors are ``json.loads``'s (lone surrogate escapes parse too)."""
+    try:
+        return from_json(text)
+    except ValueError:
+        return json.loads(text)
 
 
 def parse_partial_json(text: str) -> dict[str, Any]:
@@ -180,8 +197,9 @@ class _OpenBlock:
 
     @id.setter
     def id(self, value: str) -> None:
-        self._id = value
-        self._owner._layout = None
+        if value != self._id:
+            self._id = value
+            self._owner._layout = None
 
     @property
     def name(self) -> str:
@@ -189,8 +207,9 @@ class _OpenBlock:
 
     @name.setter
     def name(self, value: str) -> None:
-        self._name = value
-        self._owner._layout = None
+        if value != self._name:
+            self._name = value
+            self._owner._layout = None
 
     @property
     def signature(self) -> str | None:
@@ -198,8 +217,9 @@ class _OpenBlock:
 
     @signature.setter
     def signature(self, value: str | None) -> None:
-        self._signature = value
-        self._owner._layout = None
+        if value != self._signature:
+            self._signature = value
+            self._owner._layout = None
 
     def build(self, count: int | None = None, final: bool = False) -> AssistantContent:
         return self.build_from(count, self._id, self._name, self._signature, final)
@@ -279,8 +299,9 @@ class MessageBuilder:
 
     @usage.setter
     def usage(self, usage: Usage) -> None:
-        self._usage = usage
-        self._layout = None
+        if usage is not self._usage:
+            self._usage = usage
+            self._layout = None
 
     @property
     def response_id(self) -> str | None:
@@ -288,8 +309,9 @@ class MessageBuilder:
 
     @response_id.setter
     def response_id(self, value: str | None) -> None:
-        self._response_id = value
-        self._layout = None
+        if value != self._response_id:  # providers may repeat it on every chunk
+            self._response_id = value
+            self._layout = None
 
     @property
     def response_model(self) -> str | None:
@@ -297,8 +319,9 @@ class MessageBuilder:
 
     @response_model.setter
     def response_model(self, value: str | None) -> None:
-        self._response_model = value
-        self._layout = None
+        if value != self._response_model:
+            self._response_model = value
+            self._layout = None
 
     @property
     def has_content(self) -> bool:

@@ -11,13 +11,12 @@ an ``error`` event or a refusal → ``error``, end of input before ``message_sto
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
 import httpx
 
-from ..builder import MessageBuilder
+from ..builder import MessageBuilder, loads_json
 from ..event_stream import AssistantMessageEventStream
 from ..http import open_sse, resolve_api_key, stream_error
 from ..options import StreamOptions
@@ -119,7 +118,7 @@ class AnthropicStreamParser:
         if self._builder.finished or not data.strip():
             return
         try:
-            event = json.loads(data)
+            event = loads_json(data)
         except ValueError:
             self._builder.fail(f"Invalid JSON in the Anthropic stream: {data[:200]!r}")
             return

@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ..builder import MessageBuilder
+from ..builder import MessageBuilder, loads_json
 from ..event_stream import AssistantMessageEventStream
 from ..http import ProviderError, open_sse, redact, resolve_api_key
 from ..models import clamp_thinking_level
@@ -413,7 +413,7 @@ def stream(model: Model, context: Context, options: StreamOptions) -> AssistantM
                     if not data:
                         continue
                     try:
-                        chunk = json.loads(data)
+                        chunk = loads_json(data)
                     except ValueError:
                         raise ProviderError(
                             redact(f"Malformed event from Gemini: {data[:200]}", api_key)

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import httpx
 
-from ..builder import MessageBuilder
+from ..builder import MessageBuilder, loads_json
 from ..event_stream import AssistantMessageEventStream
 from ..http import ProviderError, open_sse, resolve_api_key, stream_error
 from ..options import StreamOptions
@@ -118,14 +118,14 @@ class CompletionsStreamParser:
         if not stripped:
             return False
         try:
-            chunk = json.loads(stripped)
+            chunk = loads_json(stripped)
         except ValueError:
             if event == "error":
                 raise stream_error({"message": stripped[:500]}, self._api_key) from None
             raise ProviderError(
                 f"The provider sent invalid JSON in the stream: {stripped[:200]!r}"
             ) from None
-        if not isinstance(chunk, Mapping):
+        if type(chunk) is not dict:
             raise ProviderError(f"The provider sent a non-object chunk: {stripped[:200]!r}")
         if event == "error" and "error" not in chunk:
             chunk = {"error": chunk}
@@ -144,19 +144,21 @@ class CompletionsStreamParser:
         if builder.response_model is None and isinstance(served_by, str) and served_by:
             builder.response_model = served_by if served_by != builder.model.id else None
         builder.start()
+        # ``type(x) is dict`` first: parsed JSON is plain dicts, and an ABC isinstance check
+        # costs a Python-level call (this runs once per streamed chunk).
         usage = chunk.get("usage")
         choices = chunk.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices else None
-        if isinstance(choice, Mapping):
+        if type(choice) is dict or (choice is not None and isinstance(choice, Mapping)):
             delta = choice.get("delta")
-            if isinstance(delta, Mapping):
+            if type(delta) is dict or (delta is not None and isinstance(delta, Mapping)):
                 self._delta(delta)
-            if not isinstance(usage, Mapping):
+            if usage is None or not isinstance(usage, Mapping):
                 usage = choice.get("usage")
             reason = choice.get("finish_reason")
             if isinstance(reason, str) and reason:
                 self.finish_reason = reason
-        if isinstance(usage, Mapping):
+        if type(usage) is dict or (usage is not None and isinstance(usage, Mapping)):
             self._usage(usage)
 
     # --- delta -----------------------------------------------------------------------------------

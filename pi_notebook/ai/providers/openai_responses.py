@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 
 import httpx
 
-from ..builder import MessageBuilder, parse_tool_arguments
+from ..builder import MessageBuilder, loads_json, parse_tool_arguments
 from ..event_stream import AssistantMessageEventStream
 from ..http import ProviderError, open_sse, redact, resolve_api_key
 from ..models import clamp_thinking_level
@@ -622,7 +622,7 @@ def stream(model: Model, context: Context, options: StreamOptions) -> AssistantM
                     if data == "[DONE]":
                         break
                     try:
-                        event = json.loads(data)
+                        event = loads_json(data)
                     except ValueError:
                         raise ProviderError(
                             redact(f"Malformed event from {url}: {data[:200]}", api_key)
