@@ -393,14 +393,19 @@ class Session:
         return dict(self._labels)
 
     def _path_to(self, entry_id: str | None) -> list[SessionEntry]:
-        by_id = self._by_id
+        get = self._by_id.get
         path: list[SessionEntry] = []
-        entry = None if entry_id is None else by_id.get(entry_id)
+        append = path.append
+        left = len(self._by_id)  # more steps than entries: the parent ids go round in a cycle
+        entry = None if entry_id is None else get(entry_id)
         while entry is not None:
-            path.append(entry)
+            append(entry)
             parent = entry.parent_id
-            entry = None if parent is None else by_id.get(parent)
-            if len(path) > len(by_id):
+            if parent is None:
+                break
+            entry = get(parent)
+            left -= 1
+            if left < 0:
                 raise SessionFileError(str(self.path or "<memory>"), None, "cycle in parent ids")
         path.reverse()
         return path
