@@ -210,3 +210,11 @@ def test_loads_json_refuses_what_json_loads_refuses(text: str) -> None:
         json.loads(text)
     with pytest.raises(ValueError):
         loads_json(text)
+
+
+def test_a_reply_without_usage_reports_what_usage_defaults_to() -> None:
+    def build(out: MessageBuilder) -> None:
+        out.done("stop")
+
+    usage = _events(build)[-1].message.usage
+    assert _state(usage) == _state(Usage()) and _state(usage.cost) == _state(Usage().cost)

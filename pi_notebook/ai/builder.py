@@ -164,6 +164,21 @@ def _tool_call(
     return call
 
 
+def _empty_usage() -> Usage:
+    """``Usage()``: all zero, nothing set explicitly (one per reply; validation costs more)."""
+    cost = {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0, "total": 0.0}
+    values = {
+        "input": 0,
+        "output": 0,
+        "cache_read": 0,
+        "cache_write": 0,
+        "total_tokens": 0,
+        "cost": _construct(Cost, cost, set()),
+    }
+    usage: Usage = _construct(Usage, values, set())
+    return usage
+
+
 _MESSAGE_FIELDS = frozenset(AssistantMessage.model_fields)
 
 
@@ -281,7 +296,7 @@ class MessageBuilder:
     def __init__(self, model: Model, stream: AssistantMessageEventStream) -> None:
         self.model = model
         self.stream = stream
-        self._usage = Usage()
+        self._usage = _empty_usage()
         self._response_id: str | None = None
         self._response_model: str | None = None
         self.timestamp = now_ms()

@@ -68,17 +68,20 @@ class _PartialEvent(PiModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def partial(self) -> AssistantMessage:
-        source = self._partial
-        if source is None:
+        # The private attributes are read and cached in their dict directly: pydantic's own
+        # attribute hooks for them cost more than building the message.
+        private = self.__pydantic_private__
+        source = private.get("_partial") if private else None
+        if private is None or source is None:
             raise ValueError(f"{type(self).__name__} has no partial message")
         if isinstance(source, AssistantMessage):
             return source
-        chunks = self._chunks
+        chunks = private.get("_chunks")
         if chunks is None:
             message = cast(PartialSource, source).materialize()
         else:
             message = cast(ChunkedPartialSource, source).materialize_at(chunks)
-        self._partial = message
+        private["_partial"] = message
         return message
 
 
