@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .events import AssistantMessageEvent, DoneEvent, ErrorEvent
+from .events import AssistantMessageEvent
 from .types import AssistantMessage
 
 __all__ = ["AssistantMessageEventStream"]
@@ -61,9 +61,11 @@ class AssistantMessageEventStream:
         if self._ended:
             return
         self._backlog.append(event)
-        if isinstance(event, DoneEvent):
+        # The discriminator, not isinstance: pydantic's metaclass makes a failing isinstance
+        # check a Python-level call, twice per pushed delta.
+        if event.type == "done":
             self._complete(event.message)
-        elif isinstance(event, ErrorEvent):
+        elif event.type == "error":
             self._complete(event.error)
         waiter = self._waiter
         if waiter is not None:
