@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:
-    from .agent.decorator import FunctionTool
     from .notebook.kernel_agent import NotebookAgent
+    from .tools.decorator import FunctionTool
 
 __all__ = ["current", "load_ipython_extension", "tool", "unload_ipython_extension"]
 
@@ -46,7 +46,7 @@ def tool(
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a function a tool (see ``pi_notebook.agent.tool``) and, when the extension is loaded,
     give it to this kernel's agent. Redefining the function in a later cell updates the tool."""
-    from .agent.decorator import tool as make_tool
+    from .tools.decorator import tool as make_tool
 
     def register(function: Callable[..., Any]) -> FunctionTool:
         made: FunctionTool = make_tool(function, **options)

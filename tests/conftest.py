@@ -1,32 +1,12 @@
-"""Shared fixtures: golden files from ../shared, a faux provider per test, the local model."""
+"""Fixtures for every test: a faux provider per test and the embedded local model."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pi_notebook.ai import FauxProvider, Model, local, register_faux_provider
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _find_shared() -> Path:
-    for candidate in (ROOT.parent / "shared", ROOT / "shared"):
-        if (candidate / "golden").is_dir():
-            return candidate
-    raise RuntimeError("../shared/golden not found next to the repository")
-
-
-SHARED = _find_shared()
-GOLDEN = SHARED / "golden"
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 @pytest.fixture

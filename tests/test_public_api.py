@@ -7,7 +7,13 @@ import importlib
 
 import pytest
 
-PACKAGES = ["pi_notebook", "pi_notebook.ai", "pi_notebook.agent", "pi_notebook.harness"]
+PACKAGES = [
+    "pi_notebook",
+    "pi_notebook.ai",
+    "pi_notebook.agent",
+    "pi_notebook.tools",
+    "pi_notebook.harness",
+]
 
 REQUIRED = {
     "pi_notebook.ai": {
@@ -76,7 +82,8 @@ def test_no_unlisted_public_names(name: str) -> None:
     }
     # "@py_builtins"/"@pytest_ar" appear when pytest rewrites the package's asserts (it does for
     # packages that register a pytest plugin, as pi_notebook does): not names of ours.
-    public = {n for n in vars(module) if (not n.startswith(("_", "@"))) or n == "__version__"}
+    # dir(), not vars(): a package may load some names lazily (PEP 562 __getattr__/__dir__).
+    public = {n for n in dir(module) if (not n.startswith(("_", "@"))) or n == "__version__"}
     public -= submodules
     assert public == set(module.__all__)
 

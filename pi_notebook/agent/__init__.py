@@ -1,7 +1,13 @@
-"""pi_notebook.agent — the agent core: loop, Agent, tool execution, hooks, queues."""
+"""pi_notebook.agent — the agent core: loop, Agent, tool execution, hooks, queues.
+
+``tool`` and ``FunctionTool`` (functions as tools) live in ``pi_notebook.tools``, which builds on
+this package; they are re-exported here lazily, as DESIGN §2.2 names them, without the core
+importing that layer.
+"""
+
+import typing as _typing
 
 from .agent import Agent, AgentListener, AgentState
-from .decorator import FunctionTool, tool
 from .events import (
     AgentEndEvent,
     AgentEvent,
@@ -41,6 +47,23 @@ from .types import (
     default_convert_to_llm,
 )
 from .validation import ToolArgumentsError, validate_tool_arguments
+
+if _typing.TYPE_CHECKING:
+    from ..tools import FunctionTool, tool
+
+_FROM_TOOLS = ("FunctionTool", "tool")
+
+
+def __getattr__(name: str) -> _typing.Any:  # PEP 562: the tools layer loads on first use
+    if name in _FROM_TOOLS:
+        from .. import tools
+
+        return getattr(tools, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_FROM_TOOLS])
 
 __all__ = [
     "AfterToolCallContext",

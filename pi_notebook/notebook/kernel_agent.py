@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
-from ..agent.decorator import FunctionTool, tool
 from ..agent.loop import default_stream_fn
 from ..agent.tools import AgentTool
 from ..agent.types import StreamFn
@@ -27,6 +26,7 @@ from ..ai.options import StreamOptions
 from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel
 from ..harness import AgentHarness, CompactionSettings, JsonlSessionStorage, Session
 from ..harness.hooks import ToolCallEvent, ToolCallResult
+from ..tools import FunctionTool, tool
 from .default_model import (
     LOCAL_ALIASES,
     NoModelError,

@@ -20,8 +20,8 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..agent.decorator import FunctionTool, tool
 from ..agent.tools import AgentTool
+from ..tools import FunctionTool, tool
 
 __all__ = ["BUILTIN_TOOL_NAMES", "ToolRegistry", "builtin_tools", "describe_value"]
 

@@ -25,7 +25,7 @@ import traitlets
 
 from ..harness import Session
 from .coalesce import Coalescer, Scheduler
-from .run_view import STATIC, Callback, PiWidget
+from .widget_base import STATIC, Callback, PiWidget
 from .widget_protocol import (
     NodeDetail,
     NodeKind,

@@ -1,0 +1,354 @@
+"""The session-tree widget's Python half: the node table from a real Session, cheap incremental
+refreshes, selection details, actions hopped onto the loop, and the text fallbacks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_notebook.agent.agent import Agent
+from pi_notebook.agent.events import MessageUpdateEvent
+from pi_notebook.ai import (
+    FauxProvider,
+    TextContent,
+    ToolResultMessage,
+    UserMessage,
+    faux_assistant_message,
+    faux_tool_call,
+)
+from pi_notebook.harness import InMemorySessionStorage, Session
+from pi_notebook.notebook.tree_view import CONTENT_TRAITS as TREE_CONTENT
+from pi_notebook.notebook.tree_view import TreeView, entry_detail, node_row
+from tests.notebook.test_run_view import Wire, click, settle
+from tests.paths import GOLDEN
+
+
+def fresh_session() -> Session:
+    return Session.create(InMemorySessionStorage(), cwd="/project")
+
+
+def sample_session(tmp_path: Path) -> Session:
+    path = tmp_path / "sample.jsonl"
+    shutil.copy(GOLDEN / "sample-session.jsonl", path)
+    return Session.open(path)
+
+
+def chat(session: Session, turns: int, prefix: str = "turn") -> None:
+    for i in range(turns):
+        session.append_message(UserMessage(content=f"{prefix} {i}: question"))
+        session.append_message(faux_assistant_message(f"{prefix} {i}: answer\nsecond line"))
+
+
+# --- the node table ------------------------------------------------------------------------------
+
+
+def test_the_golden_session_becomes_a_compact_node_table(tmp_path: Path) -> None:
+    session = sample_session(tmp_path)
+    view = TreeView(session)
+    assert len(view.nodes) == len(session.get_entries()) and view.tail == []
+    rows = {row[0]: row for row in view.nodes}
+    assert rows["c94109b7"] == [
+        "c94109b7",
+        None,
+        "model_change",
+        "model → anthropic/claude-sonnet-4-5",
+        "anthropic/claude-sonnet-4-5",
+        0,
+        0.0,
+        "",
+    ]
+    assert rows["395c4bfb"][2:4] == ["user", "Read src/app.ts and tell me what it does."]
+    assert rows["fbe2bf54"][2:4] == ["assistant", "→ read"]
+    assert rows["fbe2bf54"][4:7] == ["anthropic/claude-sonnet-4-5", 1240, 0.0042]
+    assert rows["dc4407d6"][2:4] == ["tool_result", "read: export function main() {"]
+    assert rows["e278acc8"][2] == "branch_summary"
+    assert rows["9df221ad"][2:4] == ["compaction", "compaction · 2,715 tokens summarized"]
+    assert rows["b90dc256"][2] == "label"
+    assert view.labels == {"fa74abb6": "checkpoint-1"}
+    assert view.leaf_id == "ded3406f" and view.session_name == "Demo session"
+    assert view.controls == {"navigate": False, "fork": False, "label": False, "compact": False}
+
+
+def test_the_text_fallback_draws_the_tree_like_pi(tmp_path: Path) -> None:
+    view = TreeView(sample_session(tmp_path))
+    data, _ = view._repr_mimebundle_()
+    lines = data["text/plain"].splitlines()
+    assert lines[0] == "Session “Demo session” · 20 entries · current ded3406f"
+    assert lines[1] == "c94109b7 model → anthropic/claude-sonnet-4-5"
+    assert (
+        "fa74abb6 assistant: src/app.ts defines main(), which logs 'hello' 8 times.  [checkpoint-1]"
+        in lines
+    )
+    assert "├─ 83e081ad user: Now add structured logging to src/app.ts." in lines
+    assert "│  861c7e65 assistant: Switched to logger.info." in lines
+    assert lines[-1] == "   ded3406f assistant: All tests pass.  *current"
+    assert not any("label" in line.split(" ", 2)[1] for line in lines[1:])  # bookkeeping hidden
+    assert data["text/html"].startswith('<pre class="pi-tree-static"')
+    assert "&lt;" not in data["text/html"] or "<script" not in data["text/html"]
+
+
+def test_rows_for_every_kind_of_entry() -> None:
+    session = fresh_session()
+    session.append_thinking_level_change("high")
+    session.append_active_tools_change(["ls", "cat"])
+    session.append_message(UserMessage(content=[TextContent(text="\n\n  first line  \nsecond")]))
+    session.append_message(
+        faux_assistant_message([faux_tool_call("ls", {}), faux_tool_call("cat", {})])
+    )
+    session.append_message(
+        ToolResultMessage(
+            tool_call_id="x", tool_name="ls", content=[TextContent(text="boom")], is_error=True
+        )
+    )
+    session.append_message(
+        faux_assistant_message([], stop_reason="error", error_message="429 slow down")
+    )
+    session.append_message(faux_assistant_message("partial", stop_reason="aborted"))
+    session.append_custom("ext-state", {"a": 1})
+    session.append_custom_message("reminder", "Be careful.\nVery.", display=True)
+    session.append_session_info("Named")
+    rows = [
+        node_row(e.model_dump(mode="json", by_alias=True, exclude_none=True))
+        for e in session.get_entries()
+    ]
+    assert [(r[2], r[3], r[7]) for r in rows] == [
+        ("thinking_change", "thinking → high", ""),
+        ("active_tools", "tools: ls, cat", ""),
+        ("user", "first line", ""),
+        ("assistant", "→ ls, cat", ""),
+        ("tool_result", "ls: boom", "error"),
+        ("assistant", "error: 429 slow down", "error"),
+        ("assistant", "partial", "aborted"),
+        ("custom", "custom: ext-state", ""),
+        ("custom_message", "reminder: Be careful.", ""),
+        ("session_info", "name: Named", ""),
+    ]
+
+
+def test_details_show_the_messages_of_an_entry(tmp_path: Path) -> None:
+    session = sample_session(tmp_path)
+    view = TreeView(session)
+    view.select("d5c38495")
+    detail = view.selected_detail
+    assert view.selected_id == "d5c38495"
+    assert detail["type"] == "message" and detail["model"] == "anthropic/claude-sonnet-4-5"
+    (item,) = detail["items"]
+    assert item["kind"] == "assistant"
+    assert [b["type"] for b in item["blocks"]] == ["thinking", "toolCall"]
+    compaction = entry_detail(session.get_entry("9df221ad").model_dump(mode="json", by_alias=True))  # type: ignore[union-attr]
+    assert compaction["items"][0]["kind"] == "note"
+    assert compaction["items"][0]["title"] == "Compaction summary (2,715 tokens before)"
+    view.select("b90dc256")  # a label entry: shown as its JSON
+    assert '"label": "checkpoint-1"' in view.selected_detail["text"]
+    view.select(None)
+    assert view.selected_id == "" and view.selected_detail == {}
+
+
+# --- live updates --------------------------------------------------------------------------------
+
+
+def test_refresh_sends_only_what_changed() -> None:
+    session = fresh_session()
+    chat(session, 500)
+    view = TreeView(session)
+    wire = Wire(view)
+    assert len(view.nodes) == 1000
+    table = json.dumps(view.nodes)
+    assert len(table) / 1000 < 150  # a compact table: well under 150 bytes a node
+
+    session.append_message(UserMessage(content="one more"))
+    view.refresh()
+    view.flush()
+    (update,) = wire.updates
+    assert set(update) == {"tail", "leaf_id"}
+    assert len(json.dumps(update)) < 400
+    assert view.tail[0][2:4] == ["user", "one more"]
+
+    session.append_label(session.get_entries()[0].id, "start")
+    view.refresh()
+    view.flush()
+    assert set(wire.updates[-1]) == {"tail", "labels", "leaf_id"}
+    view.refresh()
+    view.flush()
+    assert len(wire.updates) == 2  # nothing new: nothing sent
+
+
+def test_a_long_tail_is_folded_into_the_nodes() -> None:
+    session = fresh_session()
+    view = TreeView(session, tail_limit=10)
+    chat(session, 4)
+    view.refresh()
+    view.flush()
+    assert (len(view.nodes), len(view.tail)) == (0, 8)
+    chat(session, 2, "more")
+    view.refresh()
+    view.flush()
+    assert (len(view.nodes), len(view.tail)) == (11, 1)
+    chat(session, 1, "last")
+    view.resync()
+    assert (len(view.nodes), len(view.tail)) == (14, 0)
+    assert [row[0] for row in view.nodes] == [e.id for e in session.get_entries()]
+    with pytest.raises(ValueError, match="tail_limit"):
+        TreeView(session, tail_limit=0)
+
+
+def test_resync_reads_the_session_and_sends_the_content_once() -> None:
+    session = fresh_session()
+    view = TreeView(session)
+    wire = Wire(view)
+    chat(session, 1)
+    view.resync()  # picks up what the session gained, even without a refresh
+    update = wire.updates[-1]
+    assert set(update) == set(TREE_CONTENT)
+    assert [row[3] for row in update["nodes"]] == ["turn 0: question", "turn 0: answer"]
+    sent = len(wire.updates)
+    view.resync()
+    assert len(wire.updates) == sent
+
+
+def test_leaf_moves_and_a_replaced_session() -> None:
+    session = fresh_session()
+    chat(session, 2)
+    view = TreeView(session)
+    first_answer = session.get_entries()[1].id
+    session.set_leaf(first_answer)
+    session.append_message(UserMessage(content="a new branch"))
+    view.refresh()
+    view.flush()
+    assert view.leaf_id == session.leaf_id
+    assert all(row[2] != "other" for row in view.tail)  # the leaf entry is not a node
+    assert view.rows[-1][1] == first_answer
+    assert view.tail[-1][1] == 1  # the first answer's row
+
+    other = fresh_session()
+    chat(other, 1, "other")
+    view.select(view.nodes[0][0])
+    view.session = other
+    view.flush()
+    assert [row[3] for row in view.nodes] == ["other 0: question", "other 0: answer"]
+    assert view.selected_id == "" and view.tail == []
+
+
+async def test_the_tree_follows_a_live_run_through_handle(faux: FauxProvider) -> None:
+    session = fresh_session()
+    faux.set_responses([faux_assistant_message("Hello!")])
+    agent = Agent(model=faux.get_model())
+    view = TreeView(session)
+
+    def persist(event: Any) -> None:  # what the harness does: append on message_end first
+        if event.type == "message_end":
+            session.append_message(event.message)
+
+    agent.subscribe(persist)
+    agent.subscribe(view.handle)
+    await agent.prompt("hi")
+    await settle(view)
+    assert [row[2:4] for row in view.nodes + view.tail] == [["user", "hi"], ["assistant", "Hello!"]]
+    reads = view.sync_count
+    update = MessageUpdateEvent.model_construct(type="message_update")
+    for _ in range(100):
+        view.handle(update)  # streaming deltas do not even read the session
+    view.flush()
+    assert view.sync_count == reads
+
+
+# --- actions -------------------------------------------------------------------------------------
+
+
+async def test_actions_run_on_the_loop_and_refresh_the_tree() -> None:
+    session = fresh_session()
+    chat(session, 2)
+    view = TreeView(session)
+    target = session.get_entries()[1].id
+    calls: list[tuple[Any, ...]] = []
+    main = threading.get_ident()
+
+    def navigate(entry_id: str, summarize: bool) -> None:
+        calls.append(("navigate", entry_id, summarize, threading.get_ident() == main))
+        session.set_leaf(entry_id)
+
+    release = asyncio.Event()
+
+    async def label(entry_id: str, text: str) -> None:
+        calls.append(("label", entry_id, text))
+        await release.wait()
+        session.append_label(entry_id, text)
+
+    view.on_navigate = navigate
+    view.on_label = label
+    view.on_fork = lambda entry_id: calls.append(("fork", entry_id))
+    view.on_compact = lambda: calls.append(("compact",))
+    view.flush()
+    assert view.controls == {"navigate": True, "fork": True, "label": True, "compact": True}
+
+    click(view, {"type": "navigate", "id": target, "summarize": True})
+    await settle(view)
+    assert calls == [("navigate", target, True, True)]
+    assert view.leaf_id == target and view.busy == ""
+
+    click(view, {"type": "label", "id": target, "text": " v1 "})
+    await settle(view)
+    assert calls[-1] == ("label", target, "v1")
+    assert view.busy == "labelling…"
+    release.set()
+    await settle(view, rounds=10)
+    assert view.busy == "" and view.labels == {target: "v1"}
+
+    click(view, {"type": "fork", "id": target})
+    click(view, {"type": "compact"})
+    click(view, {"type": "select", "id": target})
+    await settle(view)
+    assert calls[-2:] == [("fork", target), ("compact",)]
+    assert view.selected_id == target and view.selected_detail["items"][0]["kind"] == "assistant"
+
+
+async def test_bad_requests_and_failing_actions_become_notices() -> None:
+    session = fresh_session()
+    chat(session, 1)
+    view = TreeView(session)
+
+    async def fail(entry_id: str) -> None:
+        raise RuntimeError("The harness is busy")
+
+    view.on_fork = fail
+    click(view, {"type": "navigate", "id": "nope", "summarize": False})
+    await settle(view)
+    assert view.notice == "The session has no entry 'nope' (was it replaced?)."
+    click(view, {"type": "fork", "id": session.get_entries()[0].id})
+    await settle(view, rounds=10)
+    assert view.notice == "Fork failed: The harness is busy" and view.busy == ""
+    click(view, {"type": "compact"})
+    await settle(view)
+    assert "no callback is set" in view.notice and view.busy == ""
+    click(view, {"type": "explode"})
+    await settle(view)
+    assert "unknown widget request" in view.notice
+    click(view, {"type": "dismiss_notice"})
+    await settle(view)
+    assert view.notice == ""
+
+
+# --- scale ---------------------------------------------------------------------------------------
+
+
+def test_two_thousand_entries_with_branches() -> None:
+    session = fresh_session()
+    for i in range(1000):
+        if i and i % 100 == 0:  # a branch every 100 turns
+            session.set_leaf(session.get_entries()[-40].id)
+        session.append_message(UserMessage(content=f"q{i}"))
+        session.append_message(faux_assistant_message(f"a{i}"))
+    view = TreeView(session)
+    rows = view.nodes
+    assert len([r for r in rows if r[2] in ("user", "assistant")]) == 2000
+    assert len(json.dumps(view.get_state(["nodes"]))) < 2000 * 100  # UUID ids: ~40 bytes each
+    lines = view.tree_lines()
+    assert len(lines) == 2000
+    assert max(len(line) - len(line.lstrip("│ ├└─")) for line in lines) < 40  # no drift right
+    assert sum("*current" in line for line in lines) == 1
