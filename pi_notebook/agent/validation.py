@@ -24,6 +24,7 @@ import copy
 import functools
 import json
 import math
+import operator
 import re
 import threading
 from collections import OrderedDict
@@ -169,35 +170,17 @@ _Resolver = Any  # referencing's Resolver (not exported by the package)
 _Keyword = Callable[[Any, Any, Any, Any], _Errors]
 """A keyword function as jsonschema calls it: (validator, keyword value, instance, schema)."""
 
+# fmt: off
 _TYPEBOX_ORDER: Final = (
-    "type",
-    "required",
-    "additionalProperties",
-    "patternProperties",
-    "properties",
-    "minProperties",
-    "maxProperties",
-    "items",
-    "minItems",
-    "maxItems",
-    "prefixItems",
-    "uniqueItems",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "minimum",
-    "maximum",
-    "multipleOf",
-    "$ref",
-    "const",
-    "enum",
-    "not",
-    "allOf",
-    "anyOf",
-    "oneOf",
+    "type", "required", "additionalProperties", "patternProperties", "properties",
+    "minProperties", "maxProperties", "items", "minItems", "maxItems", "prefixItems",
+    "uniqueItems", "minLength", "maxLength", "pattern", "exclusiveMinimum", "exclusiveMaximum",
+    "minimum", "maximum", "multipleOf", "$ref", "const", "enum", "not", "allOf", "anyOf", "oneOf",
 )
+_LIMITS: Final = (
+    "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+)
+# fmt: on
 _RANK: Final = {keyword: rank for rank, keyword in enumerate(_TYPEBOX_ORDER)}
 
 
@@ -302,9 +285,7 @@ def _bound(
     return check
 
 
-def _exclusive(
-    failed: Callable[[float, float], bool],
-) -> _Keyword:
+def _exclusive(failed: Callable[[float, float], bool]) -> _Keyword:
     """``exclusiveMinimum``/``exclusiveMaximum`` as numbers; the draft-04 boolean is read by
     ``_bound``."""
 
@@ -351,22 +332,6 @@ def _multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> _E
         yield ValidationError("multipleOf")
 
 
-def _under(instance: float, limit: float) -> bool:
-    return instance < limit
-
-
-def _over(instance: float, limit: float) -> bool:
-    return instance > limit
-
-
-def _at_or_under(instance: float, limit: float) -> bool:
-    return instance <= limit
-
-
-def _at_or_over(instance: float, limit: float) -> bool:
-    return instance >= limit
-
-
 _Draft = jsonschema.Draft202012Validator
 _PiValidator: Final = jsonschema.validators.create(
     meta_schema=_Draft.META_SCHEMA,
@@ -377,22 +342,12 @@ _PiValidator: Final = jsonschema.validators.create(
         "patternProperties": _pattern_properties,
         "pattern": _pattern,
         "items": _items,
-        "minimum": _bound("exclusiveMinimum", _under, _at_or_under),
-        "maximum": _bound("exclusiveMaximum", _over, _at_or_over),
-        "exclusiveMinimum": _exclusive(_at_or_under),
-        "exclusiveMaximum": _exclusive(_at_or_over),
+        "minimum": _bound("exclusiveMinimum", operator.lt, operator.le),
+        "maximum": _bound("exclusiveMaximum", operator.gt, operator.ge),
+        "exclusiveMinimum": _exclusive(operator.le),
+        "exclusiveMaximum": _exclusive(operator.ge),
         "dependentRequired": _dependent_required,
-        **{
-            keyword: _when_numeric(_Draft.VALIDATORS[keyword])
-            for keyword in (
-                "minLength",
-                "maxLength",
-                "minItems",
-                "maxItems",
-                "minProperties",
-                "maxProperties",
-            )
-        },
+        **{keyword: _when_numeric(_Draft.VALIDATORS[keyword]) for keyword in _LIMITS},
         "multipleOf": _multiple_of,
     },
     type_checker=_Draft.TYPE_CHECKER.redefine(
