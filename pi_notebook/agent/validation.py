@@ -9,25 +9,37 @@ numeric strings become numbers, numbers and booleans become strings, ``null`` be
 validates after coercion. One deliberate difference: a value that already satisfies some member of
 a union is left alone (pi would turn ``null`` in ``int | None`` into ``0``).
 
-The checker is a small JSON-Schema validator covering what tool schemas use (type, properties,
-required, additionalProperties, patternProperties, items, prefixItems, enum, const, numeric and
-length bounds, pattern, uniqueItems, anyOf/oneOf/allOf/not, ``$ref`` into ``$defs``/``definitions``;
-``format`` is ignored). Compiled validators are cached per schema object, as pi caches per schema.
+Checking is ``jsonschema`` (draft 2020-12, as pydantic emits it; ``format`` is not checked), as pi
+delegates checking to its schema library. This module adds only what pi's behaviour needs on top:
+keywords visited in TypeBox's order, one ``required`` error naming every missing property, an
+``additionalProperties`` schema checked per extra property, the draft-04 spellings
+(``exclusiveMinimum: true``, ``items: [...]``), JavaScript regex groups, and TypeBox's message per
+keyword. References are resolved within the schema only (never fetched) and checked when a schema
+is first compiled; compiled validators are cached per schema object, as pi caches per schema.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
+import operator
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from itertools import islice
 from typing import Any, Final
-from urllib.parse import unquote
+
+import jsonschema
+from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from ..ai.types import Tool, ToolCall
 
@@ -101,9 +113,8 @@ def validate_tool_arguments(tool: Tool, arguments: Mapping[str, Any]) -> dict[st
     """
     validator = schema_validator(tool.parameters)
     coerced = validator.coerce({key: _copy(value) for key, value in arguments.items()})
-    issues = validator.errors(coerced)
-    if issues:
-        raise ToolArgumentsError(tool.name, issues, arguments)
+    if not validator.is_valid(coerced):
+        raise ToolArgumentsError(tool.name, validator.errors(coerced), arguments)
     return coerced  # type: ignore[no-any-return]
 
 
@@ -152,408 +163,458 @@ def js_number(value: float) -> str:
     return f"{mantissa}e{'+' if power > 0 else '-'}{abs(power)}"
 
 
-# --- the validator -------------------------------------------------------------------------------
+# --- the jsonschema adapter: TypeBox's keyword order and the keywords pi reads differently -------
 
-_TYPE_TESTS: Final[dict[str, Callable[[Any], bool]]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list | tuple),
-    "string": lambda v: isinstance(v, str),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "integer": lambda v: (
-        (isinstance(v, int) and not isinstance(v, bool))
-        or (isinstance(v, float) and v.is_integer())
+_Errors = Iterator[ValidationError]
+_Resolver = Any  # referencing's Resolver (not exported by the package)
+_Keyword = Callable[[Any, Any, Any, Any], _Errors]
+"""A keyword function as jsonschema calls it: (validator, keyword value, instance, schema)."""
+
+# fmt: off
+_TYPEBOX_ORDER: Final = (
+    "type", "required", "additionalProperties", "patternProperties", "properties",
+    "minProperties", "maxProperties", "items", "minItems", "maxItems", "prefixItems",
+    "uniqueItems", "minLength", "maxLength", "pattern", "exclusiveMinimum", "exclusiveMaximum",
+    "minimum", "maximum", "multipleOf", "$ref", "const", "enum", "not", "allOf", "anyOf", "oneOf",
+)
+_LIMITS: Final = (
+    "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+)
+# fmt: on
+_RANK: Final = {keyword: rank for rank, keyword in enumerate(_TYPEBOX_ORDER)}
+
+
+def _rank(item: tuple[str, Any]) -> int:
+    return _RANK.get(item[0], len(_RANK))
+
+
+def _in_typebox_order(schema: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The keywords of ``schema`` in the order TypeBox checks them (and so reports errors); sorted
+    once per schema object (jsonschema asks on every descent)."""
+    cached = _ordered.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    if len(_ordered) >= _ORDERED_SIZE:
+        _ordered.clear()
+    items = sorted(schema.items(), key=_rank)
+    _ordered[id(schema)] = (schema, items)  # the schema is kept: its id is not reused meanwhile
+    return items
+
+
+_ORDERED_SIZE: Final = 8192
+_ordered: dict[int, tuple[Mapping[str, Any], list[tuple[str, Any]]]] = {}
+
+
+def _required(validator: Any, required: Any, instance: Any, schema: Any) -> _Errors:
+    """One error naming every missing property (jsonschema gives one error per property)."""
+    if (
+        validator.is_type(instance, "object")
+        and isinstance(required, list)
+        and any(name not in instance for name in required)
+    ):
+        yield ValidationError("required")
+
+
+def _additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> _Errors:
+    """Each undeclared property checked against ``extra`` (``false`` included), then one summary
+    error, as TypeBox reports it."""
+    if not validator.is_type(instance, "object"):
+        return
+    declared = schema.get("properties", {})
+    patterns = [r for p in schema.get("patternProperties", {}) if (r := _regex(p)) is not None]
+    failed = False
+    for key, item in instance.items():
+        if key in declared or any(r.search(key) for r in patterns):
+            continue
+        for error in validator.descend(item, extra, path=key):
+            failed = True
+            yield error
+    if failed:
+        yield ValidationError("additionalProperties")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> _Errors:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, sub in patterns.items():
+        regex = _regex(pattern)
+        if regex is None:
+            continue
+        for key, item in instance.items():
+            if regex.search(key):
+                yield from validator.descend(item, sub, path=key)
+
+
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> _Errors:
+    if isinstance(instance, str) and isinstance(pattern, str):
+        regex = _regex(pattern)
+        if regex is not None and not regex.search(instance):
+            yield ValidationError("pattern")
+
+
+def _items(validator: Any, items: Any, instance: Any, schema: Any) -> _Errors:
+    """``items`` as a schema (beyond ``prefixItems``) or draft-04's list with ``additionalItems``;
+    every item past the tuple is checked, ``false`` included."""
+    if not validator.is_type(instance, "array"):
+        return
+    if isinstance(items, list):
+        for index, (item, sub) in enumerate(zip(instance, items, strict=False)):
+            yield from validator.descend(item, sub, path=index)
+        extra = schema.get("additionalItems")
+        if not isinstance(extra, bool | Mapping):
+            return
+        start, items = len(items), extra
+    else:
+        start = len(schema.get("prefixItems", ()))
+    for index in range(start, len(instance)):
+        yield from validator.descend(instance[index], items, path=index)
+
+
+def _bound(
+    exclusive_keyword: str, failed: Callable[[float, float], bool], strict: Callable[..., bool]
+) -> _Keyword:
+    """``minimum``/``maximum``, exclusive when draft-04's ``exclusiveMinimum: true`` is beside."""
+
+    def check(validator: Any, limit: Any, instance: Any, schema: Any) -> _Errors:
+        if not (_is_number(limit) and validator.is_type(instance, "number")):
+            return
+        test = strict if schema.get(exclusive_keyword) is True else failed
+        if test(instance, limit):
+            yield ValidationError("bound")
+
+    return check
+
+
+def _exclusive(failed: Callable[[float, float], bool]) -> _Keyword:
+    """``exclusiveMinimum``/``exclusiveMaximum`` as numbers; the draft-04 boolean is read by
+    ``_bound``."""
+
+    def check(validator: Any, limit: Any, instance: Any, schema: Any) -> _Errors:
+        if _is_number(limit) and validator.is_type(instance, "number") and failed(instance, limit):
+            yield ValidationError("bound")
+
+    return check
+
+
+def _dependent_required(validator: Any, dependencies: Any, instance: Any, schema: Any) -> _Errors:
+    if not validator.is_type(instance, "object"):
+        return
+    for name, needed in dependencies.items():
+        missing = [n for n in needed if n not in instance] if name in instance else []
+        if missing:
+            noun = "property" if len(missing) == 1 else "properties"
+            text = f"must have {noun} {', '.join(missing)} when property {name} is present"
+            yield ValidationError(text)
+
+
+def _when_numeric(check: _Keyword) -> _Keyword:
+    """A limit keyword that is skipped when its limit is not a number: a malformed schema is not
+    the model's fault, and must not crash the tool call."""
+
+    def guarded(validator: Any, limit: Any, instance: Any, schema: Any) -> _Errors:
+        if _is_number(limit):
+            yield from check(validator, limit, instance, schema)
+
+    return guarded
+
+
+def _multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> _Errors:
+    """``multipleOf`` with a float tolerance: ``0.3`` is a multiple of ``0.1`` (jsonschema and
+    JavaScript's ``%`` say it is not, which only teaches the model to distrust the schema)."""
+    if not (_is_number(divisor) and divisor > 0 and validator.is_type(instance, "number")):
+        return
+    if isinstance(instance, int) and isinstance(divisor, int):
+        fits = instance % divisor == 0
+    else:
+        quotient = instance / divisor
+        fits = math.isfinite(quotient) and abs(quotient - round(quotient)) < 1e-9
+    if not fits:
+        yield ValidationError("multipleOf")
+
+
+_Draft = jsonschema.Draft202012Validator
+_PiValidator: Final = jsonschema.validators.create(
+    meta_schema=_Draft.META_SCHEMA,
+    validators={
+        **_Draft.VALIDATORS,
+        "required": _required,
+        "additionalProperties": _additional_properties,
+        "patternProperties": _pattern_properties,
+        "pattern": _pattern,
+        "items": _items,
+        "minimum": _bound("exclusiveMinimum", operator.lt, operator.le),
+        "maximum": _bound("exclusiveMaximum", operator.gt, operator.ge),
+        "exclusiveMinimum": _exclusive(operator.le),
+        "exclusiveMaximum": _exclusive(operator.ge),
+        "dependentRequired": _dependent_required,
+        **{keyword: _when_numeric(_Draft.VALIDATORS[keyword]) for keyword in _LIMITS},
+        "multipleOf": _multiple_of,
+    },
+    type_checker=_Draft.TYPE_CHECKER.redefine(
+        "array", lambda _checker, value: isinstance(value, list | tuple)
     ),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
+    id_of=DRAFT202012.id_of,  # type: ignore[arg-type]  # the stub wants str, not str | None
+    applicable_validators=_in_typebox_order,  # type: ignore[arg-type]
+)
+"""Draft 2020-12 with the keywords above replaced; ``format`` is not checked (no checker)."""
+
+
+_plain_descend = _PiValidator.descend
+
+
+def _descend(
+    self: Any,
+    instance: Any,
+    schema: Any,
+    path: str | int | None = None,
+    schema_path: str | int | None = None,
+    resolver: Any = None,
+) -> _Errors:
+    """jsonschema's ``descend``, except that a ``false`` schema's error gets its path (jsonschema
+    drops it: ``properties: {"a": false}`` would be reported at the object, not at ``a``)."""
+    if schema is False:
+        error = ValidationError("schema is false", validator="false", instance=instance)
+        if path is not None:
+            error.path.appendleft(path)
+        yield error
+        return
+    yield from _plain_descend(self, instance, schema, path, schema_path, resolver)
+
+
+_PiValidator.descend = _descend  # type: ignore[method-assign, assignment]
+
+
+# --- TypeBox's words -----------------------------------------------------------------------------
+
+
+def _limit(text: str) -> Callable[[ValidationError], str]:
+    return lambda error: text.format(_spelled(error.validator_value))
+
+
+def _spelled(value: Any) -> str:
+    return js_number(value) if _is_number(value) else str(value)
+
+
+def _type_message(error: ValidationError) -> str:
+    kind = error.validator_value
+    if isinstance(kind, list):
+        return f"must be either {' or '.join(map(str, kind))}"
+    return f"must be {kind}"
+
+
+def _bound_message(exclusive_keyword: str, strict: str, loose: str) -> Callable[..., str]:
+    def message(error: ValidationError) -> str:
+        schema = error.schema
+        exclusive = isinstance(schema, Mapping) and schema.get(exclusive_keyword) is True
+        return f"must be {strict if exclusive else loose} {_spelled(error.validator_value)}"
+
+    return message
+
+
+def _contains_message(error: ValidationError) -> str:
+    schema = error.schema if isinstance(error.schema, Mapping) else {}
+    least, most = schema.get("minContains", 1), schema.get("maxContains")
+    if most is None:
+        return f"must contain at least {least} valid item(s)"
+    return f"must contain at least {least} and no more than {most} valid item(s)"
+
+
+_MESSAGES: Final[dict[str, Callable[[ValidationError], str]]] = {
+    "type": _type_message,
+    "required": lambda e: "must have required properties " + ", ".join(_missing(e)),
+    "additionalProperties": lambda _: "must not have additional properties",
+    "minProperties": _limit("must not have fewer than {} properties"),
+    "maxProperties": _limit("must not have more than {} properties"),
+    "minItems": _limit("must not have fewer than {} items"),
+    "maxItems": _limit("must not have more than {} items"),
+    "uniqueItems": lambda _: "must not have duplicate items",
+    "minLength": _limit("must not have fewer than {} characters"),
+    "maxLength": _limit("must not have more than {} characters"),
+    "pattern": lambda e: f'must match pattern "{e.validator_value}"',
+    "exclusiveMinimum": _limit("must be > {}"),
+    "exclusiveMaximum": _limit("must be < {}"),
+    "minimum": _bound_message("exclusiveMinimum", ">", ">="),
+    "maximum": _bound_message("exclusiveMaximum", "<", "<="),
+    "multipleOf": _limit("must be multiple of {}"),
+    "const": lambda _: "must be equal to constant",
+    "enum": lambda _: "must be equal to one of the allowed values",
+    "not": lambda _: "must not be valid",
+    "anyOf": lambda _: "must match a schema in anyOf",
+    "oneOf": lambda _: "must match exactly one schema in oneOf",
+    "contains": _contains_message,
+    "dependentRequired": lambda e: e.message,
+    "unevaluatedProperties": lambda _: "must not have unevaluated properties",
+    "unevaluatedItems": lambda _: "must not have unevaluated items",
 }
 
 
-class _Node:
-    """One compiled schema: the keywords it uses, with sub-schemas compiled too."""
-
-    __slots__ = (
-        "additional",
-        "all_of",
-        "any_of",
-        "const",
-        "enum",
-        "exclusive_maximum",
-        "exclusive_minimum",
-        "fixed",
-        "has_const",
-        "items",
-        "max_items",
-        "max_length",
-        "max_properties",
-        "maximum",
-        "min_items",
-        "min_length",
-        "min_properties",
-        "minimum",
-        "multiple_of",
-        "negated",
-        "one_of",
-        "pattern",
-        "pattern_properties",
-        "prefix_items",
-        "properties",
-        "ref",
-        "required",
-        "type_message",
-        "types",
-        "unique_items",
-    )
-
-    def __init__(self) -> None:
-        self.fixed: bool | None = None  # a boolean schema (``true`` / ``false``)
-        self.types: tuple[str, ...] | None = None
-        self.type_message = ""
-        self.required: tuple[str, ...] = ()
-        self.properties: dict[str, _Node] = {}
-        self.additional: _Node | None = None
-        self.pattern_properties: tuple[tuple[re.Pattern[str], _Node], ...] = ()
-        self.min_properties: float | None = None
-        self.max_properties: float | None = None
-        self.items: _Node | None = None
-        self.prefix_items: tuple[_Node, ...] = ()
-        self.min_items: float | None = None
-        self.max_items: float | None = None
-        self.unique_items = False
-        self.min_length: float | None = None
-        self.max_length: float | None = None
-        self.pattern: tuple[re.Pattern[str], str] | None = None
-        self.minimum: float | None = None
-        self.maximum: float | None = None
-        self.exclusive_minimum: float | None = None
-        self.exclusive_maximum: float | None = None
-        self.multiple_of: float | None = None
-        self.ref: _Node | None = None
-        self.has_const = False
-        self.const: Any = None
-        self.enum: tuple[Any, ...] | None = None
-        self.negated: _Node | None = None
-        self.all_of: tuple[_Node, ...] = ()
-        self.any_of: tuple[_Node, ...] = ()
-        self.one_of: tuple[_Node, ...] = ()
+def _missing(error: ValidationError) -> tuple[str, ...]:
+    instance, required = error.instance, error.validator_value
+    return tuple(name for name in required if name not in instance)  # type: ignore[union-attr, operator]
 
 
-class _Compiler:
-    """Turns a schema (and every schema it references) into ``_Node`` trees, once per sub-schema."""
-
-    def __init__(self, root: Mapping[str, Any]) -> None:
-        self.root = root
-        self.memo: dict[int, _Node] = {}
-
-    def compile(self, schema: Any) -> _Node:
-        key = id(schema)
-        node = self.memo.get(key)
-        if node is not None:
-            return node
-        node = _Node()
-        self.memo[key] = node  # before recursing: recursive ``$ref``s find it
-        if isinstance(schema, bool):
-            node.fixed = schema
-        elif isinstance(schema, Mapping):
-            self._fill(node, schema)
-        else:
-            raise ValueError(f"Invalid JSON schema: expected an object or a boolean: {schema!r}")
-        return node
-
-    def _fill(self, node: _Node, s: Mapping[str, Any]) -> None:
-        kind = s.get("type")
-        if isinstance(kind, str):
-            node.types, node.type_message = (kind,), f"must be {kind}"
-        elif isinstance(kind, list) and all(isinstance(k, str) for k in kind):
-            node.types = tuple(kind)
-            node.type_message = f"must be either {' or '.join(kind)}"
-        required = s.get("required")
-        if isinstance(required, list):
-            node.required = tuple(r for r in required if isinstance(r, str))
-        properties = s.get("properties")
-        if isinstance(properties, Mapping):
-            node.properties = {k: self.compile(v) for k, v in properties.items()}
-        additional = s.get("additionalProperties")
-        if isinstance(additional, bool | Mapping):
-            node.additional = self.compile(additional)
-        patterns = s.get("patternProperties")
-        if isinstance(patterns, Mapping):
-            node.pattern_properties = tuple(
-                (regex, self.compile(sub))
-                for pattern, sub in patterns.items()
-                if (regex := _regex(pattern)) is not None
-            )
-        items = s.get("items")
-        prefix = s.get("prefixItems")
-        if isinstance(items, list):  # draft-04 tuple form
-            node.prefix_items = tuple(self.compile(i) for i in items)
-            extra = s.get("additionalItems")
-            if isinstance(extra, bool | Mapping):
-                node.items = self.compile(extra)
-        else:
-            if isinstance(items, bool | Mapping):
-                node.items = self.compile(items)
-            if isinstance(prefix, list):
-                node.prefix_items = tuple(self.compile(i) for i in prefix)
-        node.unique_items = s.get("uniqueItems") is True
-        node.min_properties = _number(s.get("minProperties"))
-        node.max_properties = _number(s.get("maxProperties"))
-        node.min_items = _number(s.get("minItems"))
-        node.max_items = _number(s.get("maxItems"))
-        node.min_length = _number(s.get("minLength"))
-        node.max_length = _number(s.get("maxLength"))
-        pattern = s.get("pattern")
-        if isinstance(pattern, str) and (regex := _regex(pattern)) is not None:
-            node.pattern = (regex, pattern)
-        node.minimum = _number(s.get("minimum"))
-        node.maximum = _number(s.get("maximum"))
-        node.exclusive_minimum = _number(s.get("exclusiveMinimum"))
-        node.exclusive_maximum = _number(s.get("exclusiveMaximum"))
-        if s.get("exclusiveMinimum") is True:  # draft-04 spelling
-            node.exclusive_minimum, node.minimum = node.minimum, None
-        if s.get("exclusiveMaximum") is True:
-            node.exclusive_maximum, node.maximum = node.maximum, None
-        node.multiple_of = _number(s.get("multipleOf"))
-        ref = s.get("$ref")
-        if isinstance(ref, str):
-            node.ref = self.compile(self._resolve(ref))
-        if "const" in s:
-            node.has_const, node.const = True, s["const"]
-        enum = s.get("enum")
-        if isinstance(enum, list):
-            node.enum = tuple(enum)
-        negated = s.get("not")
-        if isinstance(negated, bool | Mapping):
-            node.negated = self.compile(negated)
-        for keyword, attribute in (("allOf", "all_of"), ("anyOf", "any_of"), ("oneOf", "one_of")):
-            members = s.get(keyword)
-            if isinstance(members, list):
-                setattr(node, attribute, tuple(self.compile(m) for m in members))
-
-    def _resolve(self, ref: str) -> Any:
-        if not ref.startswith("#"):
-            raise ValueError(f'Cannot resolve "$ref": "{ref}" (only local references work)')
-        target: Any = self.root
-        for part in filter(None, unquote(ref[1:]).split("/")):
-            key = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, Mapping) and key in target:
-                target = target[key]
-            elif isinstance(target, list) and key.isdigit() and int(key) < len(target):
-                target = target[int(key)]
-            else:
-                raise ValueError(f'Cannot resolve "$ref": "{ref}" in the parameter schema')
-        return target
+def _issue(error: ValidationError) -> SchemaIssue:
+    path = tuple(str(part) for part in error.absolute_path)
+    keyword = error.validator
+    if not isinstance(keyword, str) or keyword == "false":  # a ``false`` schema
+        return SchemaIssue("false", path, "schema is false")
+    describe = _MESSAGES.get(keyword)
+    message = describe(error) if describe else f'must pass "{keyword}" keyword validation'
+    missing = _missing(error) if keyword == "required" else ()
+    return SchemaIssue(keyword, path, message, missing)
 
 
-class _Errors:
-    """Issues found so far, up to a limit; validation stops once the limit is reached."""
+def _flattened(errors: Iterable[ValidationError]) -> Iterator[ValidationError]:
+    """TypeBox lists a failed union's member errors before the union's own error."""
+    for error in errors:
+        if error.validator in ("anyOf", "oneOf"):
+            yield from _flattened(error.context or ())
+        yield error
 
-    __slots__ = ("issues", "limit")
 
-    def __init__(self, limit: int) -> None:
-        self.issues: list[SchemaIssue] = []
-        self.limit = limit
-
-    @property
-    def full(self) -> bool:
-        return len(self.issues) >= self.limit
-
-    def add(
-        self, keyword: str, path: tuple[str, ...], message: str, missing: tuple[str, ...] = ()
-    ) -> bool:
-        if not self.full:
-            self.issues.append(SchemaIssue(keyword, path, message, missing))
-        return False
-
-    def extend(self, issues: Iterable[SchemaIssue]) -> None:
-        for issue in issues:
-            if self.full:
-                return
-            self.issues.append(issue)
+# --- the compiled validator ----------------------------------------------------------------------
 
 
 class SchemaValidator:
-    """A compiled JSON schema: ``coerce`` (pi's coercion), ``errors`` and ``is_valid``."""
+    """A compiled JSON schema: ``coerce`` (pi's coercion), ``errors`` and ``is_valid``.
 
-    __slots__ = ("_root", "schema")
+    Raises ``ValueError`` at construction when a ``$ref`` does not resolve within the schema or a
+    ``type`` is not a JSON type.
+    """
+
+    __slots__ = ("_checker", "_members", "_refs", "_resolver", "schema")
 
     def __init__(self, schema: Mapping[str, Any] | bool) -> None:
         self.schema = schema
-        root = schema if isinstance(schema, Mapping) else {}
-        self._root = _Compiler(root).compile(schema)
+        self._resolver: _Resolver = _NO_FETCHING.resolver_with_root(
+            DRAFT202012.create_resource(schema)
+        )
+        self._refs: dict[int, tuple[Any, _Resolver]] = {}
+        self._members: dict[int, Validator] = {}
+        _check_schema(schema, self._resolver, self._refs)
+        self._checker: Validator = _PiValidator(schema, registry=_NO_FETCHING)
 
     def is_valid(self, value: Any) -> bool:
-        return self._check(self._root, value, (), _Errors(1))
+        return self._checker.is_valid(value)
 
     def errors(self, value: Any, limit: int = MAX_ERRORS) -> list[SchemaIssue]:
         """The issues of ``value`` (empty when valid), in TypeBox's order, at most ``limit``."""
-        found = _Errors(limit)
-        self._check(self._root, value, (), found)
-        return found.issues
+        found = _flattened(self._checker.iter_errors(value))
+        return [_issue(error) for error in islice(found, limit)]
 
     def coerce(self, value: Any) -> Any:
         """pi's coercion; containers in ``value`` may be changed in place. Returns the result."""
-        return self._coerce(self._root, value)
+        return self._coerce(self.schema, value, self._resolver)
 
-    # --- checking --------------------------------------------------------------------------------
-
-    def _valid(self, node: _Node, value: Any) -> bool:
-        return self._check(node, value, (), _Errors(1))
-
-    def _check(self, node: _Node, value: Any, path: tuple[str, ...], out: _Errors) -> bool:
-        if out.full:
-            return False
-        if node.fixed is not None:
-            return node.fixed or out.add("false", path, "schema is false")
-        ok = True
-        if node.types is not None and not _matches_any(value, node.types):
-            ok = out.add("type", path, node.type_message)
-        if isinstance(value, dict):
-            ok = self._check_object(node, value, path, out) and ok
-        elif isinstance(value, list | tuple):
-            ok = self._check_array(node, value, path, out) and ok
-        elif isinstance(value, str):
-            ok = _check_string(node, value, path, out) and ok
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            ok = _check_number(node, value, path, out) and ok
-        return self._check_logic(node, value, path, out) and ok
-
-    def _check_object(
-        self, node: _Node, value: dict[str, Any], path: tuple[str, ...], out: _Errors
-    ) -> bool:
-        ok = True
-        missing = tuple(name for name in node.required if name not in value)
-        if missing:
-            message = f"must have required properties {', '.join(missing)}"
-            ok = out.add("required", path, message, missing)
-        if node.additional is not None:
-            failed = False
-            for key, item in value.items():
-                if key in node.properties or any(r.search(key) for r, _ in node.pattern_properties):
-                    continue
-                if not self._check(node.additional, item, (*path, key), out):
-                    failed = True
-            if failed:
-                ok = out.add("additionalProperties", path, "must not have additional properties")
-        for regex, sub in node.pattern_properties:
-            for key, item in value.items():
-                if regex.search(key):
-                    ok = self._check(sub, item, (*path, key), out) and ok
-        for key, sub in node.properties.items():
-            if key in value:
-                ok = self._check(sub, value[key], (*path, key), out) and ok
-        count = len(value)
-        if node.min_properties is not None and count < node.min_properties:
-            limit = js_number(node.min_properties)
-            ok = out.add("minProperties", path, f"must not have fewer than {limit} properties")
-        if node.max_properties is not None and count > node.max_properties:
-            limit = js_number(node.max_properties)
-            ok = out.add("maxProperties", path, f"must not have more than {limit} properties")
-        return ok
-
-    def _check_array(
-        self, node: _Node, value: list[Any] | tuple[Any, ...], path: tuple[str, ...], out: _Errors
-    ) -> bool:
-        ok = True
-        if node.items is not None:
-            for index in range(len(node.prefix_items), len(value)):
-                ok = self._check(node.items, value[index], (*path, str(index)), out) and ok
-        if node.min_items is not None and len(value) < node.min_items:
-            limit = js_number(node.min_items)
-            ok = out.add("minItems", path, f"must not have fewer than {limit} items")
-        if node.max_items is not None and len(value) > node.max_items:
-            limit = js_number(node.max_items)
-            ok = out.add("maxItems", path, f"must not have more than {limit} items")
-        for index, sub in enumerate(node.prefix_items[: len(value)]):
-            ok = self._check(sub, value[index], (*path, str(index)), out) and ok
-        if node.unique_items and _has_duplicates(value):
-            ok = out.add("uniqueItems", path, "must not have duplicate items")
-        return ok
-
-    def _check_logic(self, node: _Node, value: Any, path: tuple[str, ...], out: _Errors) -> bool:
-        ok = True
-        if node.ref is not None:
-            ok = self._check(node.ref, value, path, out)
-        if node.has_const and not _js_equal(value, node.const):
-            ok = out.add("const", path, "must be equal to constant")
-        if node.enum is not None and not any(_js_equal(value, option) for option in node.enum):
-            ok = out.add("enum", path, "must be equal to one of the allowed values")
-        if node.negated is not None and self._valid(node.negated, value):
-            ok = out.add("not", path, "must not be valid")
-        if node.all_of:
-            failures = self._branches(node.all_of, value, path)[1]
-            for issues in failures:
-                out.extend(issues)
-            ok = ok and not failures
-        if node.any_of:
-            passed, failures = self._branches(node.any_of, value, path)
-            if not passed:
-                for issues in failures:
-                    out.extend(issues)
-                ok = out.add("anyOf", path, "must match a schema in anyOf")
-        if node.one_of:
-            passed, failures = self._branches(node.one_of, value, path)
-            if passed != 1:
-                for issues in failures if passed == 0 else ():
-                    out.extend(issues)
-                ok = out.add("oneOf", path, "must match exactly one schema in oneOf")
-        return ok
-
-    def _branches(
-        self, members: tuple[_Node, ...], value: Any, path: tuple[str, ...]
-    ) -> tuple[int, list[list[SchemaIssue]]]:
-        """Check each member on its own: how many passed, and the issues of those that failed."""
-        passed = 0
-        failures: list[list[SchemaIssue]] = []
-        for member in members:
-            found = _Errors(MAX_ERRORS)
-            if self._check(member, value, path, found):
-                passed += 1
-            else:
-                failures.append(found.issues)
-        return passed, failures
-
-    # --- coercion --------------------------------------------------------------------------------
-
-    def _coerce(self, node: _Node, value: Any) -> Any:
-        if node.fixed is not None:
+    def _coerce(self, schema: Any, value: Any, resolver: _Resolver) -> Any:
+        if not isinstance(schema, Mapping):
             return value
-        if node.ref is not None:
-            value = self._coerce(node.ref, value)
-        for member in node.all_of:
-            value = self._coerce(member, value)
-        if node.any_of:
-            value = self._coerce_union(node.any_of, value)
-        if node.one_of:
-            value = self._coerce_union(node.one_of, value)
-        if node.types is not None:
-            value = _coerce_to_types(value, node.types)
-        accepts = node.types is None or "object" in node.types
-        if accepts and isinstance(value, dict):
-            for key, item in value.items():
-                sub = node.properties.get(key)
-                if sub is None:
-                    sub = next((s for r, s in node.pattern_properties if r.search(key)), None)
-                if sub is None:
-                    sub = node.additional
-                if sub is not None:
-                    value[key] = self._coerce(sub, item)
-        accepts = node.types is None or "array" in node.types
-        if accepts and isinstance(value, list):
-            for index, item in enumerate(value):
-                if index < len(node.prefix_items):
-                    value[index] = self._coerce(node.prefix_items[index], item)
-                elif node.items is not None:
-                    value[index] = self._coerce(node.items, item)
+        if "$id" in schema:
+            resolver = resolver.in_subresource(DRAFT202012.create_resource(schema))
+        if isinstance(schema.get("$ref"), str):
+            target, target_resolver = self._refs[id(schema)]
+            value = self._coerce(target, value, target_resolver)
+        for member in _members(schema, "allOf"):
+            value = self._coerce(member, value, resolver)
+        for keyword in ("anyOf", "oneOf"):
+            if members := _members(schema, keyword):
+                value = self._coerce_union(members, value, resolver)
+        types = _types(schema.get("type"))
+        if types:
+            value = _coerce_to_types(value, types)
+        if isinstance(value, dict) and (not types or "object" in types):
+            self._coerce_properties(schema, value, resolver)
+        if isinstance(value, list) and (not types or "array" in types):
+            self._coerce_items(schema, value, resolver)
         return value
 
-    def _coerce_union(self, members: tuple[_Node, ...], value: Any) -> Any:
-        if any(self._valid(member, value) for member in members):
+    def _coerce_properties(
+        self, schema: Mapping[str, Any], value: dict[str, Any], resolver: _Resolver
+    ) -> None:
+        properties = schema.get("properties")
+        properties = properties if isinstance(properties, Mapping) else {}
+        patterns = schema.get("patternProperties")
+        patterns = patterns if isinstance(patterns, Mapping) else {}
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = properties.get(key)
+            if sub is None:
+                sub = next((s for p, s in patterns.items() if _search(p, key)), extra)
+            if sub is not None:
+                value[key] = self._coerce(sub, item, resolver)
+
+    def _coerce_items(self, schema: Mapping[str, Any], value: list[Any], resolver: Any) -> None:
+        items = schema.get("items")
+        if isinstance(items, list):  # draft-04's tuple form
+            prefix, rest = items, schema.get("additionalItems")
+        else:
+            prefix, rest = _members(schema, "prefixItems"), items
+        for index, item in enumerate(value):
+            sub = prefix[index] if index < len(prefix) else rest
+            if sub is not None:
+                value[index] = self._coerce(sub, item, resolver)
+
+    def _coerce_union(self, members: list[Any], value: Any, resolver: _Resolver) -> Any:
+        checkers = [self._member(member, resolver) for member in members]
+        if any(checker.is_valid(value) for checker in checkers):
             return value
-        for member in members:
-            candidate = self._coerce(member, copy.deepcopy(value))
-            if self._valid(member, candidate):
+        for member, checker in zip(members, checkers, strict=True):
+            candidate = self._coerce(member, copy.deepcopy(value), resolver)
+            if checker.is_valid(candidate):
                 return candidate
         return value
+
+    def _member(self, member: Any, resolver: _Resolver) -> Validator:
+        checker = self._members.get(id(member))
+        if checker is None:
+            checker = self._checker.evolve(schema=member, _resolver=resolver)
+            self._members[id(member)] = checker
+        return checker
+
+
+_NO_FETCHING: Final[Registry[Any]] = Registry()
+"""References resolve within the schema; anything else is an error, never a download."""
+
+# Keywords whose values are data, not schemas: a ``$ref`` key inside them is not a reference.
+_DATA_KEYWORDS: Final = frozenset({"const", "enum", "default", "examples", "required"})
+
+
+def _check_schema(
+    schema: Any, resolver: _Resolver, found: dict[int, tuple[Any, _Resolver]]
+) -> None:
+    """Resolve every ``$ref`` in ``schema`` and read every ``type`` now, so a broken schema is a
+    clear error before any arguments are checked; ``found`` keeps each reference's target by the
+    id of the schema holding it."""
+    stack: list[tuple[Any, _Resolver]] = [(schema, resolver)]
+    seen: set[int] = set()
+    while stack:
+        node, scope = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, scope) for item in node)
+            continue
+        if not isinstance(node, Mapping) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if "$id" in node:
+            scope = scope.in_subresource(DRAFT202012.create_resource(node))
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            found[id(node)] = _resolve(ref, scope)
+        kind = node.get("type")
+        for name in [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else ():
+            if name not in _KNOWN_TYPES:
+                raise ValueError(f"Unknown type {name!r} in the parameter schema")
+        stack.extend((v, scope) for k, v in node.items() if k not in _DATA_KEYWORDS)
+
+
+def _resolve(ref: str, scope: _Resolver) -> tuple[Any, _Resolver]:
+    try:
+        resolved = scope.lookup(ref)
+    except Unresolvable:
+        if ref.startswith("#"):
+            raise ValueError(f'Cannot resolve "$ref": "{ref}" in the parameter schema') from None
+        raise ValueError(f'Cannot resolve "$ref": "{ref}" (only local references work)') from None
+    return resolved.contents, resolved.resolver
 
 
 _CACHE_SIZE: Final = 512
@@ -599,20 +660,24 @@ def _copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def _never(_: Any) -> bool:
-    return False
+def _members(schema: Mapping[str, Any], keyword: str) -> list[Any]:
+    members = schema.get(keyword)
+    return members if isinstance(members, list) else []
 
 
-def _matches_any(value: Any, types: tuple[str, ...]) -> bool:
-    return any(_TYPE_TESTS.get(kind, _never)(value) for kind in types)
+def _types(kind: Any) -> tuple[str, ...]:
+    if isinstance(kind, str):
+        return (kind,)
+    if isinstance(kind, list) and all(isinstance(k, str) for k in kind):
+        return tuple(kind)
+    return ()
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value
-    return None
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+@functools.lru_cache(maxsize=1024)
 def _regex(pattern: str) -> re.Pattern[str] | None:
     """A JavaScript pattern as a Python regex; ``None`` (keyword ignored) if Python rejects it."""
     translated = re.sub(r"\(\?<(?![=!])", "(?P<", pattern)
@@ -622,73 +687,23 @@ def _regex(pattern: str) -> re.Pattern[str] | None:
         return None
 
 
+def _search(pattern: str, text: str) -> bool:
+    regex = _regex(pattern)
+    return regex is not None and regex.search(text) is not None
+
+
 def _escape_pointer(part: str) -> str:
     return part.replace("~", "~0").replace("/", "~1")
 
 
-def _check_string(node: _Node, value: str, path: tuple[str, ...], out: _Errors) -> bool:
-    ok = True
-    if node.min_length is not None and len(value) < node.min_length:
-        limit = js_number(node.min_length)
-        ok = out.add("minLength", path, f"must not have fewer than {limit} characters")
-    if node.max_length is not None and len(value) > node.max_length:
-        limit = js_number(node.max_length)
-        ok = out.add("maxLength", path, f"must not have more than {limit} characters")
-    if node.pattern is not None and not node.pattern[0].search(value):
-        ok = out.add("pattern", path, f'must match pattern "{node.pattern[1]}"')
-    return ok
+def _matches_any(value: Any, types: tuple[str, ...]) -> bool:
+    checker = _PiValidator.TYPE_CHECKER
+    return any(kind in _KNOWN_TYPES and checker.is_type(value, kind) for kind in types)
 
 
-def _check_number(node: _Node, value: float, path: tuple[str, ...], out: _Errors) -> bool:
-    ok = True
-    bounds = (
-        ("exclusiveMinimum", node.exclusive_minimum, ">"),
-        ("exclusiveMaximum", node.exclusive_maximum, "<"),
-        ("minimum", node.minimum, ">="),
-        ("maximum", node.maximum, "<="),
-    )
-    for keyword, limit, comparison in bounds:
-        if limit is not None and not _compare(value, comparison, limit):
-            ok = out.add(keyword, path, f"must be {comparison} {js_number(limit)}")
-    if node.multiple_of is not None and not _is_multiple(value, node.multiple_of):
-        ok = out.add("multipleOf", path, f"must be multiple of {js_number(node.multiple_of)}")
-    return ok
-
-
-def _compare(value: float, comparison: str, limit: float) -> bool:
-    if comparison == ">":
-        return value > limit
-    if comparison == "<":
-        return value < limit
-    if comparison == ">=":
-        return value >= limit
-    return value <= limit
-
-
-def _is_multiple(value: float, divisor: float) -> bool:
-    if divisor == 0:
-        return True
-    if isinstance(value, int) and isinstance(divisor, int):
-        return value % divisor == 0
-    quotient = value / divisor
-    return math.isfinite(quotient) and abs(quotient - round(quotient)) < 1e-9
-
-
-def _js_equal(a: Any, b: Any) -> bool:
-    """Deep equality with JSON semantics: ``1 == 1.0`` but ``true != 1``."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a is b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(_js_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_js_equal(a[k], b[k]) for k in a)
-    return type(a) is type(b) and bool(a == b)
-
-
-def _has_duplicates(items: list[Any] | tuple[Any, ...]) -> bool:
-    return any(_js_equal(items[i], items[j]) for i in range(len(items)) for j in range(i))
+_KNOWN_TYPES: Final = frozenset(
+    {"object", "array", "string", "number", "integer", "boolean", "null"}
+)
 
 
 # JavaScript's Number(text) for the texts a model plausibly sends: decimal and 0x/0o/0b literals.

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import pathspec
+import yaml
 
 from .prompts import SKILLS_PREAMBLE
 
@@ -114,15 +117,44 @@ class Resources:
 
 
 class FrontmatterError(ValueError):
-    """Frontmatter that is not the YAML subset this reader understands."""
+    """Frontmatter that is not valid YAML, or not a mapping of keys to values."""
+
+
+class _FrontmatterLoader(yaml.SafeLoader):
+    """PyYAML's safe loader read as YAML 1.2 (as pi's ``yaml`` package reads it): only
+    ``true``/``false`` are booleans (``yes``, ``on`` stay text) and dates stay text."""
+
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """A mapping whose keys are unique (PyYAML would keep the last of a repeated key)."""
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable):
+                break  # PyYAML's own error follows
+            if key in seen:
+                mark = key_node.start_mark
+                raise yaml.MarkedYAMLError(problem=f"duplicate key {key!r}", problem_mark=mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_FrontmatterLoader.yaml_implicit_resolvers = {
+    first: [(tag, regex) for tag, regex in resolvers if tag not in (_BOOL_TAG, _TIMESTAMP_TAG)]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_FrontmatterLoader.add_implicit_resolver(
+    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
 
 
 def parse_frontmatter(text: str) -> tuple[dict[str, Any], str]:
     """Split a Markdown file into its YAML frontmatter (between ``---`` lines) and its body.
 
-    The body is trimmed. Without frontmatter the mapping is empty. The reader understands the
-    YAML that frontmatter uses: ``key: value`` pairs, plain/quoted scalars, booleans, null and
-    numbers, nested mappings, block and flow lists, ``|``/``>`` block scalars and comments.
+    The body is trimmed. Without frontmatter the mapping is empty. Raises ``FrontmatterError``
+    (with the file's line and column) when the frontmatter is not YAML or not a mapping.
     """
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.startswith("---"):
@@ -130,298 +162,56 @@ def parse_frontmatter(text: str) -> tuple[dict[str, Any], str]:
     end = text.find("\n---", 3)
     if end < 0:
         return {}, text.strip()
-    data = _YamlReader(text[4:end]).mapping_document()
+    try:
+        data = yaml.load(text[4:end], Loader=_FrontmatterLoader)  # a SafeLoader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" (line {mark.line + 2}, column {mark.column + 1})" if mark else ""
+        problem = " ".join(part for part in (exc.problem, exc.context) if part)
+        raise FrontmatterError(f"invalid YAML: {problem}{where}") from None
+    except yaml.YAMLError as exc:
+        raise FrontmatterError(f"invalid YAML: {exc}") from None
+    if data is None:
+        return {}, text[end + 4 :].strip()
+    if not isinstance(data, dict):
+        raise FrontmatterError("frontmatter must be a mapping of keys to values")
     return data, text[end + 4 :].strip()
-
-
-_KEY = re.compile(r"""^("(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#'"][^:#]*?)\s*:(?:\s+(.*)|$)""")
-_INT = re.compile(r"^[-+]?(?:0|[1-9][0-9_]*)$")
-_FLOAT = re.compile(r"^[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?$")
-_BLOCK_SCALAR = re.compile(r"^([|>])([-+]?)$")
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
-
-
-def _strip_comment(value: str) -> str:
-    if value.startswith(("'", '"')):
-        return value
-    match = re.search(r"\s#", value)
-    return (value[: match.start()] if match else value).strip()
-
-
-def _unquote(token: str) -> str:
-    if token.startswith('"'):
-        if not token.endswith('"') or len(token) < 2:
-            raise FrontmatterError(f"unterminated string: {token}")
-        body = token[1:-1]
-        escapes = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "/": "/", "0": "\0", "r": "\r"}
-        return re.sub(r"\\(.)", lambda m: escapes.get(m.group(1), m.group(0)), body)
-    if not token.endswith("'") or len(token) < 2:
-        raise FrontmatterError(f"unterminated string: {token}")
-    return token[1:-1].replace("''", "'")
-
-
-def _scalar(token: str) -> Any:
-    token = _strip_comment(token.strip())
-    if not token or token in ("~", "null", "Null", "NULL"):
-        return None
-    if token[0] in "'\"":
-        return _unquote(token)
-    if token in ("true", "True", "TRUE"):
-        return True
-    if token in ("false", "False", "FALSE"):
-        return False
-    if _INT.match(token):
-        return int(token.replace("_", ""))
-    if _FLOAT.match(token):
-        return float(token)
-    if token.startswith("[") and token.endswith("]"):
-        inner = token[1:-1].strip()
-        return [_scalar(item) for item in _split_flow(inner)] if inner else []
-    if token == "{}":
-        return {}
-    return token
-
-
-def _split_flow(text: str) -> list[str]:
-    items, current, quote = [], "", ""
-    for char in text:
-        if quote:
-            current += char
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-            current += char
-        elif char == ",":
-            items.append(current)
-            current = ""
-        else:
-            current += char
-    items.append(current)
-    return items
-
-
-class _YamlReader:
-    """A line-based reader for the block YAML of frontmatter (see :func:`parse_frontmatter`)."""
-
-    def __init__(self, text: str) -> None:
-        self.lines = text.split("\n")
-        self.pos = 0
-
-    def mapping_document(self) -> dict[str, Any]:
-        self._skip_blank()
-        if self.pos >= len(self.lines):
-            return {}
-        value = self._block(_indent(self.lines[self.pos]))
-        self._skip_blank()
-        if self.pos < len(self.lines):
-            raise FrontmatterError(f"unexpected line: {self.lines[self.pos].strip()}")
-        if not isinstance(value, dict):
-            raise FrontmatterError("frontmatter must be a mapping of keys to values")
-        return value
-
-    def _skip_blank(self) -> None:
-        while self.pos < len(self.lines):
-            stripped = self.lines[self.pos].strip()
-            if stripped and not stripped.startswith("#"):
-                return
-            self.pos += 1
-
-    def _block(self, indent: int) -> Any:
-        line = self.lines[self.pos]
-        if line.lstrip().startswith("-") and line.strip()[1:2] in ("", " "):
-            return self._sequence(indent)
-        return self._mapping(indent)
-
-    def _mapping(self, indent: int) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        while True:
-            self._skip_blank()
-            if self.pos >= len(self.lines):
-                return out
-            line = self.lines[self.pos]
-            current = _indent(line)
-            if current < indent:
-                return out
-            if current > indent:
-                raise FrontmatterError(f"unexpected indentation: {line.strip()}")
-            match = _KEY.match(line.strip())
-            if match is None:
-                raise FrontmatterError(f"expected 'key: value', got: {line.strip()}")
-            key = match.group(1)
-            if key[0] in "'\"":
-                key = _unquote(key)
-            self.pos += 1
-            out[key] = self._value(match.group(2) or "", indent)
-
-    def _sequence(self, indent: int) -> list[Any]:
-        items: list[Any] = []
-        while True:
-            self._skip_blank()
-            if self.pos >= len(self.lines):
-                return items
-            line = self.lines[self.pos]
-            stripped = line.strip()
-            if _indent(line) != indent or not (stripped == "-" or stripped.startswith("- ")):
-                return items
-            rest = stripped[1:].strip()
-            if not rest:
-                self.pos += 1
-                items.append(self._nested(indent))
-            elif _KEY.match(rest) and not rest.startswith(("'", '"', "[")):
-                # "- key: value" starts a mapping item, indented past the dash
-                self.lines[self.pos] = " " * (indent + 2) + rest
-                items.append(self._mapping(indent + 2))
-            else:
-                self.pos += 1
-                items.append(_scalar(rest))
-
-    def _nested(self, indent: int) -> Any:
-        self._skip_blank()
-        if self.pos >= len(self.lines):
-            return None
-        line = self.lines[self.pos]
-        child = _indent(line)
-        is_item = line.strip() == "-" or line.strip().startswith("- ")
-        if child > indent or (child == indent and is_item):
-            return self._block(child)
-        return None
-
-    def _value(self, rest: str, indent: int) -> Any:
-        rest = _strip_comment(rest)
-        block = _BLOCK_SCALAR.match(rest)
-        if block:
-            return self._block_scalar(block.group(1), block.group(2), indent)
-        if not rest:
-            return self._nested(indent)
-        return _scalar(rest)
-
-    def _block_scalar(self, style: str, chomp: str, indent: int) -> str:
-        raw: list[str] = []
-        while self.pos < len(self.lines):
-            line = self.lines[self.pos]
-            if line.strip() and _indent(line) <= indent:
-                break
-            raw.append(line)
-            self.pos += 1
-        while raw and not raw[-1].strip():
-            raw.pop()
-        content = [line for line in raw if line.strip()]
-        cut = min((_indent(line) for line in content), default=0)
-        lines = [line[cut:] for line in raw]
-        if style == "|":
-            text = "\n".join(lines)
-        else:
-            text = ""
-            for line in lines:
-                if not line:
-                    text += "\n"
-                elif text and not text.endswith("\n"):
-                    text += " " + line
-                else:
-                    text += line
-        if chomp == "-" or not text:
-            return text
-        return text + "\n"
 
 
 # --- ignore files --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class _IgnoreRule:
-    base: str  # the ignore file's directory, relative to the scanned root ("" or "sub/")
-    pattern: re.Pattern[str]
-    negate: bool
-    dir_only: bool
+class _IgnoreFile:
+    """The ``.gitignore``-style rules of one directory, which apply below it."""
 
-    def matches(self, path: str, is_dir: bool) -> bool:
-        if not path.startswith(self.base) or (self.dir_only and not is_dir):
-            return False
-        return self.pattern.fullmatch(path[len(self.base) :]) is not None
+    base: str  # the directory, relative to the scanned root ("" or "sub/")
+    spec: pathspec.GitIgnoreSpec
 
 
-def _glob_to_regex(glob: str) -> str:
-    out, i = "", 0
-    while i < len(glob):
-        char = glob[i]
-        if glob.startswith("**/", i):
-            out += "(?:.*/)?"
-            i += 3
-            continue
-        if glob.startswith("**", i):
-            out += ".*"
-            i += 2
-            continue
-        if char == "*":
-            out += "[^/]*"
-        elif char == "?":
-            out += "[^/]"
-        elif char == "\\" and i + 1 < len(glob):
-            i += 1
-            out += re.escape(glob[i])
-        elif char == "[":
-            close = glob.find("]", i + 2)
-            if close < 0:
-                out += re.escape(char)
-            else:
-                body = glob[i + 1 : close]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out += "[" + body.replace("\\", "\\\\") + "]"
-                i = close
-        else:
-            out += re.escape(char)
-        i += 1
-    return out
-
-
-def _ignore_rule(line: str, base: str) -> _IgnoreRule | None:
-    """One line of a ``.gitignore``-style file, re-rooted at ``base``."""
-    line = line.rstrip("\n")
-    stripped = re.sub(r"(?<!\\)\s+$", "", line)
-    if not stripped or stripped.startswith("#"):
-        return None
-    negate = stripped.startswith("!")
-    if negate or stripped.startswith(("\\!", "\\#")):
-        stripped = stripped[1:]
-    dir_only = stripped.endswith("/")
-    stripped = stripped.rstrip("/")
-    if not stripped:
-        return None
-    anchored = "/" in stripped
-    stripped = stripped.lstrip("/")
-    regex = _glob_to_regex(stripped)
-    if not anchored:
-        regex = "(?:.*/)?" + regex
-    return _IgnoreRule(base, re.compile(regex + "(?:/.*)?"), negate, dir_only)
-
-
-def _read_ignore_rules(directory: str, base: str) -> list[_IgnoreRule]:
-    rules: list[_IgnoreRule] = []
+def _read_ignore_files(directory: str, base: str) -> list[_IgnoreFile]:
+    lines: list[str] = []
     for name in IGNORE_FILE_NAMES:
         path = os.path.join(directory, name)
         if not os.path.isfile(path):
             continue
         try:
-            text = Path(path).read_text(encoding="utf-8", errors="replace")
+            lines += Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             continue
-        for line in text.splitlines():
-            rule = _ignore_rule(line, base)
-            if rule is not None:
-                rules.append(rule)
-    return rules
+    return [_IgnoreFile(base, pathspec.GitIgnoreSpec.from_lines(lines))] if lines else []
 
 
-def _ignored(rules: Sequence[_IgnoreRule], path: str, is_dir: bool) -> bool:
+def _ignored(files: Sequence[_IgnoreFile], path: str, is_dir: bool) -> bool:
+    """Whether ``path`` (relative to the root) is ignored: the last rule that matches decides,
+    a deeper directory's rules after its parents'."""
     ignored = False
-    for rule in rules:
-        if rule.matches(path, is_dir):
-            ignored = not rule.negate
+    for rules in files:
+        if path.startswith(rules.base):
+            relative = path[len(rules.base) :] + ("/" if is_dir else "")
+            verdict = rules.spec.check_file(relative).include
+            if verdict is not None:
+                ignored = verdict
     return ignored
 
 
@@ -490,14 +280,14 @@ class _SkillScan:
         if skill is not None:
             self.skills.append(skill)
 
-    def scan(self, directory: str, rules: list[_IgnoreRule], top: bool) -> None:
+    def scan(self, directory: str, rules: list[_IgnoreFile], top: bool) -> None:
         real = os.path.realpath(directory)
         if real in self.visited:  # a symlink loop
             return
         self.visited.add(real)
         relative = os.path.relpath(directory, self.root)
         base = "" if relative == "." else relative.replace(os.sep, "/") + "/"
-        rules = rules + _read_ignore_rules(directory, base)
+        rules = rules + _read_ignore_files(directory, base)
         try:
             names = sorted(os.listdir(directory))
         except OSError as exc:

@@ -411,3 +411,89 @@ def test_arguments_error_for_unparseable_tool_calls() -> None:
     huge = broken.model_copy(update={"raw_arguments": "x" * 5000})
     message = arguments_error_for(huge)
     assert message is not None and message.endswith("[... 3000 more characters not shown]")
+
+
+# --- what the jsonschema engine adds, and what the adapter keeps ---------------------------------
+
+
+def test_keywords_the_hand_made_validator_ignored_are_checked_in_pi_words() -> None:
+    cases: list[tuple[dict[str, Any], Any, list[str]]] = [
+        (
+            {"type": "array", "contains": {"type": "string"}},
+            [1],
+            ["root: must contain at least 1 valid item(s)"],
+        ),
+        (
+            {"type": "object", "dependentRequired": {"a": ["b", "c"]}},
+            {"a": 1},
+            ["root: must have properties b, c when property a is present"],
+        ),
+        (
+            {"if": {"type": "string"}, "then": {"minLength": 2}},
+            "a",
+            ["root: must not have fewer than 2 characters"],
+        ),
+        (
+            {"type": "object", "properties": {"a": {}}, "unevaluatedProperties": False},
+            {"a": 1, "b": 2},
+            ["root: must not have unevaluated properties"],
+        ),
+    ]
+    for schema, value, lines in cases:
+        issues = SchemaValidator(schema).errors(value)
+        assert [f"{i.location}: {i.message}" for i in issues] == lines
+
+
+def test_a_false_schema_under_a_property_or_item_is_reported_where_it_is() -> None:
+    schema = {"type": "object", "properties": {"a": False, "b": {"type": "array", "items": False}}}
+    issues = SchemaValidator(schema).errors({"a": 1, "b": [1]})
+    assert [f"{i.location}: {i.message}" for i in issues] == [
+        "a: schema is false",
+        "b.0: schema is false",
+    ]
+
+
+def test_malformed_limits_are_ignored_and_unknown_types_are_a_clear_schema_error() -> None:
+    lenient = SchemaValidator(
+        {"type": "string", "minLength": "2", "maxItems": None, "multipleOf": 0}
+    )
+    assert lenient.is_valid("a")
+    assert SchemaValidator({"multipleOf": 0.1}).is_valid(0.3)  # float tolerance, as before
+    tool = Tool(name="t", parameters=_object({"a": {"type": "any"}}))
+    with pytest.raises(ValueError, match="Unknown type 'any' in the parameter schema"):
+        validate_tool_arguments(tool, {"a": 1})
+
+
+def test_keyword_order_follows_typebox_not_the_schema_dict() -> None:
+    # pydantic writes "properties" before "required" and "type" last; TypeBox reports type,
+    # then required, then the properties
+    schema = {
+        "properties": {"a": {"minimum": 1, "type": "integer"}},
+        "required": ["b"],
+        "type": "object",
+    }
+    issues = SchemaValidator(schema).errors({"a": 0})
+    assert [f"{i.location}: {i.message}" for i in issues] == [
+        "b: must have required properties b",
+        "a: must be >= 1",
+    ]
+    assert [i.message for i in SchemaValidator(schema).errors([])] == ["must be object"]
+
+
+def test_ids_and_anchors_resolve_within_the_schema_and_nothing_is_fetched() -> None:
+    schema = {
+        "$id": "https://example.com/root.json",
+        "type": "object",
+        "properties": {"a": {"$ref": "#num"}, "b": {"$ref": "item.json"}},
+        "$defs": {
+            "n": {"$anchor": "num", "type": "integer"},
+            "item": {"$id": "item.json", "type": "string"},
+        },
+    }
+    tool = Tool(name="t", parameters=schema)
+    assert validate_tool_arguments(tool, {"a": "3", "b": 4}) == {"a": 3, "b": "4"}
+    elsewhere = Tool(
+        name="t", parameters=_object({"a": {"$ref": "https://example.com/other.json"}})
+    )
+    with pytest.raises(ValueError, match="only local references"):
+        validate_tool_arguments(elsewhere, {"a": 1})

@@ -91,12 +91,23 @@ def test_frontmatter_subset() -> None:
 def test_frontmatter_absent_unterminated_and_malformed() -> None:
     assert parse_frontmatter("just text\n") == ({}, "just text")
     assert parse_frontmatter("---\nname: x\nno end\n") == ({}, "---\nname: x\nno end")
-    with pytest.raises(FrontmatterError, match="expected 'key: value'"):
+    # PyYAML's words, with the line and column in the file (pi reports its YAML library's words)
+    with pytest.raises(FrontmatterError, match="must be a mapping of keys to values"):
         parse_frontmatter("---\nname x\n---\nbody")
-    with pytest.raises(FrontmatterError, match="unexpected indentation"):
+    with pytest.raises(FrontmatterError, match=r"mapping values are not allowed here \(line 3,"):
         parse_frontmatter("---\nname: x\n    extra: y\n---\n")
-    with pytest.raises(FrontmatterError, match="unterminated"):
+    with pytest.raises(FrontmatterError, match="end of stream while scanning a quoted scalar"):
         parse_frontmatter("---\nname: 'x\n---\n")
+    with pytest.raises(FrontmatterError, match=r"duplicate key 'name' \(line 3, column 1\)"):
+        parse_frontmatter("---\nname: x\nname: y\n---\n")
+    with pytest.raises(FrontmatterError, match="unhashable key"):
+        parse_frontmatter("---\n[1]: x\n---\n")
+    assert parse_frontmatter("---\n---\nbody") == ({}, "body")
+
+
+def test_frontmatter_is_read_as_yaml_1_2_not_1_1() -> None:
+    data, _ = parse_frontmatter("---\na: yes\nb: off\nc: 2024-01-01\nd: TRUE\ne: false\n---\n")
+    assert data == {"a": "yes", "b": "off", "c": "2024-01-01", "d": True, "e": False}
 
 
 # --- skills --------------------------------------------------------------------------------------
@@ -148,6 +159,19 @@ def test_ignore_files_are_honoured_and_rerooted(tmp_path: Path) -> None:
     skills, _ = load_skills([root])
     names = sorted(s.name for s in skills)
     assert names == ["keep", "new", "old2"]
+
+
+def test_ignore_rules_of_a_deeper_directory_can_re_include(tmp_path: Path) -> None:
+    root = tmp_path / "skills"
+    write(root / ".gitignore", "SKILL.md\n**/beta/\n# a comment\n\\#hash/\n")
+    write(root / "group" / ".gitignore", "!alpha/SKILL.md\n!beta/SKILL.md\n")
+    write(root / "group" / "alpha" / "SKILL.md", skill_file("alpha"))  # re-included below
+    write(root / "group" / "beta" / "SKILL.md", skill_file("beta"))  # its directory is ignored
+    write(root / "group" / "gamma" / "SKILL.md", skill_file("gamma"))
+    write(root / "#hash" / "alpha2" / "x.md", skill_file("x"))  # an escaped "#"
+    write(root / "top.md", skill_file("top"))
+    skills, _ = load_skills([root])
+    assert sorted(s.name for s in skills) == ["alpha", "top"]
 
 
 def test_skill_diagnostics_and_collisions(tmp_path: Path) -> None:

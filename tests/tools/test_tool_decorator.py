@@ -34,7 +34,7 @@ from pi_notebook.ai import (
     faux_assistant_message,
     faux_tool_call,
 )
-from pi_notebook.tools.docstrings import parse_docstring
+from pi_notebook.tools.docstrings import ParsedDocstring, parse_docstring
 from pi_notebook.tools.output import html_to_text, to_tool_result, truncate_text
 
 PNG_1X1 = base64.b64decode(
@@ -261,6 +261,17 @@ def test_docstring_parser_edge_cases() -> None:
     assert parsed.params == {"items": "The items.", "options": "Extra options."}
     numpy = parse_docstring("Sum.\n\nParameters\n----------\nx, y : float\n    Coordinates.\n")
     assert numpy.params == {"x": "Coordinates.", "y": "Coordinates."}
+
+
+def test_docstring_sections_the_library_lacks_and_prose_after_sphinx_fields() -> None:
+    keyword = parse_docstring("Summary.\n\nKeyword Args:\n    k: A keyword.\n")
+    assert keyword == ParsedDocstring("Summary.", {"k": "A keyword."})
+    noted = parse_docstring("Summary.\n\nNote:\n    Careful.\n\nArgs:\n    a: First.\n")
+    assert noted == ParsedDocstring("Summary.", {"a": "First."})
+    sphinx_text = parse_docstring("Summary.\n\n:param a: First.\n:param b: Second.\n\nAfter.")
+    assert sphinx_text.params == {"a": "First.", "b": "Second."}
+    prose = parse_docstring("Summary: a colon.\n\nMore.\n\n    Indented.")
+    assert prose == ParsedDocstring("Summary: a colon.\n\nMore.\n\n    Indented.")
 
 
 # --- options and the forms of the decorator -------------------------------------------------------
