@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-def current_tools(messages: Iterable[Message]) -> list[Tool]:
+def current_tools(messages: Iterable[object]) -> list[Tool]:
     """The tools declared after replaying every system message in order."""
     tools: dict[str, Tool] = {}
     for message in messages:
@@ -39,7 +39,7 @@ def current_tools(messages: Iterable[Message]) -> list[Tool]:
     return list(tools.values())
 
 
-def current_system_message(messages: Iterable[Message]) -> SystemMessage | None:
+def current_system_message(messages: Iterable[object]) -> SystemMessage | None:
     """One system message holding the replayed state, or ``None`` when there is none at all."""
     contents: list[str] = []
     sections: dict[str, str] = {}
