@@ -419,6 +419,7 @@ class Session:
         sections: Mapping[str, str | None] | None = None,
         tools_added: Sequence[Tool] | None = None,
         tools_removed: Sequence[str] | None = None,
+        timestamp: int | None = None,
     ) -> MessageEntry:
         """Append a pi 1.6 system message: more instructions, section patches (``None`` deletes
         a section), tools added (a name declared again is redefined in place) or removed.
@@ -433,6 +434,7 @@ class Session:
             tools_removed=None
             if tools_removed is None
             else [ToolReference(name=name) for name in tools_removed],
+            **({} if timestamp is None else {"timestamp": timestamp}),
         )
         return self.append_message(message)
 
