@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pi_notebook.harness import LeafEntry, Session
+from pi_notebook.harness import LeafEntry, Session, estimate_tokens
 from pi_notebook.harness.jsonl import encode_record
 from tests.harness import pi16_scenarios
 from tests.paths import GOLDEN
@@ -56,6 +56,7 @@ def _check_reading(session: Session, pi: dict[str, Any], tmp_path: Path) -> None
     assert (context.model.to_json_dict() if context.model else None) == model
     assert (context.system_prompt or "") == pi["systemPrompt"]
     assert (context.tool_names or []) == pi["toolNames"]
+    assert [estimate_tokens(m) for m in context.messages] == pi["estimates"]  # pi's chars/4
     totals = session.usage_totals()
     tokens = pi["stats"]["tokens"]
     assert (totals.input, totals.output, totals.cache_read, totals.cache_write) == (

@@ -67,7 +67,9 @@ function reset(n) {
 	seed = n;
 }
 
-const { AgentSession, SessionManager, buildSessionContext } = await import("@earendil-works/pi-coding-agent");
+const { AgentSession, SessionManager, buildSessionContext, estimateTokens } = await import(
+	"@earendil-works/pi-coding-agent"
+);
 const { getCurrentSystemPrompt, getCurrentTools } = await import("@earendil-works/pi-ai");
 
 // --- what pi reads ---------------------------------------------------------------------------------
@@ -89,6 +91,7 @@ function reading(file) {
 		context: manager.buildSessionContext(),
 		systemPrompt: getCurrentSystemPrompt(manager.buildSessionContext().messages),
 		toolNames: getCurrentTools(manager.buildSessionContext().messages).map((t) => t.name),
+		estimates: manager.buildSessionContext().messages.map((m) => estimateTokens(m)),
 		stats: { tokens: stats.tokens, cost: stats.cost },
 		branches,
 	};
