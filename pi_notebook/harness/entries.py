@@ -18,7 +18,7 @@ import os
 import time
 from datetime import UTC, datetime, timedelta
 from functools import cache
-from typing import Annotated, Any, Literal, TypeAlias, get_args
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias, get_args
 
 from pydantic import (
     BaseModel,
@@ -112,6 +112,8 @@ class _Record(PiModel):
     (``parentId``, a leaf's ``targetId``: the required fields that may be ``None``)."""
 
     model_config = ConfigDict(frozen=True)
+    _null_when_given: ClassVar[frozenset[str]] = frozenset()
+    """Optional fields written as ``null`` when the record was read or made with ``null``."""
 
     @model_serializer(mode="wrap")
     def _keep_nulls(
@@ -126,6 +128,11 @@ class _Record(PiModel):
             for name in _required_nullable(type(self))
             if getattr(self, name) is None and name not in excluded
         }
+        nulls.update(
+            name
+            for name in self._null_when_given
+            if name in self.model_fields_set and getattr(self, name) is None
+        )
         if not nulls:
             return data
         out: dict[str, Any] = {}
@@ -307,10 +314,12 @@ class UnknownEntry(_Record):
     """An entry of a type this version does not know (a newer pi's): kept, written back with all
     its fields, part of the tree, never part of the context."""
 
+    _null_when_given: ClassVar[frozenset[str]] = frozenset({"parent_id", "timestamp"})
+
     type: str
     id: str
     parent_id: str | None = None
-    timestamp: str = ""
+    timestamp: str | None = None
 
 
 class LeafEntry(_Record):

@@ -180,10 +180,10 @@ class SessionTreeNode:
     label: str | None = None
 
 
-def _ms(timestamp: str) -> int:
-    """Epoch ms of an entry timestamp; 0 for one that is not ISO (pi would get NaN)."""
+def _ms(timestamp: str | None) -> int:
+    """Epoch ms of an entry timestamp; 0 for one that is missing or not ISO (pi gets NaN)."""
     try:
-        return iso_to_ms(timestamp)
+        return iso_to_ms(timestamp) if timestamp else 0
     except ValueError:
         return 0
 

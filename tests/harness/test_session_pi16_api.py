@@ -24,6 +24,7 @@ from pi_notebook.harness import (
     UnknownEntry,
     UsageEntry,
 )
+from pi_notebook.harness.jsonl import encode_record
 
 
 def user(text: str) -> UserMessage:
@@ -209,3 +210,21 @@ def test_unknown_entries_are_kept_in_the_tree_and_out_of_the_context(tmp_path: P
     b = reopened.append_message(assistant("b"))
     assert b.parent_id == "f1"
     assert '"data":{"x":[1]}' in path.read_text()
+
+
+def test_unknown_lines_round_trip_exactly(tmp_path: Path) -> None:
+    lines = [
+        '{"type":"future","id":"u1","parentId":null,"timestamp":"2026-11-20T12:00:00.000Z"}',
+        '{"type":"future","id":"u2","extra":[1,{"a":null}]}',  # no parentId, no timestamp
+        '{"type":"message","id":"u3","parentId":"u1","timestamp":"2026-11-20T12:00:01.000Z",'
+        '"message":{"role":"from_pi_2","content":[],"timestamp":1}}',  # an unknown role
+    ]
+    header = (
+        '{"type":"session","version":3,"id":"s","timestamp":"2026-11-20T12:00:00.000Z","cwd":"/p"}'
+    )
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join([header, *lines]) + "\n")
+    session = Session.open(path)
+    assert [type(e) for e in session.get_entries()] == [UnknownEntry] * 3
+    assert [encode_record(e).decode().rstrip("\n") for e in session.get_entries()] == lines
+    assert session.build_context().messages == [] and len(session.get_tree()) == 2
