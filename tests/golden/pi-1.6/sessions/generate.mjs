@@ -13,6 +13,7 @@
 import nodeCrypto from "node:crypto";
 import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -38,6 +39,8 @@ class FakeDate extends RealDate {
 	}
 }
 globalThis.Date = FakeDate;
+let perf = 0;
+performance.now = () => (perf += 5); // tool and reply durations
 
 let seed = 1;
 function random() {
@@ -65,10 +68,20 @@ Object.defineProperty(globalThis.crypto, "getRandomValues", { value: fill, confi
 function reset(n) {
 	clock = START + n * 86_400_000;
 	seed = n;
+	perf = 0;
 }
 
-const { AgentSession, SessionManager, buildSessionContext, estimateTokens } = await import(
-	"@earendil-works/pi-coding-agent"
+const {
+	AgentSession,
+	ModelRuntime,
+	SessionManager,
+	SettingsManager,
+	buildSessionContext,
+	createAgentSession,
+	estimateTokens,
+} = await import("@earendil-works/pi-coding-agent");
+const { fauxAssistantMessage, fauxProvider, fauxText, fauxThinking, fauxToolCall } = await import(
+	"@earendil-works/pi-ai"
 );
 const { getCurrentSystemPrompt, getCurrentTools } = await import("@earendil-works/pi-ai");
 
@@ -324,7 +337,54 @@ const SCENARIOS = {
 	},
 };
 
-function generate() {
+// A real AgentSession run with a scripted faux model: pi itself writes the leading system message
+// (its prompt sections and tools), the thinking levels, tool durations, and the patch when the
+// tools change between two prompts.
+async function agentRun(dir) {
+	const root = join(tmpdir(), "pi16-golden-agent-run");
+	rmSync(root, { recursive: true, force: true });
+	const work = join(root, "work");
+	mkdirSync(join(root, "agent"), { recursive: true });
+	mkdirSync(work, { recursive: true });
+	writeFileSync(join(work, "notes.txt"), "line one\nline two\n");
+	const faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1", reasoning: true }] });
+	const runtime = await ModelRuntime.create({
+		authPath: join(root, "agent", "auth.json"),
+		modelsPath: null,
+		allowModelNetwork: false,
+		refreshOnCreate: false,
+	});
+	runtime.registerNativeProvider(faux.provider);
+	await runtime.setRuntimeApiKey("faux", "scripted-model-needs-no-key");
+	const sm = SessionManager.create(work, join(root, "sessions"));
+	const { session } = await createAgentSession({
+		cwd: work,
+		agentDir: join(root, "agent"),
+		modelRuntime: runtime,
+		model: faux.getModel(),
+		thinkingLevel: "high",
+		sessionManager: sm,
+		tools: ["read"],
+		settingsManager: SettingsManager.inMemory(),
+	});
+	faux.setResponses([
+		fauxAssistantMessage([fauxThinking("I will read it."), fauxToolCall("read", { path: "notes.txt" }, { id: "call_r1" })], {
+			stopReason: "toolUse",
+		}),
+		fauxAssistantMessage([fauxText("It has two lines.")]),
+		fauxAssistantMessage([fauxText("Now with more tools.")]),
+	]);
+	await session.prompt("Read notes.txt");
+	session.setActiveToolsByName(["read", "bash"]);
+	session.setThinkingLevel("low");
+	await session.prompt("Anything else?");
+	const file = join(dir, "agent-run.jsonl");
+	renameSync(sm.getSessionFile(), file);
+	rmSync(root, { recursive: true, force: true });
+	return file;
+}
+
+async function generate() {
 	const dir = join(HERE, "pi");
 	rmSync(dir, { recursive: true, force: true });
 	mkdirSync(dir, { recursive: true });
@@ -337,6 +397,8 @@ function generate() {
 		renameSync(sm.getSessionFile(), file); // the file exactly as pi wrote it
 		writeReading(file);
 	}
+	reset(++n);
+	writeReading(await agentRun(dir));
 }
 
 function readAll(dir) {
@@ -346,4 +408,4 @@ function readAll(dir) {
 }
 
 if (process.argv[2] === "read") readAll(process.argv[3]);
-else generate();
+else await generate();
