@@ -59,6 +59,7 @@ from .system_message import (
     collapse_system_messages,
     current_system_message,
     current_tools,
+    system_message_patch,
     system_message_text,
 )
 from .transform import transform_messages
@@ -155,6 +156,7 @@ __all__ = [
     "stream",
     "stream_simple",
     "supported_thinking_levels",
+    "system_message_patch",
     "system_message_text",
     "transform_messages",
     "unregister_api_providers",

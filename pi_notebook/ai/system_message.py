@@ -14,14 +14,15 @@ messages).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
-from .types import Context, Message, SystemMessage, Tool
+from .types import Context, Message, SystemMessage, Tool, ToolReference
 
 __all__ = [
     "collapse_system_messages",
     "current_system_message",
     "current_tools",
+    "system_message_patch",
     "system_message_text",
 ]
 
@@ -104,4 +105,51 @@ def collapse_system_messages(context: Context) -> Context:
             "tools": tools or None,
             "messages": [m for m in context.messages if not isinstance(m, SystemMessage)],
         }
+    )
+
+
+def _declaration(tool: Tool) -> dict[str, object]:
+    return tool.to_json_dict()
+
+
+def system_message_patch(
+    messages: Iterable[object],
+    sections: Mapping[str, str] | None = None,
+    tools: Sequence[Tool] | None = None,
+    *,
+    timestamp: int | None = None,
+) -> SystemMessage | None:
+    """The system message that brings the replayed state of ``messages`` to ``sections`` and
+    ``tools`` (``None``: leave that part as it is), or ``None`` when nothing changes.
+
+    As pi writes them: changed or new sections with their text, dropped ones as ``None``; tools
+    whose declaration changed are removed and added again, new ones added, gone ones removed.
+    """
+    state = current_system_message(messages)
+    patch: dict[str, str | None] = {}
+    if sections is not None:
+        previous = dict(state.sections or {}) if state is not None else {}
+        patch = {name: text for name, text in sections.items() if previous.get(name) != text}
+        patch.update({name: None for name in previous if name not in sections})
+    added: list[Tool] = []
+    removed: list[ToolReference] = []
+    if tools is not None:
+        before = {t.name: t for t in ((state.tools_added if state else None) or ())}
+        after = {t.name: t for t in tools}
+        for name, tool in after.items():
+            old = before.get(name)
+            if old is None or _declaration(old) != _declaration(tool):
+                added.append(tool)
+        for name, old in before.items():
+            new = after.get(name)
+            if new is None or _declaration(old) != _declaration(new):
+                removed.append(ToolReference(name=name))
+    if not (patch or added or removed):
+        return None
+    return SystemMessage(
+        content="",
+        sections=patch or None,
+        tools_added=added or None,
+        tools_removed=removed or None,
+        **({} if timestamp is None else {"timestamp": timestamp}),
     )

@@ -22,6 +22,7 @@ from pi_notebook.ai import (
     complete,
     current_system_message,
     current_tools,
+    system_message_patch,
     system_message_text,
     transform_messages,
 )
@@ -254,3 +255,22 @@ async def test_every_provider_sends_the_replayed_prompt_and_tools(
     assert _prompt_and_tools(api, body) == ("Be brief.\n\nWork in /tmp.", ["read"])
     turns = body.get("messages") or body.get("input") or body.get("contents")
     assert json.dumps(turns).count('"system"') == (api == "openai-completions")  # only the prompt
+
+
+def test_patch_writes_only_what_changed_as_pi_does() -> None:
+    first = system_message_patch([], {"a": "A", "b": "B"}, [_tool("read"), _tool("bash")])
+    assert first is not None and first.sections == {"a": "A", "b": "B"}
+    assert [t.name for t in first.tools_added or []] == ["read", "bash"]
+    history: list[Message] = [first, UserMessage(content="hi")]
+    assert (
+        system_message_patch(history, {"a": "A", "b": "B"}, [_tool("read"), _tool("bash")]) is None
+    )
+    patch = system_message_patch(history, {"a": "A2", "c": "C"}, [_tool("read", "v2")])
+    assert patch is not None
+    assert patch.sections == {"a": "A2", "c": "C", "b": None}
+    assert [t.name for t in patch.tools_added or []] == ["read"]
+    assert [r.name for r in patch.tools_removed or []] == ["read", "bash"]
+    state = current_system_message([*history, patch])
+    assert state is not None and state.sections == {"a": "A2", "c": "C"}
+    assert [(t.name, t.description) for t in state.tools_added or []] == [("read", "v2")]
+    assert system_message_patch([*history, patch], None, None) is None
