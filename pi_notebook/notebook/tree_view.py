@@ -104,6 +104,26 @@ def _system_title(message: Mapping[str, Any]) -> str:
     return "system: " + (" · ".join(parts) or "(empty)")
 
 
+def _system_text(message: Mapping[str, Any]) -> str:
+    """A system message for the detail pane: its text, each section patch, the tool changes."""
+    parts = []
+    text = content_text(message.get("content"))
+    if text:
+        parts.append(text)
+    sections = message.get("sections")
+    for name, value in sections.items() if isinstance(sections, Mapping) else ():
+        parts.append(
+            f"[section {name}: removed]" if value is None else f"[section {name}]\n{value}"
+        )
+    for tool in message.get("toolsAdded") or ():
+        if isinstance(tool, Mapping):
+            parts.append(f"[tool added] {tool.get('name', '')}: {tool.get('description', '')}")
+    removed = _names(message.get("toolsRemoved"))
+    if removed:
+        parts.append(f"[tools removed] {removed}")
+    return "\n\n".join(parts) or "(an empty system message)"
+
+
 def _message_row(entry_id: str, parent: str | None, message: Mapping[str, Any]) -> EntryRow:
     role = message.get("role")
     if role == "system":
@@ -244,8 +264,11 @@ def entry_detail(entry: Mapping[str, Any]) -> NodeDetail:
     kind = str(entry.get("type", ""))
     items: list[TranscriptItem] = []
     text = ""
-    if kind == "message" and isinstance(entry.get("message"), Mapping):
-        items.append(transcript_item(entry["message"], entry_id))
+    message = entry.get("message")
+    if kind == "message" and isinstance(message, Mapping) and message.get("role") == "system":
+        text = clip(_system_text(message), 50_000)
+    elif kind == "message" and isinstance(message, Mapping):
+        items.append(transcript_item(message, entry_id))
     elif kind == "compaction":
         message = {"role": "compactionSummary", **entry}
         items.append(note_item(message, entry_id))

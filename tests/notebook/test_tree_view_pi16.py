@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pi_notebook.ai import TextContent, UserMessage
 from pi_notebook.harness import Session
-from pi_notebook.notebook.tree_view import TreeView, node_row, short_id
+from pi_notebook.notebook.tree_view import TreeView, entry_detail, node_row, short_id
 from tests.paths import GOLDEN
 
 PI = GOLDEN / "pi-1.6" / "sessions" / "pi"
@@ -95,3 +95,22 @@ def test_what_pi_appends_after_our_leaf_move_hangs_under_the_target(tmp_path: Pa
     assert move.id not in parents
     lines = view.tree_lines()
     assert any("from pi" in line and "*current" in line for line in lines)
+
+
+def test_a_system_message_detail_reads_as_text(tmp_path: Path) -> None:
+    session = open_copy(tmp_path, "system-messages.jsonl")
+    patch = next(
+        e
+        for e in session.get_entries()
+        if e.type == "message" and e.message.role == "system" and e.message.tools_removed  # type: ignore[union-attr]
+    )
+    detail = entry_detail(patch.to_json_dict())
+    assert detail["items"] == []
+    assert detail["text"].split("\n\n") == [
+        "[section date]\nToday is 2026-11-21.",
+        "[section cwd: removed]",
+        "[section style]\nBe brief.",
+        "[tool added] edit: Edit a file",
+        "[tool added] read: Read a file (with offsets)",
+        "[tools removed] bash, read",
+    ]
