@@ -410,6 +410,8 @@ class Session:
             )
         if isinstance(message, SystemMessage):
             self._check_system_message(message)
+        elif isinstance(message, AssistantMessage) and message.stop_reason == "pending":
+            raise ValueError("A reply still streaming (stop reason 'pending') is not persisted")
         return self._append(MessageEntry(**self._base(), message=message))
 
     def append_system_message(

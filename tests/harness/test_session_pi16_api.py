@@ -228,3 +228,12 @@ def test_unknown_lines_round_trip_exactly(tmp_path: Path) -> None:
     assert [type(e) for e in session.get_entries()] == [UnknownEntry] * 3
     assert [encode_record(e).decode().rstrip("\n") for e in session.get_entries()] == lines
     assert session.build_context().messages == [] and len(session.get_tree()) == 2
+
+
+def test_a_pending_reply_is_never_persisted(session: Session) -> None:
+    partial = assistant("half").model_copy(update={"stop_reason": "pending"})
+    with pytest.raises(ValueError, match="pending"):
+        session.append_message(partial)
+    assert len(session) == 0
+    deferred = assistant("").model_copy(update={"stop_reason": "deferred"})
+    assert session.append_message(deferred).message.stop_reason == "deferred"  # type: ignore[union-attr]
