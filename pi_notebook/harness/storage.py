@@ -5,6 +5,10 @@ every entry is one ``write`` of one complete line, made under an exclusive advis
 (``fcntl.flock``) so concurrent writers never interleave bytes, and handed to the OS before
 ``append`` returns (``fsync=True`` also forces it to disk). A line torn by a killed writer is
 dropped with a :class:`SessionFileWarning` the next time the file is opened or appended to.
+
+(pi 1.6 instead terminates a torn last line with a newline and then skips it as a malformed line
+on every read. Cutting it off keeps the file valid for strict readers; both read the same
+entries, and pi reads the repaired file unchanged.)
 """
 
 from __future__ import annotations
