@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pi_notebook.harness import LeafEntry, Session, estimate_tokens
+from pi_notebook.harness import LeafEntry, Session, SessionFileWarning, estimate_tokens
 from pi_notebook.harness.jsonl import encode_record
 from tests.harness import pi16_scenarios
 from tests.paths import GOLDEN
@@ -175,3 +175,25 @@ def test_pi_itself_reads_freshly_written_files(tmp_path: Path) -> None:
         committed = _reading(PI16 / "ours" / path.name)
         assert fresh == committed, path.name
         _check_reading(session, fresh, tmp_path)
+
+
+@pytest.mark.pi_node
+def test_a_torn_last_line_reads_the_same_in_pi_and_here(tmp_path: Path) -> None:
+    if not NODE.exists():
+        pytest.skip("pi 1.6 is not installed (npm ci in tests/golden/pi-1.6/sessions)")
+    path = tmp_path / "torn.jsonl"
+    source = PI16 / "ours" / "branches-and-retain-none.jsonl"
+    path.write_bytes(source.read_bytes() + source.read_bytes().splitlines()[-1][:40])
+    subprocess.run(  # pi reads first: it terminates the torn line and skips it
+        [str(NODE), str(PI16 / "generate.mjs"), "read", str(tmp_path)],
+        check=True,
+        cwd=PI16,
+        capture_output=True,
+        timeout=300,
+    )
+    assert path.read_bytes().endswith(b"\n")
+    with pytest.warns(SessionFileWarning, match="torn"):
+        session = Session.open(path)  # we drop the line pi terminated
+    assert path.read_bytes() == source.read_bytes()
+    assert _reading(path) == _reading(source)
+    _check_reading(session, _reading(path), tmp_path)

@@ -209,3 +209,30 @@ def test_the_reader_raises_only_session_file_errors(
     session.usage_totals()
     for node in session.get_entries():
         session.get_branch(node.id)
+
+
+# --- a torn line pi 1.6 has already terminated ----------------------------------------------------
+
+
+def test_a_torn_line_pi_terminated_is_dropped_too(tmp_path: Path) -> None:
+    """pi 1.6 appends a newline after a torn last line (and skips it when reading)."""
+    path = write(tmp_path / "s.jsonl", HEADER, entry("a", None))
+    whole = path.read_bytes()
+    with path.open("ab") as file:
+        file.write(entry("b", "a").encode()[:60] + b"\n")
+    with pytest.warns(SessionFileWarning, match=r"last line \(60 bytes\) was torn"):
+        session = Session.open(path)
+    assert [e.id for e in session.get_entries()] == ["a"] and path.read_bytes() == whole
+    session.append_message(user("after"))
+    assert len(Session.open(path)) == 2
+
+
+def test_a_terminated_torn_line_in_a_read_only_file_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path / "s.jsonl", HEADER, entry("a", None), '{"type":"mess')
+    before = path.read_bytes()
+    monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)  # as if not writable
+    with pytest.warns(SessionFileWarning, match="read-only"):
+        session = Session.open(path)
+    assert session.leaf_id == "a" and path.read_bytes() == before
