@@ -237,3 +237,17 @@ def test_a_pending_reply_is_never_persisted(session: Session) -> None:
     assert len(session) == 0
     deferred = assistant("").model_copy(update={"stop_reason": "deferred"})
     assert session.append_message(deferred).message.stop_reason == "deferred"  # type: ignore[union-attr]
+
+
+def test_the_names_design_fixes_for_pi_1_6() -> None:
+    """DESIGN.md §2.5: tests outside the repository call these."""
+    import inspect
+
+    from pi_notebook.harness import SessionContext
+
+    edit = inspect.signature(Session.append_context_edit).parameters
+    assert list(edit) == ["self", "target_id", "replacement"]
+    usage = inspect.signature(Session.append_usage).parameters
+    assert list(usage) == ["self", "kind", "provider", "model", "usage", "note"]
+    assert usage["note"].default is None
+    assert {"system_prompt", "tool_names"} <= set(SessionContext.model_fields)
