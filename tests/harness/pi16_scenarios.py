@@ -26,7 +26,7 @@ from pi_notebook.ai import (
     Usage,
     UserMessage,
 )
-from pi_notebook.harness import CustomMessage, Session
+from pi_notebook.harness import CustomMessage, InMemorySessionStorage, Session
 from pi_notebook.harness import session as session_module
 from tests.paths import GOLDEN
 
@@ -176,8 +176,22 @@ def reset_leaf(path: Path) -> None:
         session.set_leaf(None)
 
 
+def copy_of_pi(path: Path) -> None:
+    """pi's own 1.6 file (unknown entry, usage, deferred reply, every new field) written back by
+    us: a fork of the whole session, then one more turn."""
+    pi_file = GOLDEN / "pi-1.6" / "sessions" / "pi" / "system-messages.jsonl"
+    with _deterministic(4) as now:
+        source = Session.open(pi_file)
+        memory = InMemorySessionStorage()
+        memory.create(source.header, source.get_entries())  # no file: no parentSession path
+        session = Session.open(memory).fork(path)
+        session.append_message(_user("One more, from pi_notebook", now()))
+        session.append_message(_assistant("Sure.", now(), thinking_level="max"))
+
+
 SCENARIOS: dict[str, Callable[[Path], None]] = {
     "branches-and-retain-none": branches_and_retain_none,
+    "copy-of-pi": copy_of_pi,
     "reset-leaf": reset_leaf,
     "system-and-edits": system_and_edits,
 }
