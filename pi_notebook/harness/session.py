@@ -792,7 +792,6 @@ class Session:
 
         messages: list[HarnessMessage] = []
         if compaction_at < 0:
-            entries: Sequence[SessionEntry] = path
             edits = _edits(path) if edited else None
             _collect(messages, path, edits)
         else:
@@ -805,8 +804,7 @@ class Session:
             )
             kept = [e for e in kept[first:] if not _is_system(e)]
             after = path[compaction_at + 1 :]
-            entries = [compaction, *kept, *after]
-            edits = _edits(entries) if edited else None
+            edits = _edits([compaction, *kept, *after]) if edited else None
             edit = None if edits is None else edits.get(compaction.id)
             if edit is None or edit.replacement is not None:  # (a compaction is not editable)
                 if compaction.system_message is not None:
