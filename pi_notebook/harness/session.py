@@ -491,34 +491,15 @@ class Session:
         branch to the leaf; a string replacing an assistant or tool-result content is stored as
         one text block (pi 1.6's rules). The raw history is untouched.
         """
-        normalized: ContextEditReplacement | None
-        if replacement is None or isinstance(replacement, ContextEditReplacement):
-            normalized = replacement
-        else:
-            raw = replacement if isinstance(replacement, Mapping) else {"content": replacement}
-            if not isinstance(raw.get("content"), str | list | tuple):
-                raise ValueError("A context edit replacement must be None or string/list content")
-            try:
-                normalized = ContextEditReplacement.model_validate(
-                    {
-                        **raw,
-                        "content": raw["content"]
-                        if isinstance(raw["content"], str)
-                        else list(raw["content"]),
-                    }
-                )
-            except ValidationError as exc:
-                raise ValueError(f"Invalid context edit replacement: {exc}") from None
+        normalized = _replacement(replacement)
         target = self._require(target_id)
         if not any(entry.id == target_id for entry in self._path_to(self._leaf_id)):
             raise ValueError(f"Entry {target_id} is not on the active branch")
-        role = (
-            target.message.role
-            if isinstance(target, MessageEntry)
-            else "custom"
-            if isinstance(target, CustomMessageEntry)
-            else None
-        )
+        role = None
+        if isinstance(target, MessageEntry):
+            role = target.message.role
+        elif isinstance(target, CustomMessageEntry):
+            role = "custom"
         if role not in ("user", "assistant", "toolResult", "custom"):
             raise ValueError(f"Entry {target_id} does not contribute editable model content")
         if (
@@ -922,6 +903,22 @@ class Session:
         header = _new_header(self.cwd, None if self.path is None else str(self.path))
         store.create(header, copied)
         return Session(store, header, copied)
+
+
+def _replacement(value: object) -> ContextEditReplacement | None:
+    """A context edit's replacement from ``None``, content, ``{"content": …}`` or the model."""
+    if value is None or isinstance(value, ContextEditReplacement):
+        return value
+    raw = value if isinstance(value, Mapping) else {"content": value}
+    content = raw.get("content")
+    if not isinstance(content, str | list | tuple):
+        raise ValueError("A context edit replacement must be None or string/list content")
+    try:
+        return ContextEditReplacement.model_validate(
+            {**raw, "content": content if isinstance(content, str) else list(content)}
+        )
+    except ValidationError as exc:
+        raise ValueError(f"Invalid context edit replacement: {exc}") from None
 
 
 def _is_system(entry: SessionEntry) -> bool:
