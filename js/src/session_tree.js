@@ -2,7 +2,7 @@
 // leaf highlighted, a detail pane for the selected node and the navigation actions.
 import { formatCost, formatTokens, h } from "./dom.js";
 import { renderItem } from "./items.js";
-import { COST, FLAG, KIND, MODEL, TITLE, TOKENS, activePath, buildTree, flatten, foldOffPath, reveal } from "./tree_model.js";
+import { COST, EDIT_FLAGS, FLAG, KIND, MODEL, TITLE, TOKENS, activePath, buildTree, flatten, foldOffPath, reveal } from "./tree_model.js";
 
 export const ROW_HEIGHT = 24;
 const OVERSCAN = 8;
@@ -21,6 +21,9 @@ const KIND_BADGE = {
   custom: "X",
   custom_message: "X",
   active_tools: "⚙",
+  system: "S",
+  context_edit: "E",
+  usage: "$",
   message: "•",
   other: "?",
 };
@@ -245,6 +248,7 @@ export class SessionTreeView {
       h("span", { class: "pi-node-kind", text: KIND_BADGE[row[KIND]] || "•" }),
       h("span", { class: "pi-node-title", text: row[TITLE] || row[KIND] }),
       label ? h("span", { class: "pi-node-label", text: label }) : null,
+      EDIT_FLAGS[row[FLAG]] ? h("span", { class: "pi-node-edit", text: row[FLAG], title: EDIT_FLAGS[row[FLAG]] }) : null,
       hidden ? h("span", { class: "pi-node-hidden", text: `+${hidden}` }) : null,
       node.id === this.leafId ? h("span", { class: "pi-node-here", text: "● current" }) : null,
       stats.length ? h("span", { class: "pi-node-stats", text: stats.join(" · ") }) : null,
