@@ -218,6 +218,8 @@ class ToolExecutionEndEvent(_AgentEventBase):
     tool_name: str
     result: AgentToolResult
     is_error: bool
+    duration_ms: int | None = None
+    """How long the tool ran (pi 1.6 ``durationMs``; ``None`` for a call that never ran)."""
 
 
 AgentEvent: TypeAlias = Annotated[

@@ -389,6 +389,7 @@ class MessageBuilder:
             "usage": usage,
             "stop_reason": stop_reason,
             "error_message": error_message,
+            "thinking_level": None,
             "timestamp": self.timestamp,
         }
         message: AssistantMessage = _construct(AssistantMessage, values, set(_MESSAGE_FIELDS))

@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
-ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
 Api: TypeAlias = str
 
 
@@ -151,6 +151,8 @@ class AssistantMessage(PiModel):
     usage: Usage = Field(default_factory=Usage)
     stop_reason: StopReason = "stop"
     error_message: str | None = None
+    thinking_level: ThinkingLevel | None = None
+    """The level the agent loop requested for this reply (pi 1.6 ``thinkingLevel``)."""
     timestamp: int = Field(default_factory=now_ms)
 
     @property
@@ -170,6 +172,8 @@ class ToolResultMessage(PiModel):
     content: list[ToolResultContent] = Field(default_factory=list)
     details: Any = None
     is_error: bool = False
+    duration_ms: int | None = None
+    """How long the tool ran, in milliseconds (pi 1.6 ``durationMs``; unset if it never ran)."""
     timestamp: int = Field(default_factory=now_ms)
 
 
