@@ -625,7 +625,9 @@ NEW["prepare-request"] = {
       initialState: { tools: [ECHO], thinkingLevel: "low" },
       prepareRequest: async (request) => {
         requests++;
-        rec.hook("prepare_request", `${request.thinkingLevel}:${request.context.messages.length}`);
+        // pi_notebook keeps no system message in the transcript (yet): count the others
+        const counted = request.context.messages.filter((m) => m.role !== "system").length;
+        rec.hook("prepare_request", `${request.thinkingLevel}:${counted}`);
         return requests === 2 ? { thinkingLevel: "high" } : undefined;
       },
     });
