@@ -163,7 +163,9 @@ class _Batch:
                         f"not {type(decision).__name__}"
                     )
                 if decision is not None and decision.block:
-                    return _error(decision.reason or BLOCKED_TOOL_MESSAGE)
+                    blocked = _error(decision.reason or BLOCKED_TOOL_MESSAGE)
+                    blocked.result.terminate = decision.terminate
+                    return blocked
             if self.aborted:
                 return _error(ABORTED_TOOL_MESSAGE)
         except Exception as exc:

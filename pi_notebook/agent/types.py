@@ -117,10 +117,13 @@ class BeforeToolCallContext:
 
 @dataclass(frozen=True, slots=True)
 class BeforeToolCallResult:
-    """``block=True`` turns the call into an error result carrying ``reason``."""
+    """``block=True`` turns the call into an error result carrying ``reason``; with
+    ``terminate=True`` that result also asks to end the run (pi 1.6), like a tool's own
+    ``terminate``."""
 
     block: bool = False
     reason: str | None = None
+    terminate: bool = False
 
 
 @dataclass(frozen=True, slots=True)

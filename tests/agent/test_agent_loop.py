@@ -1143,3 +1143,23 @@ async def test_on_update_rejects_what_is_not_a_tool_result(faux: FauxProvider) -
     )
     assert result_text(new[2]) == "on_update takes an AgentToolResult, not str"  # type: ignore[arg-type]
     assert not emit.of("tool_execution_update")
+
+
+async def test_a_blocked_call_can_terminate_the_batch(faux: FauxProvider) -> None:
+    noop = make_tool("noop", lambda p, s, u: text_result("ran", terminate=True))
+    faux.set_responses(
+        [tool_reply(("noop", {}, "c1"), ("noop", {}, "c2")), faux_assistant_message("never")]
+    )
+
+    def before(ctx: BeforeToolCallContext, signal: AbortSignal | None) -> BeforeToolCallResult:
+        if ctx.tool_call.id == "c1":
+            return BeforeToolCallResult(block=True, reason="stop here", terminate=True)
+        return BeforeToolCallResult()
+
+    cfg = config(faux, before_tool_call=before)
+    new = await run_agent_loop(
+        [user("go")], AgentContext(tools=[noop]), cfg, Collector(), stream_fn=faux.stream
+    )
+    results = [m for m in new if isinstance(m, ToolResultMessage)]
+    assert [(result_text(r), r.is_error) for r in results] == [("stop here", True), ("ran", False)]
+    assert new[-1] is results[-1] and faux.pending_response_count == 1  # no further request
