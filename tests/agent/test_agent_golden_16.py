@@ -3,7 +3,8 @@
 1.6 loop hooks. Compared per scenario: the compact event sequence (with the hook calls and notes
 in place), the final transcript as pi renders it (including the thinking level each reply was
 requested with and whether each tool result is timed), the tool-result texts, each model call's
-roles and reasoning level, every tool event's payload, and ``state.error_message``.
+roles and reasoning level, the payload of every tool event and of every message_end, turn_end and
+agent_end, and ``state.error_message``.
 
 Two differences are deliberate and asserted as such:
 
@@ -139,6 +140,34 @@ def tool_event_row(event: AgentEvent) -> dict[str, Any] | None:
             row["terminate"] = True
         return row
     return None
+
+
+def end_event_row(event: AgentEvent) -> dict[str, Any] | None:
+    """``message_end``, ``turn_end`` and ``agent_end`` as the recorder printed them."""
+    if event.type == "message_end":
+        return {"type": event.type, "message": render(event.message)}
+    if event.type == "turn_end":
+        return {
+            "type": event.type,
+            "message": render(event.message),
+            "toolResults": [r.tool_call_id for r in event.tool_results],
+        }
+    if event.type == "agent_end":
+        return {
+            "type": event.type,
+            "messages": [
+                f"assistant({m.stop_reason})" if isinstance(m, AssistantMessage) else m.role
+                for m in event.messages
+            ],
+        }
+    return None
+
+
+def blank_tool_texts(row: dict[str, Any]) -> dict[str, Any]:
+    message = row.get("message")
+    if message is not None and message["role"] == "toolResult":
+        return {**row, "message": {**message, "content": None}}
+    return row
 
 
 @dataclass
@@ -349,6 +378,19 @@ async def test_scenario_matches_pi_16(name: str) -> None:
     else:
         assert tool_texts == final["toolResultTexts"]
         assert ours_tool_events == pi_tool_events
+
+    ours_ends = [
+        row for e in rec.items if not isinstance(e, str) and (row := end_event_row(e)) is not None
+    ]
+    pi_ends = [
+        {k: v for k, v in r.items() if k not in ("kind", "scenario", "i")}
+        for r in rows_of(name, "event")
+        if r["type"] in ("message_end", "turn_end", "agent_end")
+    ]
+    if name in VALIDATION_WORDING:
+        ours_ends = [blank_tool_texts(r) for r in ours_ends]
+        pi_ends = [blank_tool_texts(r) for r in pi_ends]
+    assert ours_ends == pi_ends
 
     if not name.startswith("faux-"):
         calls = rows_of(name, "llm_call")
