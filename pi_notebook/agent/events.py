@@ -56,7 +56,7 @@ AgentEventType: TypeAlias = Literal[
     "tool_execution_end",
 ]
 
-_LLM_ROLES = frozenset({"user", "assistant", "toolResult"})
+_LLM_ROLES = frozenset({"system", "user", "assistant", "toolResult"})
 
 
 @cache

@@ -25,6 +25,7 @@ from ..ai.types import (
     ImageContent,
     Message,
     Model,
+    SystemMessage,
     TextContent,
     ThinkingLevel,
     ToolCall,
@@ -79,14 +80,18 @@ class CustomAgentMessage(Protocol):
     def role(self) -> str: ...
 
 
-AgentMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage | CustomAgentMessage
+AgentMessage: TypeAlias = (
+    SystemMessage | UserMessage | AssistantMessage | ToolResultMessage | CustomAgentMessage
+)
 """What the loop carries: an LLM message, or an app-defined message with its own ``role``."""
 
-_LLM_ROLES = frozenset({"user", "assistant", "toolResult"})
+_LLM_ROLES = frozenset({"system", "user", "assistant", "toolResult"})
 
 
 def default_convert_to_llm(messages: Sequence[AgentMessage]) -> list[Message]:
-    """Keep the LLM messages (roles ``user``, ``assistant``, ``toolResult``); drop the rest."""
+    """Keep the LLM messages (roles ``system`` — pi 1.6's prompt and tool patches, folded into
+    the request by ``pi_notebook.ai.stream`` — ``user``, ``assistant``, ``toolResult``); drop
+    the rest."""
     return [m for m in messages if m.role in _LLM_ROLES]  # type: ignore[misc]
 
 

@@ -50,6 +50,7 @@ from pi_notebook.ai import (
     Model,
     StartEvent,
     StreamOptions,
+    SystemMessage,
     TextContent,
     TextDeltaEvent,
     ToolResultMessage,
@@ -1163,3 +1164,19 @@ async def test_a_blocked_call_can_terminate_the_batch(faux: FauxProvider) -> Non
     results = [m for m in new if isinstance(m, ToolResultMessage)]
     assert [(result_text(r), r.is_error) for r in results] == [("stop here", True), ("ran", False)]
     assert new[-1] is results[-1] and faux.pending_response_count == 1  # no further request
+
+
+async def test_system_messages_in_the_transcript_reach_the_request(faux: FauxProvider) -> None:
+    """pi 1.6 keeps prompt and tool patches as system messages: the default conversion keeps
+    them and ``pi_notebook.ai.stream`` folds them into the request's prompt."""
+    seen: list[tuple[str | None, list[str]]] = []
+
+    def reply(context: Context, options: StreamOptions, state: Any, model: Model) -> Any:
+        seen.append((context.system_prompt, [m.role for m in context.messages]))
+        return faux_assistant_message("ok")
+
+    faux.set_responses([reply])
+    context = AgentContext("Base.", [SystemMessage(content="Be terse.")])
+    new = await run_agent_loop([user("go")], context, config(faux), Collector())
+    assert seen == [("Base.\n\nBe terse.", ["user"])]
+    assert [m.role for m in new] == ["user", "assistant"]

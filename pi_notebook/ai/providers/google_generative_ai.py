@@ -162,11 +162,12 @@ def convert_messages(model: Model, messages: Sequence[Message]) -> list[Content]
             tool_turn["parts"].extend(_tool_result_parts(message))
             continue
         tool_turn = None
-        content = (
-            _user_content(message)
-            if isinstance(message, UserMessage)
-            else _model_content(model, message)
-        )
+        if isinstance(message, UserMessage):
+            content = _user_content(message)
+        elif isinstance(message, AssistantMessage):
+            content = _model_content(model, message)
+        else:  # a system message: transform_messages already dropped them
+            continue
         if content is not None:
             contents.append(content)
     return contents

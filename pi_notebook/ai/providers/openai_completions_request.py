@@ -267,7 +267,7 @@ def convert_messages(
         converted: dict[str, Any] | None
         if isinstance(message, AssistantMessage):
             converted = _assistant(message, compat)
-        else:
+        elif isinstance(message, UserMessage):
             converted = _user(message)
             if (
                 converted is not None
@@ -275,6 +275,8 @@ def convert_messages(
                 and compat.requires_assistant_after_tool_result
             ):
                 out.append({"role": "assistant", "content": ASSISTANT_AFTER_TOOL_RESULT})
+        else:  # a system message: transform_messages already dropped them
+            converted = None
         if converted is not None:
             out.append(converted)
             last_role = converted["role"]
