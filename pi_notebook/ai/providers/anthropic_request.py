@@ -52,7 +52,7 @@ DEFAULT_THINKING_BUDGETS: dict[str, int] = {
     "medium": 8192,
     "high": 16384,
 }
-"""pi's thinking budgets in tokens per level (``xhigh`` uses ``high``)."""
+"""pi's thinking budgets in tokens per level (``xhigh`` and ``max`` use ``high``)."""
 MIN_OUTPUT_TOKENS = 1024
 """Tokens kept for the visible answer when the thinking budget has to shrink."""
 
@@ -122,7 +122,7 @@ def thinking_budget(
     """
     if level == "off":
         raise ValueError("thinking_budget() needs a thinking level other than 'off'")
-    key = "high" if level == "xhigh" else level
+    key = "high" if level in ("xhigh", "max") else level
     budget = {**DEFAULT_THINKING_BUDGETS, **(budgets or {})}[key]
     max_tokens = min(base_max_tokens + budget, model_max_tokens)
     if max_tokens <= budget:

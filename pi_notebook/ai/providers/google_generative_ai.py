@@ -65,7 +65,7 @@ DEFAULT_THINKING_BUDGETS: dict[str, int] = {
     "medium": 8192,
     "high": 16384,
 }
-"""pi's thinking budgets in tokens per level (``xhigh`` uses ``high``)."""
+"""pi's thinking budgets in tokens per level (``xhigh`` and ``max`` use ``high``)."""
 MIN_OUTPUT_TOKENS = 1024
 """Tokens kept for the visible answer when the thinking budget has to shrink."""
 SKIP_SIGNATURE = "skip_thought_signature_validator"

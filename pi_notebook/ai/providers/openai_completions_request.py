@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, TypeAlias
 from urllib.parse import urlsplit
 
+from ..models import clamp_thinking_level
 from ..options import StreamOptions
 from ..transform import transform_messages
 from ..types import (
@@ -314,6 +315,8 @@ def _reasoning_fields(
         return {"chat_template_kwargs": {"enable_thinking": enabled}}
     if not enabled or level is None:
         return {}
+    if level == "max":  # pi 1.6's top level: sent only where the model maps it
+        level = clamp_thinking_level(model, level)
     effort: str = level
     mapped = (compat.reasoning_effort_map or {}).get(level)
     if mapped is None and model.thinking_level_map:
