@@ -724,8 +724,11 @@ class AgentHarness:
     async def _snapshot(self) -> _TurnSnapshot:
         context = self._session.build_context()
         active = self.active_tools
-        system_prompt = DEFAULT_SYSTEM_PROMPT
         source = self._system_prompt
+        # A pi 1.6 transcript carries its own system prompt (system messages, replayed by the
+        # provider layer): the default would only be folded in ahead of it, twice a prompt.
+        default = "" if context.system_prompt is not None else DEFAULT_SYSTEM_PROMPT
+        system_prompt = default
         if isinstance(source, str):
             system_prompt = source
         elif source is not None:

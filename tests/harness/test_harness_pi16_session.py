@@ -36,10 +36,8 @@ async def test_a_pi_1_6_session_continues_through_a_real_provider(tmp_path: Path
         model = Model(
             id="m", api="openai-completions", provider="custom", base_url=server.url + "/v1"
         )
-        # the transcript carries the prompt; a harness prompt would be folded in before it
-        harness = AgentHarness(
-            session, model, system_prompt="", get_api_key=lambda provider: "test-key"
-        )
+        # the transcript carries the prompt: no default harness prompt is folded in before it
+        harness = AgentHarness(session, model, get_api_key=lambda provider: "test-key")
         await harness.prompt("One more thing.")
     body = server.requests[0].json()
     system = [m for m in body["messages"] if m["role"] in ("system", "developer")]
