@@ -11,6 +11,12 @@ then each repetition times, side by side on the same file:
 - ``jiter floor``: ``pydantic_core.from_json`` of every line into plain dicts, GC paused (parsing
   only, no validation, no index: the floor for any Python reader).
 
+Then the same for a pi 1.6-style session (``--sizes16``, default 10k and 100k): a leading
+system message with sections and tools, a section/tool patch every 50 turns, a ``usage`` entry
+every 10 turns and a ``context_edit`` hiding an old tool result every 20, side by side with pi
+1.6.0's ``SessionManager`` (run with the Node 22 installed in tests/golden/pi-1.6/sessions; the
+bench runs ``npm ci`` there once if it is missing, ``--no-install`` skips pi instead).
+
 Then appends: ``append_message`` to a JSONL file (one locked ``write`` per entry, flushed to the
 OS), the same with ``fsync=True``, and to the in-memory store.
 
@@ -25,7 +31,9 @@ import argparse
 import cProfile
 import gc
 import io
+import json
 import pstats
+import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -47,20 +55,25 @@ from bench.stream_bench import parse_size
 from pi_notebook.ai import (
     AssistantMessage,
     Cost,
+    SystemMessage,
     TextContent,
     ThinkingContent,
+    Tool,
     ToolCall,
+    ToolReference,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
 from pi_notebook.harness import (
+    ContextEditEntry,
     InMemorySessionStorage,
     JsonlSessionStorage,
     MessageEntry,
     Session,
     SessionEntry,
     SessionHeader,
+    UsageEntry,
 )
 from pi_notebook.harness.entries import iso_now, new_id
 from pi_notebook.harness.jsonl import gc_paused
@@ -126,6 +139,147 @@ def generate(path: Path, entries: int) -> None:
             parent = entry.id
         turn += 1
     JsonlSessionStorage(path).create(header, records)
+
+
+PI16 = Path(__file__).resolve().parent.parent / "tests" / "golden" / "pi-1.6" / "sessions"
+PI16_NODE = PI16 / "node_modules" / ".bin" / "node"
+
+
+def generate_16(path: Path, entries: int) -> int:
+    """Write a pi 1.6-style session of about ``entries`` entries; returns its context size."""
+    header = SessionHeader(id=new_id(), timestamp=iso_now(), cwd="/home/user/project")
+    records: list[SessionEntry] = []
+    tools = [
+        Tool(name=name, description=f"The {name} tool", parameters={"type": "object"})
+        for name in ("read", "bash", "edit", "write")
+    ]
+    parent: str | None = None
+    hidden = 0
+
+    def add(entry: SessionEntry) -> None:
+        nonlocal parent
+        records.append(entry)
+        parent = entry.id
+
+    def base() -> dict[str, object]:
+        return {"id": new_id(), "parent_id": parent, "timestamp": iso_now()}
+
+    add(
+        MessageEntry(
+            **base(),
+            message=SystemMessage(
+                content="You are a coding agent.",
+                sections={"cwd": "Current directory: /home/user/project", "date": "Today."},
+                tools_added=tools,
+                timestamp=1_778_148_000_000,
+            ),
+        )
+    )
+    turn = 0
+    results: list[str] = []
+    while len(records) < entries:
+        if turn and turn % 50 == 0:
+            patch = SystemMessage(
+                sections={"date": f"Day {turn // 50}."},
+                tools_removed=[ToolReference(name="write")],
+                tools_added=[tools[3]],
+                timestamp=1_778_148_000_000 + turn,
+            )
+            add(MessageEntry(**base(), message=patch))
+        for message in turn_messages(turn):
+            add(MessageEntry(**base(), message=message))
+            if isinstance(message, ToolResultMessage):
+                results.append(records[-1].id)
+        if turn % 10 == 9:
+            usage = Usage(cache_write=2000, total_tokens=2000, cost=Cost(total=0.0075))
+            add(
+                UsageEntry(
+                    **base(), kind="cache_warm", provider="anthropic", model="m", usage=usage
+                )
+            )
+        if turn % 20 == 19 and len(results) > 5:
+            add(ContextEditEntry(**base(), target_id=results[-5], replacement=None))
+            hidden += 1
+        turn += 1
+    JsonlSessionStorage(path).create(header, records)
+    messages = sum(1 for r in records if isinstance(r, MessageEntry))
+    return messages - hidden
+
+
+def pi16_available(install: bool) -> bool:
+    """pi 1.6 and its Node 22 in tests/golden/pi-1.6/sessions (``npm ci`` there if allowed)."""
+    if PI16_NODE.exists():
+        return True
+    if not install:
+        return False
+    print("installing pi 1.6.0 and Node 22 (npm ci in tests/golden/pi-1.6/sessions)…", flush=True)
+    done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=PI16, check=False)
+    return done.returncode == 0 and PI16_NODE.exists()
+
+
+def run_pi16(path: Path, reps: int) -> dict[str, object]:
+    completed = subprocess.run(
+        [str(PI16_NODE), "--expose-gc", "--max-old-space-size=4096", "open_bench.mjs", str(path),
+         "--reps", str(reps)],
+        capture_output=True, text=True, timeout=1800, check=True, cwd=PI16,
+    )  # fmt: skip
+    result: dict[str, object] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return result
+
+
+def measure_16(sizes: list[int], reps: int, folder: Path, install: bool) -> None:
+    with_pi = pi16_available(install)
+    rows = []
+    for size in sizes:
+        path = folder / f"session16-{size}.jsonl"
+        _, expected = timed(lambda path=path, size=size: generate_16(path, size))  # type: ignore[misc]
+        megabytes = path.stat().st_size / 1e6
+        entries = path.read_bytes().count(b"\n") - 1
+        print(f"generated a 1.6 session of {entries:,} entries ({megabytes:.1f} MB)", flush=True)
+        ours_open, ours_build, ours_total = [], [], []
+        messages = 0
+        for _ in range(reps):
+            gc.collect()
+            opened, built, messages = open_and_build(path)
+            ours_open.append(opened)
+            ours_build.append(built)
+            ours_total.append(opened + built)
+        assert messages == expected, (messages, expected)
+        pi_cells = ["–", "–", "–", "–"]
+        if with_pi:
+            pi = run_pi16(path, reps)
+            assert pi["context_messages"] == messages, (pi["context_messages"], messages)
+            ms = {k: [t / 1e3 for t in pi[k]] for k in ("open_ms", "build_ms", "total_ms")}  # type: ignore[attr-defined]
+            pi_total = stats(ms["total_ms"]).median
+            pi_cells = [
+                fmt_ms(stats(ms["open_ms"]).median),
+                fmt_ms(stats(ms["build_ms"]).median),
+                fmt_ms(pi_total),
+                f"{pi_total / stats(ours_total).median:.1f}×",
+            ]
+        rows.append(
+            [
+                f"{entries:,}",
+                f"{megabytes:.1f}",
+                f"{messages:,}",
+                fmt_ms(stats(ours_open).median),
+                fmt_ms(stats(ours_build).median),
+                fmt_ms(stats(ours_total).median),
+                *pi_cells,
+            ]
+        )
+    print_table(
+        "pi 1.6-style session: open + build_context (ms, median), pi 1.6.0 side by side",
+        ["entries", "MB", "context", "ours open", "ours build", "ours total", "pi open",
+         "pi build", "pi total", "pi ÷ ours"],
+        rows,
+        note=(
+            f"{reps} repetitions. System messages (patches every 50 turns), usage entries every "
+            "10 turns, a context edit hiding a tool result every 20. pi: pi-coding-agent 1.6.0 "
+            "SessionManager.open + buildSessionContext on Node 22; both give the same number of "
+            "context messages (checked)."
+        ),
+    )  # fmt: skip
 
 
 def open_and_build(path: Path) -> tuple[float, float, int]:
@@ -260,6 +414,15 @@ def main() -> None:
         default=[1_000, 10_000, 100_000],
         help="comma-separated entry counts (default: 1k,10k,100k)",
     )
+    parser.add_argument(
+        "--sizes16",
+        type=lambda s: [parse_size(x) for x in s.split(",")] if s else [],
+        default=[10_000, 100_000],
+        help="entry counts of the pi 1.6-style sessions (default: 10k,100k; '' skips them)",
+    )
+    parser.add_argument(
+        "--no-install", action="store_true", help="do not npm ci pi 1.6 when it is missing"
+    )
     parser.add_argument("--reps", type=int, default=3, help="repetitions per size (default 3)")
     parser.add_argument("--appends", type=parse_size, default=2_000, help="appends (default 2k)")
     parser.add_argument("--profile", type=parse_size, metavar="SIZE", help="profile one size")
@@ -270,6 +433,8 @@ def main() -> None:
             profile(args.profile, Path(folder))
             return
         measure(args.sizes, args.reps, Path(folder))
+        if args.sizes16:
+            measure_16(args.sizes16, args.reps, Path(folder), not args.no_install)
         measure_appends(args.appends, Path(folder))
 
 

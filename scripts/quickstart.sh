@@ -56,7 +56,7 @@ step "Fetching the embedded local model (SmolLM2-135M)"
 "$PY" -m pi_notebook.ai.local fetch
 
 if $setup_only; then
-  step "Set up. Start JupyterLab with: jupyter lab notebooks/quickstart.ipynb"
+  step "Set up. Start JupyterLab on the quickstart with: bash scripts/quickstart.sh"
   exit 0
 fi
 

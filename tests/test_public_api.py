@@ -24,6 +24,7 @@ REQUIRED = {
         "UserMessage",
         "AssistantMessage",
         "ToolResultMessage",
+        "SystemMessage",
         "Usage",
         "Cost",
         "StopReason",
@@ -58,6 +59,15 @@ REQUIRED = {
         "agent_loop",
         "agent_loop_continue",
         "tool",
+    },
+    "pi_notebook.harness": {  # DESIGN.md §2.3 and §2.5 (pi 1.6 sessions)
+        "Session",
+        "SessionContext",
+        "SessionEntry",
+        "JsonlSessionStorage",
+        "InMemorySessionStorage",
+        "AgentHarness",
+        "CompactionSettings",
     },
 }
 

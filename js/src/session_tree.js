@@ -3,7 +3,7 @@
 import { formatCost, formatTokens, h } from "./dom.js";
 import { renderItem } from "./items.js";
 import { showNotice } from "./notice.js";
-import { COST, FLAG, KIND, MODEL, TITLE, TOKENS, activePath, buildTree, flatten, foldOffPath, reveal } from "./tree_model.js";
+import { COST, EDIT_FLAGS, FLAG, KIND, MODEL, TITLE, TOKENS, activePath, buildTree, flatten, foldOffPath, reveal } from "./tree_model.js";
 
 export const ROW_HEIGHT = 24;
 const OVERSCAN = 8;
@@ -22,6 +22,9 @@ const KIND_BADGE = {
   custom: "X",
   custom_message: "X",
   active_tools: "⚙",
+  system: "S",
+  context_edit: "E",
+  usage: "$",
   message: "•",
   other: "?",
 };
@@ -246,6 +249,7 @@ export class SessionTreeView {
       h("span", { class: "pi-node-kind", text: KIND_BADGE[row[KIND]] || "•" }),
       h("span", { class: "pi-node-title", text: row[TITLE] || row[KIND] }),
       label ? h("span", { class: "pi-node-label", text: label }) : null,
+      EDIT_FLAGS[row[FLAG]] ? h("span", { class: "pi-node-edit", text: row[FLAG], title: EDIT_FLAGS[row[FLAG]] }) : null,
       hidden ? h("span", { class: "pi-node-hidden", text: `+${hidden}` }) : null,
       node.id === this.leafId ? h("span", { class: "pi-node-here", text: "● current" }) : null,
       stats.length ? h("span", { class: "pi-node-stats", text: stats.join(" · ") }) : null,

@@ -13,7 +13,11 @@ export const COST = 6;
 export const FLAG = 7;
 
 // Bookkeeping entries hidden unless asked for; their children hang from the nearest shown ancestor.
-export const META_KINDS = new Set(["label", "session_info", "custom", "active_tools"]);
+// pi 1.6 hides its `usage` entries (tokens spent outside the transcript) the same way.
+export const META_KINDS = new Set(["label", "session_info", "custom", "active_tools", "usage"]);
+
+// Flags a context edit puts on the message it targets (FLAG column), with their tooltips.
+export const EDIT_FLAGS = { edited: "edited in the context", omitted: "hidden from the context" };
 
 export function buildTree(rows, { showMeta = false } = {}) {
   const byId = new Map();

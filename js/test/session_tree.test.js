@@ -203,6 +203,29 @@ describe("SessionTreeView", () => {
     expect(el.querySelector(".pi-node-leaf").getAttribute("data-id")).toBe("b");
   });
 
+  it("shows pi 1.6 kinds: system patches, context edits on their targets, usage hidden", () => {
+    const rows = [
+      row("s", null, "system", "system: Base. · tools +read"),
+      row("u", "s", "user", "question", { flag: "edited" }),
+      row("a", "u", "assistant", "answer", { flag: "omitted" }),
+      row("w", "a", "usage", "usage: cache_warm", { tokens: 400 }),
+      row("e", "w", "context_edit", "edit → a: hidden from context"),
+    ];
+    const { el } = mount(treeState(rows));
+    expect([...el.querySelectorAll(".pi-node")].map((n) => n.getAttribute("data-id"))).toEqual(["s", "u", "a", "e"]);
+    expect(el.querySelector('[data-id="s"] .pi-node-kind').textContent).toBe("S");
+    expect(el.querySelector('[data-id="e"] .pi-node-kind').textContent).toBe("E");
+    const hidden = el.querySelector('[data-id="a"]');
+    expect(hidden.classList.contains("pi-node-omitted")).toBe(true);
+    expect(hidden.querySelector(".pi-node-edit").getAttribute("title")).toBe("hidden from the context");
+    expect(el.querySelector('[data-id="u"] .pi-node-edit').textContent).toBe("edited");
+    expect(el.querySelector('[data-id="s"] .pi-node-edit')).toBeNull();
+    const toggle = el.querySelector(".pi-tree-meta-toggle");
+    toggle.checked = true;
+    toggle.dispatchEvent(new Event("change"));
+    expect(el.querySelector('[data-id="w"] .pi-node-kind').textContent).toBe("$");
+  });
+
   it("follows a selection made in the kernel", () => {
     const rows = [row("a", null), row("b", "a"), row("c", "b")];
     const { model, el } = mount(treeState(rows, { selected_id: "a" }));

@@ -8,8 +8,8 @@ While a run is active, ``steer`` queues messages injected after the current turn
 Each run works on a snapshot (system prompt, a copy of the transcript and tools, a config built
 from the agent's fields); changes made during a run apply to the next one. A run that fails (a
 hook or listener raising, a stream function breaking its contract) ends with a failure message
-reported as message_start, message_end, turn_end, agent_end (pi 0.79), and ``prompt`` returns
-normally with ``state.error_message`` set.
+reported as message_start, message_end, turn_end, agent_end (pi 0.79 and 1.6), and ``prompt``
+returns normally with ``state.error_message`` set.
 """
 
 from __future__ import annotations
@@ -51,8 +51,10 @@ from .types import (
     AgentMessage,
     BeforeToolCall,
     ConvertToLlm,
+    FinishTurn,
     GetApiKey,
     PrepareNextTurn,
+    PrepareRequest,
     QueueMode,
     StreamFn,
     ToolExecutionMode,
@@ -174,6 +176,12 @@ class _MessageQueue:
     def push(self, message: AgentMessage) -> None:
         self._items.append(message)
 
+    def peek(self) -> list[AgentMessage]:
+        """What ``drain`` would take, left in the queue."""
+        if not self._items:
+            return []
+        return list(self._items) if self.mode == "all" else [self._items[0]]
+
     def drain(self) -> list[AgentMessage]:
         if not self._items:
             return []
@@ -216,7 +224,8 @@ class Agent:
     """A stateful agent over the agent loop. See the module docstring.
 
     The hook attributes (``convert_to_llm``, ``transform_context``, ``stream_fn``,
-    ``get_api_key``, ``before_tool_call``, ``after_tool_call``, ``prepare_next_turn``) and the
+    ``get_api_key``, ``before_tool_call``, ``after_tool_call``, ``prepare_request``,
+    ``finish_turn``, ``prepare_next_turn``; see ``AgentLoopConfig`` for when each runs) and the
     pass-through options (``session_id``, ``thinking_budgets``, ``transport``,
     ``max_retry_delay_ms``, ``on_payload``, ``on_response``, ``tool_execution``) are public and
     read when the next run starts.
@@ -238,6 +247,9 @@ class Agent:
         steering_mode: QueueMode = "one-at-a-time",
         follow_up_mode: QueueMode = "one-at-a-time",
         tool_execution: ToolExecutionMode = "parallel",
+        prepare_request: PrepareRequest | None = None,
+        finish_turn: FinishTurn | None = None,
+        prepare_next_turn: PrepareNextTurn | None = None,
     ) -> None:
         if tool_execution not in _TOOL_EXECUTION_MODES:
             raise ValueError(
@@ -252,7 +264,9 @@ class Agent:
         self.get_api_key = get_api_key
         self.before_tool_call = before_tool_call
         self.after_tool_call = after_tool_call
-        self.prepare_next_turn: PrepareNextTurn | None = None
+        self.prepare_request: PrepareRequest | None = prepare_request
+        self.finish_turn: FinishTurn | None = finish_turn
+        self.prepare_next_turn: PrepareNextTurn | None = prepare_next_turn
         self.tool_execution: ToolExecutionMode = tool_execution
         self.session_id: str | None = None
         self.thinking_budgets: dict[str, int] | None = None
@@ -393,6 +407,11 @@ class Agent:
     def has_queued_messages(self) -> bool:
         return bool(self._steering) or bool(self._follow_up)
 
+    def peek_queued_messages(self) -> list[AgentMessage]:
+        """The messages the next poll would deliver, without taking them: the steering queue's
+        (one or all, per ``steering_mode``), else the follow-up queue's (pi 1.6)."""
+        return self._steering.peek() or self._follow_up.peek()
+
     # --- runs ------------------------------------------------------------------------------------
 
     async def prompt(
@@ -504,6 +523,8 @@ class Agent:
             before_tool_call=self.before_tool_call,
             after_tool_call=self.after_tool_call,
             prepare_next_turn=self.prepare_next_turn,
+            prepare_request=self.prepare_request,
+            finish_turn=self.finish_turn,
             get_steering_messages=steering,
             get_follow_up_messages=self._follow_up.drain,
             tool_execution=self.tool_execution,

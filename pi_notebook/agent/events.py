@@ -56,7 +56,7 @@ AgentEventType: TypeAlias = Literal[
     "tool_execution_end",
 ]
 
-_LLM_ROLES = frozenset({"user", "assistant", "toolResult"})
+_LLM_ROLES = frozenset({"system", "user", "assistant", "toolResult"})
 
 
 @cache
@@ -218,6 +218,8 @@ class ToolExecutionEndEvent(_AgentEventBase):
     tool_name: str
     result: AgentToolResult
     is_error: bool
+    duration_ms: int | None = None
+    """How long the tool ran (pi 1.6 ``durationMs``; ``None`` for a call that never ran)."""
 
 
 AgentEvent: TypeAlias = Annotated[

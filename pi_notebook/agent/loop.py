@@ -16,6 +16,12 @@ Event order (pi's, spec §4.6)::
 A reply that ends in ``error`` or ``aborted`` ends the run after its ``turn_end``. Steering
 messages are polled at the start and after every turn, follow-ups only when the run would end.
 
+The hooks of pi 1.6 (see ``AgentLoopConfig``): ``prepare_request`` before every request,
+``finish_turn`` before each ``turn_end`` (it may end the run or ask for one more request),
+``prepare_next_turn`` only when another turn starts (before its ``turn_start``). A reply that
+stopped at the token limit (``length``) does not run its tool calls: each gets an error result
+and the loop asks again. Every reply records the thinking level it was requested with.
+
 Cost per turn does not grow with the transcript: the working context is appended to, and with the
 default ``convert_to_llm`` only new messages are converted.
 """
@@ -34,7 +40,7 @@ from ..ai.event_stream import AssistantMessageEventStream
 from ..ai.events import BLOCK_EVENT_TYPES, AssistantMessageEvent
 from ..ai.options import StreamOptions, maybe_await
 from ..ai.registry import stream_simple
-from ..ai.types import AssistantMessage, Context, Message, Model, ToolResultMessage
+from ..ai.types import AssistantMessage, Context, Message, Model, ThinkingLevel, ToolResultMessage
 from .events import (
     AgentEndEvent,
     AgentEvent,
@@ -48,16 +54,19 @@ from .events import (
     fast_construct,
     message_update,
 )
-from .tool_execution import execute_tool_calls
+from .tool_execution import execute_tool_calls, fail_truncated_tool_calls
 from .types import (
     AgentContext,
     AgentLoopConfig,
     AgentMessage,
     GetQueuedMessages,
+    RequestContext,
+    RequestUpdate,
     StreamFn,
     TurnEndContext,
     TurnUpdate,
     default_convert_to_llm,
+    finish_turn_action,
 )
 
 __all__ = [
@@ -127,23 +136,36 @@ class _Run:
         config = self.config
         send = self.sink.send
         pending = await self.poll(config.get_steering_messages)
-        first_turn = True
+        last_turn: TurnEndContext | None = None
+        explicit_continue = False
         while True:
             more_tool_calls = True
             while more_tool_calls or pending:
-                if first_turn:
-                    first_turn = False
-                else:
+                prepared: list[AgentMessage] = []
+                if last_turn is not None:
+                    if config.prepare_next_turn is not None:
+                        update = await maybe_await(config.prepare_next_turn(last_turn))
+                        prepared = self.apply_next_turn(update)
+                    if not pending:  # pick up steering queued while the preparation ran
+                        pending = await self.poll(config.get_steering_messages)
                     await send(TurnStartEvent._quick(type="turn_start"))
-                for message in pending:
+                for message in (*prepared, *pending):
                     await self.emit_message(message)
                     self.context.messages.append(message)
                     self.new_messages.append(message)
                 pending = []
 
+                if config.prepare_request is not None:
+                    request = RequestContext(self.context, self.model, self.reasoning or "off")
+                    self.apply_request(
+                        await maybe_await(config.prepare_request(request, self.signal))
+                    )
                 reply = await self.stream_reply()
                 self.new_messages.append(reply)
                 if reply.stop_reason == "error" or reply.stop_reason == "aborted":
+                    last_turn = TurnEndContext(reply, [], self.context, self.new_messages)
+                    if config.finish_turn is not None:  # told, but the run ends regardless
+                        await maybe_await(config.finish_turn(last_turn, self.signal))
                     await send(TurnEndEvent._quick(type="turn_end", message=reply, tool_results=[]))
                     await self.end()
                     return
@@ -151,51 +173,79 @@ class _Run:
                 tool_results: list[ToolResultMessage] = []
                 more_tool_calls = False
                 if any(block.type == "toolCall" for block in reply.content):
-                    batch = await execute_tool_calls(
-                        reply, self.context, config, self.signal, self.sink
+                    run_calls = (
+                        fail_truncated_tool_calls
+                        if reply.stop_reason == "length"
+                        else execute_tool_calls
                     )
+                    batch = await run_calls(reply, self.context, config, self.signal, self.sink)
                     tool_results = batch.messages
                     self.context.messages.extend(tool_results)
                     self.new_messages.extend(tool_results)
                     more_tool_calls = not batch.terminate
+                last_turn = TurnEndContext(reply, tool_results, self.context, self.new_messages)
+                action = None
+                if config.finish_turn is not None:
+                    decision = await maybe_await(config.finish_turn(last_turn, self.signal))
+                    action = finish_turn_action(decision)
                 await send(
                     TurnEndEvent._quick(type="turn_end", message=reply, tool_results=tool_results)
                 )
-
-                if (
-                    config.prepare_next_turn is not None
-                    or config.should_stop_after_turn is not None
+                if action == "end":
+                    await self.end()
+                    return
+                if config.should_stop_after_turn is not None and await maybe_await(
+                    config.should_stop_after_turn(last_turn)
                 ):
-                    turn = TurnEndContext(reply, tool_results, self.context, self.new_messages)
-                    if config.prepare_next_turn is not None:
-                        self.apply(await maybe_await(config.prepare_next_turn(turn)))
-                    if config.should_stop_after_turn is not None and await maybe_await(
-                        config.should_stop_after_turn(turn)
-                    ):
-                        await self.end()
-                        return
+                    await self.end()
+                    return
+                explicit_continue = action == "continue"
                 pending = await self.poll(config.get_steering_messages)
+                if more_tool_calls or pending:
+                    explicit_continue = False  # a request follows anyway
 
             pending = await self.poll(config.get_follow_up_messages)
-            if not pending:
-                break
+            if pending:
+                explicit_continue = False
+                continue
+            if explicit_continue:  # finish_turn asked for one more request with nothing new
+                explicit_continue = False
+                continue
+            break
         await self.end()
 
-    def apply(self, update: TurnUpdate | None) -> None:
-        """Take over what ``prepare_next_turn`` replaced."""
+    def apply_next_turn(self, update: TurnUpdate | None) -> list[AgentMessage]:
+        """Take over what ``prepare_next_turn`` replaced; returns the messages it added."""
         if update is None:
-            return
+            return []
         if not isinstance(update, TurnUpdate):
             raise TypeError(
                 f"prepare_next_turn must return a TurnUpdate or None, not {type(update).__name__}"
             )
-        if update.context is not None:
-            self.context = update.context
+        self._take(update.context, update.model, update.thinking_level)
+        return list(update.messages or ())
+
+    def apply_request(self, update: RequestUpdate | None) -> None:
+        """Take over what ``prepare_request`` replaced."""
+        if update is None:
+            return
+        if not isinstance(update, RequestUpdate):
+            raise TypeError(
+                "prepare_request must return a RequestUpdate or None, "
+                f"not {type(update).__name__}"
+            )
+        self._take(update.context, update.model, update.thinking_level)
+
+    def _take(
+        self, context: AgentContext | None, model: Model | None, level: ThinkingLevel | None
+    ) -> None:
+        if context is not None:
+            self.context = context
             self._converted_from = None  # convert the new context afresh
-        if update.model is not None:
-            self.model = update.model
-        if update.thinking_level is not None:
-            self.reasoning = update.thinking_level
+        if model is not None:
+            self.model = model
+        if level is not None:
+            self.reasoning = None if level == "off" else level
 
     # --- one model call --------------------------------------------------------------------------
 
@@ -292,6 +342,7 @@ class _Run:
             final = await stream.result()
         if not isinstance(final, AssistantMessage):
             raise TypeError(f"the stream function produced {type(final).__name__}, not a reply")
+        final.thinking_level = self.reasoning or "off"  # the level asked for (pi 1.6)
         if not started:
             await send(MessageStartEvent._quick(type="message_start", message=final))
         context.messages.append(final)

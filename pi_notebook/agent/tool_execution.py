@@ -16,11 +16,16 @@ A tool that raises produces an error result carrying the exception text; ``after
 then override the result field by field. Abort is cooperative: running tools get the signal; once
 it fired, no further call starts (those already prepared end with "Operation aborted") and the
 remaining calls of the reply are skipped.
+
+A call that ran records how long it took (``duration_ms``, on its ``tool_execution_end`` and its
+result message, as pi 1.6). The calls of a reply cut off by the token limit (stop reason
+``length``) are not run at all: ``fail_truncated_tool_calls`` gives each an error result.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -49,7 +54,14 @@ from .types import (
 )
 from .validation import arguments_error_for, validate_tool_arguments
 
-__all__ = ["ABORTED_TOOL_MESSAGE", "BLOCKED_TOOL_MESSAGE", "ToolBatch", "execute_tool_calls"]
+__all__ = [
+    "ABORTED_TOOL_MESSAGE",
+    "BLOCKED_TOOL_MESSAGE",
+    "ToolBatch",
+    "execute_tool_calls",
+    "fail_truncated_tool_calls",
+    "truncated_tool_call_message",
+]
 
 BLOCKED_TOOL_MESSAGE = "Tool execution was blocked"
 ABORTED_TOOL_MESSAGE = "Operation aborted"
@@ -68,6 +80,7 @@ class ToolBatch:
 class _Outcome:
     result: AgentToolResult
     is_error: bool
+    duration_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +91,10 @@ class _Prepared:
 
 
 _Finished: TypeAlias = tuple[_Outcome, ToolResultMessage]
+
+
+def _elapsed_ms(started: float) -> int:
+    return round((time.perf_counter() - started) * 1000)
 
 
 def _error(message: str) -> _Outcome:
@@ -146,7 +163,9 @@ class _Batch:
                         f"not {type(decision).__name__}"
                     )
                 if decision is not None and decision.block:
-                    return _error(decision.reason or BLOCKED_TOOL_MESSAGE)
+                    blocked = _error(decision.reason or BLOCKED_TOOL_MESSAGE)
+                    blocked.result.terminate = decision.terminate
+                    return blocked
             if self.aborted:
                 return _error(ABORTED_TOOL_MESSAGE)
         except Exception as exc:
@@ -175,16 +194,19 @@ class _Batch:
                     )
                 )
 
+        started = time.perf_counter()
         try:
             result = await prepared.tool.execute(call.id, prepared.args, self.signal, on_update)
+            duration_ms = _elapsed_ms(started)
             if not isinstance(result, AgentToolResult):
                 raise TypeError(
                     f"Tool {call.name} returned {type(result).__name__}, "
                     "expected an AgentToolResult"
                 )
-            outcome = _Outcome(result, False)
+            outcome = _Outcome(result, False, duration_ms)
         except Exception as exc:
-            outcome = _error(describe_error(exc))
+            failed = _error(describe_error(exc))
+            outcome = _Outcome(failed.result, True, _elapsed_ms(started))
         finally:
             accepting = False  # updates after the tool settled are ignored
         await sink.flush()
@@ -219,9 +241,12 @@ class _Batch:
                 terminate=result.terminate if override.terminate is None else override.terminate,
             )
         except Exception as exc:
-            return _error(describe_error(exc))
+            failed = _error(describe_error(exc))
+            return _Outcome(failed.result, True, outcome.duration_ms)
         return _Outcome(
-            merged, outcome.is_error if override.is_error is None else override.is_error
+            merged,
+            outcome.is_error if override.is_error is None else override.is_error,
+            outcome.duration_ms,
         )
 
     # --- events ----------------------------------------------------------------------------------
@@ -244,6 +269,7 @@ class _Batch:
                 tool_name=call.name,
                 result=outcome.result,
                 is_error=outcome.is_error,
+                duration_ms=outcome.duration_ms,
             )
         )
 
@@ -257,6 +283,7 @@ class _Batch:
             content=result.content,  # already validated by AgentToolResult
             details=result.details,
             is_error=outcome.is_error,
+            duration_ms=outcome.duration_ms,
             timestamp=now_ms(),
         )
         await self.sink.send(MessageStartEvent._quick(type="message_start", message=message))
@@ -341,3 +368,30 @@ async def execute_tool_calls(
         finished = await batch.run_parallel(calls)
     terminate = bool(finished) and all(outcome.result.terminate for outcome, _ in finished)
     return ToolBatch([message for _, message in finished], terminate)
+
+
+def truncated_tool_call_message(name: str) -> str:
+    """The error result of a call in a reply cut off by the token limit (pi 1.6's wording)."""
+    return (
+        f'Tool call "{name}" was not executed: the response hit the output token limit, so its '
+        "arguments may be truncated. Re-issue the tool call with complete arguments."
+    )
+
+
+async def fail_truncated_tool_calls(
+    assistant_message: AssistantMessage,
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+    sink: EventSink,
+) -> ToolBatch:
+    """Report every tool call of a ``length``-stopped reply as not executed: its arguments may
+    have been salvaged from a cut-off stream, so none is safe to run. The run goes on."""
+    batch = _Batch(assistant_message, context, config, signal, sink)
+    messages: list[ToolResultMessage] = []
+    for call in assistant_message.tool_calls:
+        await batch.started(call)
+        outcome = _error(truncated_tool_call_message(call.name))
+        await batch.ended(call, outcome)
+        messages.append(await batch.result_message(call, outcome))
+    return ToolBatch(messages, terminate=False)

@@ -11,7 +11,8 @@ run's ``AbortSignal`` (or ``None``) and must honour it themselves.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import warnings
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
@@ -24,6 +25,7 @@ from ..ai.types import (
     ImageContent,
     Message,
     Model,
+    SystemMessage,
     TextContent,
     ThinkingLevel,
     ToolCall,
@@ -44,17 +46,24 @@ __all__ = [
     "BeforeToolCallResult",
     "ConvertToLlm",
     "CustomAgentMessage",
+    "FinishTurn",
+    "FinishTurnAction",
     "GetApiKey",
     "GetQueuedMessages",
     "PrepareNextTurn",
+    "PrepareRequest",
     "QueueMode",
+    "RequestContext",
+    "RequestUpdate",
     "ShouldStopAfterTurn",
     "StreamFn",
     "ToolExecutionMode",
     "TransformContext",
+    "TurnDecision",
     "TurnEndContext",
     "TurnUpdate",
     "default_convert_to_llm",
+    "finish_turn_action",
 ]
 
 QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
@@ -71,14 +80,18 @@ class CustomAgentMessage(Protocol):
     def role(self) -> str: ...
 
 
-AgentMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage | CustomAgentMessage
+AgentMessage: TypeAlias = (
+    SystemMessage | UserMessage | AssistantMessage | ToolResultMessage | CustomAgentMessage
+)
 """What the loop carries: an LLM message, or an app-defined message with its own ``role``."""
 
-_LLM_ROLES = frozenset({"user", "assistant", "toolResult"})
+_LLM_ROLES = frozenset({"system", "user", "assistant", "toolResult"})
 
 
 def default_convert_to_llm(messages: Sequence[AgentMessage]) -> list[Message]:
-    """Keep the LLM messages (roles ``user``, ``assistant``, ``toolResult``); drop the rest."""
+    """Keep the LLM messages (roles ``system`` — pi 1.6's prompt and tool patches, folded into
+    the request by ``pi_notebook.ai.stream`` — ``user``, ``assistant``, ``toolResult``); drop
+    the rest."""
     return [m for m in messages if m.role in _LLM_ROLES]  # type: ignore[misc]
 
 
@@ -109,10 +122,13 @@ class BeforeToolCallContext:
 
 @dataclass(frozen=True, slots=True)
 class BeforeToolCallResult:
-    """``block=True`` turns the call into an error result carrying ``reason``."""
+    """``block=True`` turns the call into an error result carrying ``reason``; with
+    ``terminate=True`` that result also asks to end the run (pi 1.6), like a tool's own
+    ``terminate``."""
 
     block: bool = False
     reason: str | None = None
+    terminate: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +155,9 @@ class AfterToolCallResult:
 
 @dataclass(frozen=True, slots=True)
 class TurnEndContext:
-    """What ``prepare_next_turn`` and ``should_stop_after_turn`` see after a ``turn_end``."""
+    """A completed turn, as ``finish_turn`` (before its ``turn_end``) and ``prepare_next_turn``
+    (before the next ``turn_start``) see it: the reply, its tool results, the working context and
+    every message the run added so far (pi's ``lastCompletedTurn``)."""
 
     message: AssistantMessage
     tool_results: list[ToolResultMessage]
@@ -149,11 +167,72 @@ class TurnEndContext:
 
 @dataclass(frozen=True, slots=True)
 class TurnUpdate:
-    """Returned by ``prepare_next_turn``: replacements for the following turns of this run."""
+    """Returned by ``prepare_next_turn``: replacements for the following turns of this run, and
+    ``messages`` to add before the next request (reported like steering messages).
+
+    ``thinking_level="off"`` turns reasoning off; a field left ``None`` keeps the current value.
+    """
 
     context: AgentContext | None = None
     model: Model | None = None
     thinking_level: ThinkingLevel | None = None
+    messages: Sequence[AgentMessage] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """What ``prepare_request`` sees before every provider request: the working context, the
+    model and the thinking level about to be used (``"off"`` when none)."""
+
+    context: AgentContext
+    model: Model
+    thinking_level: ThinkingLevel
+
+
+@dataclass(frozen=True, slots=True)
+class RequestUpdate:
+    """Returned by ``prepare_request``: what to use for this request and the ones after it."""
+
+    context: AgentContext | None = None
+    model: Model | None = None
+    thinking_level: ThinkingLevel | None = None
+
+
+FinishTurnAction: TypeAlias = Literal["end", "continue"]
+_FINISH_ACTIONS = ("end", "continue")
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDecision:
+    """Returned by ``finish_turn``: ``"end"`` ends the run after this turn's ``turn_end``;
+    ``"continue"`` asks for one more request even when nothing else would start one."""
+
+    action: FinishTurnAction
+
+
+def finish_turn_action(decision: object) -> FinishTurnAction | None:
+    """The action of what ``finish_turn`` returned: ``None``, ``{"action": …}`` or any object
+    with an ``action`` attribute. Anything else is a ``TypeError``/``ValueError`` naming it."""
+    if decision is None:
+        return None
+    if isinstance(decision, Mapping):
+        if "action" not in decision:
+            raise ValueError(
+                f"finish_turn returned a mapping without 'action': {dict(decision)!r}"
+            )
+        action = decision["action"]
+    elif hasattr(decision, "action"):
+        action = decision.action
+    else:
+        raise TypeError(
+            "finish_turn must return None, {'action': 'end' | 'continue'} or an object with "
+            f"an 'action', not {type(decision).__name__}"
+        )
+    if action is None:
+        return None
+    if action not in _FINISH_ACTIONS:
+        raise ValueError(f"finish_turn action must be 'end' or 'continue', not {action!r}")
+    return action  # type: ignore[no-any-return]
 
 
 StreamFn: TypeAlias = Callable[
@@ -179,9 +258,17 @@ AfterToolCall: TypeAlias = Callable[
     AfterToolCallResult | Awaitable[AfterToolCallResult | None] | None,
 ]
 ShouldStopAfterTurn: TypeAlias = Callable[[TurnEndContext], bool | Awaitable[bool]]
+"""Deprecated (pi removed it in 0.87): use ``FinishTurn`` returning ``{"action": "end"}``."""
 PrepareNextTurn: TypeAlias = Callable[
     [TurnEndContext], TurnUpdate | Awaitable[TurnUpdate | None] | None
 ]
+PrepareRequest: TypeAlias = Callable[
+    [RequestContext, AbortSignal | None],
+    RequestUpdate | Awaitable[RequestUpdate | None] | None,
+]
+FinishTurn: TypeAlias = Callable[[TurnEndContext, AbortSignal | None], Any]
+"""Returns ``None``, ``{"action": "end" | "continue"}`` or an object with ``action``
+(``TurnDecision``), or an awaitable of one."""
 GetQueuedMessages: TypeAlias = Callable[
     [], Sequence[AgentMessage] | Awaitable[Sequence[AgentMessage]]
 ]
@@ -200,10 +287,18 @@ class AgentLoopConfig:
       back to ``api_key``.
     - ``before_tool_call(ctx, signal)``: may block a call (``BeforeToolCallResult``).
     - ``after_tool_call(ctx, signal)``: may override a result field by field.
-    - ``prepare_next_turn(ctx)``: after ``turn_end``, may replace context/model/thinking level.
-    - ``should_stop_after_turn(ctx)``: after ``turn_end``; ``True`` ends the run.
+    - ``prepare_request(ctx, signal)``: before every provider request; may replace the
+      context, model or thinking level from this request on (``RequestUpdate``).
+    - ``finish_turn(ctx, signal)``: after a turn's tool results, before its ``turn_end``;
+      ``{"action": "end"}`` ends the run there, ``{"action": "continue"}`` makes one more
+      request even when no tool call, steering or follow-up message would. Also called for a
+      reply that failed or was aborted, whose decision is ignored (that run ends anyway).
+    - ``prepare_next_turn(ctx)``: only when another turn is about to start (before its
+      ``turn_start``); may replace context/model/thinking level and add messages.
     - ``get_steering_messages()``: polled at run start and after every turn.
     - ``get_follow_up_messages()``: polled when the run would otherwise end.
+    - ``should_stop_after_turn(ctx)``: deprecated, kept for 0.79-era callers (pi removed it in
+      0.87): after ``turn_end``, ``True`` ends the run. Use ``finish_turn``.
 
     The remaining fields are stream options handed to the stream function on every call;
     ``stream_options`` carries any other option by name (e.g. ``transport``, ``metadata``).
@@ -217,6 +312,8 @@ class AgentLoopConfig:
     after_tool_call: AfterToolCall | None = None
     should_stop_after_turn: ShouldStopAfterTurn | None = None
     prepare_next_turn: PrepareNextTurn | None = None
+    prepare_request: PrepareRequest | None = None
+    finish_turn: FinishTurn | None = None
     get_steering_messages: GetQueuedMessages | None = None
     get_follow_up_messages: GetQueuedMessages | None = None
     tool_execution: ToolExecutionMode = "parallel"
@@ -231,3 +328,12 @@ class AgentLoopConfig:
     on_payload: Callable[[dict[str, Any], Model], Any] | None = None
     on_response: Callable[[ResponseInfo, Model], Any] | None = None
     stream_options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.should_stop_after_turn is not None:
+            warnings.warn(
+                "AgentLoopConfig.should_stop_after_turn is deprecated (pi removed it in 0.87): "
+                "use finish_turn returning {'action': 'end'}",
+                DeprecationWarning,
+                stacklevel=3,
+            )

@@ -154,6 +154,8 @@ def _tool_call(
         "name": name,
         "arguments": arguments,
         "thought_signature": signature,
+        "namespace": None,
+        "arguments_error": None,
         "parse_error": error,
         "raw_arguments": raw,
     }
@@ -166,12 +168,21 @@ def _tool_call(
 
 def _empty_usage() -> Usage:
     """``Usage()``: all zero, nothing set explicitly (one per reply; validation costs more)."""
-    cost = {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0, "total": 0.0}
+    cost = {
+        "input": 0.0,
+        "output": 0.0,
+        "cache_read": 0.0,
+        "cache_write": 0.0,
+        "total": 0.0,
+        "total_from_provider": None,
+    }
     values = {
         "input": 0,
         "output": 0,
         "cache_read": 0,
         "cache_write": 0,
+        "cache_write_1h": None,
+        "reasoning": None,
         "total_tokens": 0,
         "cost": _construct(Cost, cost, set()),
     }
@@ -180,6 +191,7 @@ def _empty_usage() -> Usage:
 
 
 _MESSAGE_FIELDS = frozenset(AssistantMessage.model_fields)
+_USAGE_GIVEN = frozenset(("input", "output", "cache_read", "cache_write", "total_tokens", "cost"))
 
 
 # --- blocks and snapshots ------------------------------------------------------------------------
@@ -361,10 +373,12 @@ class MessageBuilder:
             "output": output,
             "cache_read": cache_read,
             "cache_write": cache_write,
+            "cache_write_1h": None,
+            "reasoning": None,
             "total_tokens": input + output + cache_read + cache_write,
             "cost": None,
         }
-        usage: Usage = _construct(Usage, values, set(values))
+        usage: Usage = _construct(Usage, values, set(_USAGE_GIVEN))
         values["cost"] = calculate_cost(self.model, usage)
         self.usage = usage
 
@@ -386,10 +400,17 @@ class MessageBuilder:
             "model": model.id,
             "response_id": response_id,
             "response_model": response_model,
+            "provider_thinking_level": None,
+            "thinking_level": None,
+            "diagnostics": None,
             "usage": usage,
             "stop_reason": stop_reason,
+            "deferred": None,
             "error_message": error_message,
+            "raw_stop_reason": None,
+            "end_turn": None,
             "timestamp": self.timestamp,
+            "duration_ms": None,
         }
         message: AssistantMessage = _construct(AssistantMessage, values, set(_MESSAGE_FIELDS))
         return message

@@ -74,7 +74,12 @@ _REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(r"(API_KEY|_KEY|TOKEN|SECRET|PASSWORD)$", re.IGNORECASE)
 _MIN_SECRET = 8
 _VOLATILE_MESSAGE_KEYS = frozenset(
-    {"timestamp", "usage", "api", "provider", "model", "responseId", "responseModel", "details"}
+    {
+        *("timestamp", "usage", "api", "provider", "model", "responseId", "responseModel"),
+        "details",
+        # bookkeeping of the pi 1.6 loop, never sent to a model
+        *("thinkingLevel", "durationMs"),
+    }
 )
 _VOLATILE_BLOCK_KEYS = frozenset({"textSignature", "thinkingSignature", "thoughtSignature"})
 

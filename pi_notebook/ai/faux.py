@@ -244,8 +244,10 @@ class FauxProvider:
         reason = reply.stop_reason
         if reason == "error" or reason == "aborted":
             out.fail(reply.error_message or "Faux error", aborted=reason == "aborted")
-        else:
+        elif reason == "stop" or reason == "length" or reason == "toolUse":
             out.done(reason)
+        else:
+            out.fail(f"Faux provider cannot script a reply with stop reason {reason!r}")
 
     def _set_usage(
         self, out: MessageBuilder, prompt: str, output_chars: int, options: StreamOptions

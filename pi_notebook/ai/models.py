@@ -42,7 +42,15 @@ PROVIDER_ENV_KEYS: dict[str, tuple[str, ...]] = {
 }
 """Environment variables holding each provider's key, in order of preference."""
 
-_THINKING_ORDER: tuple[ThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high", "xhigh")
+_THINKING_ORDER: tuple[ThinkingLevel, ...] = (
+    "off",
+    "minimal",
+    "low",
+    "medium",
+    "high",
+    "xhigh",
+    "max",
+)
 _custom: dict[str, dict[str, Model]] = {}
 
 
@@ -194,13 +202,13 @@ def get_env_api_key(provider: str, environ: Mapping[str, str] | None = None) -> 
 
 def supported_thinking_levels(model: Model) -> list[ThinkingLevel]:
     """``["off"]`` for a model that cannot think; else every level not mapped to ``None`` in
-    ``thinking_level_map``, with ``xhigh`` only when the map names it."""
+    ``thinking_level_map``, with ``xhigh`` and ``max`` only when the map names them."""
     if not model.reasoning:
         return ["off"]
     mapping = model.thinking_level_map or {}
     levels: list[ThinkingLevel] = []
     for level in _THINKING_ORDER:
-        if level == "xhigh" and level not in mapping:
+        if level in ("xhigh", "max") and level not in mapping:
             continue
         if level in mapping and mapping[level] is None:
             continue

@@ -10,6 +10,7 @@ from typing import Any
 
 from .event_stream import AssistantMessageEventStream
 from .options import StreamOptions
+from .system_message import collapse_system_messages
 from .types import AssistantMessage, Context, Model, ThinkingLevel
 
 __all__ = [
@@ -73,6 +74,7 @@ def stream(model: Model, context: Context, **options: Any) -> AssistantMessageEv
     Raises only for an unknown ``model.api``; every other failure is an ``error`` event.
     """
     provider = get_api_provider(model.api)
+    context = collapse_system_messages(context)  # pi 1.6 system messages → prompt and tools
     return provider.stream(model, context, StreamOptions.from_kwargs(options))
 
 

@@ -17,16 +17,16 @@ DEFAULT_THINKING_BUDGETS: Final[Mapping[str, int]] = {
     "medium": 8192,
     "high": 16384,
 }
-"""pi's thinking budgets in tokens per level (``xhigh`` uses ``high``)."""
+"""pi's thinking budgets in tokens per level (``xhigh`` and ``max`` use ``high``)."""
 MIN_OUTPUT_TOKENS: Final = 1024
 """Tokens kept for the visible answer when the thinking budget has to shrink."""
 
 
 def budget_for(level: ThinkingLevel, budgets: Mapping[str, int] | None = None) -> int:
-    """The budget of ``level``: ``budgets`` over pi's defaults, ``xhigh`` as ``high``."""
+    """The budget of ``level``: ``budgets`` over pi's defaults (``xhigh``, ``max``: ``high``)."""
     if level == "off":
         raise ValueError("a thinking budget needs a thinking level other than 'off'")
-    key = "high" if level == "xhigh" else level
+    key = "high" if level in ("xhigh", "max") else level
     return {**DEFAULT_THINKING_BUDGETS, **(budgets or {})}[key]
 
 

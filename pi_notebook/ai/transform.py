@@ -29,6 +29,7 @@ from .types import (
     ImageContent,
     Message,
     Model,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -182,6 +183,8 @@ def transform_messages(
             result = message.model_copy(update=update) if update else message
             answered.add(result.tool_call_id)
             out.append(result)
+        elif isinstance(message, SystemMessage):
+            continue  # pi 1.6 system messages: folded into the prompt by collapse_system_messages
         else:
             close_pending()
             if not supports_images and isinstance(message.content, list):

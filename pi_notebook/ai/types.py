@@ -19,16 +19,19 @@ __all__ = [
     "Content",
     "Context",
     "Cost",
+    "DeferredHandle",
     "ImageContent",
     "Message",
     "Model",
     "ModelCost",
     "StopReason",
+    "SystemMessage",
     "TextContent",
     "ThinkingContent",
     "ThinkingLevel",
     "Tool",
     "ToolCall",
+    "ToolReference",
     "ToolResultContent",
     "ToolResultMessage",
     "Usage",
@@ -37,8 +40,12 @@ __all__ = [
     "now_ms",
 ]
 
-StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
-ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+StopReason: TypeAlias = Literal[
+    "stop", "length", "toolUse", "error", "aborted", "deferred", "pending"
+]
+"""``deferred``: the provider answers later (see ``AssistantMessage.deferred``); ``pending``: only
+on streaming partials, never persisted (pi 1.6)."""
+ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
 Api: TypeAlias = str
 
 
@@ -91,6 +98,9 @@ class ToolCall(PiModel):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     thought_signature: str | None = None
+    namespace: str | None = None
+    arguments_error: str | None = None
+    """pi 1.6: why the arguments could not be used (the tool then gets "Invalid arguments")."""
     parse_error: str | None = Field(default=None, exclude=True)
     """Set when the streamed argument text was not valid JSON; never serialised."""
     raw_arguments: str | None = Field(default=None, exclude=True)
@@ -118,6 +128,8 @@ class Cost(PiModel):
     cache_read: float = 0.0
     cache_write: float = 0.0
     total: float = 0.0
+    total_from_provider: bool | None = None
+    """pi 1.6: ``total`` is the provider's own figure rather than computed from prices."""
 
 
 class Usage(PiModel):
@@ -127,6 +139,10 @@ class Usage(PiModel):
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
+    cache_write_1h: int | None = Field(default=None, alias="cacheWrite1h")
+    """pi 1.6: the part of ``cache_write`` written with one-hour retention."""
+    reasoning: int | None = None
+    """pi 1.6: reasoning tokens (already counted in ``output``)."""
     total_tokens: int = 0
     cost: Cost = Field(default_factory=Cost)
 
@@ -134,10 +150,51 @@ class Usage(PiModel):
 # --- messages ------------------------------------------------------------------------------------
 
 
+class ToolReference(PiModel):
+    """A tool named by a system message's ``tools_removed``."""
+
+    name: str
+
+
+class SystemMessage(PiModel):
+    """pi 1.6: the system prompt and tool set as a message of the transcript.
+
+    ``content`` appends instructions, ``sections`` patches named sections (``None`` deletes one),
+    ``tools_added``/``tools_removed`` change the tool list; the state at any point is the replay
+    of every system message before it (``pi_notebook.ai.system_message``).
+    """
+
+    role: Literal["system"] = "system"
+    content: str | list[TextContent] = ""
+    sections: dict[str, str | None] | None = None
+    tools_added: list[Tool] | None = None
+    tools_removed: list[ToolReference] | None = None
+    timestamp: int = Field(default_factory=now_ms)
+
+    @property
+    def text(self) -> str:
+        """The content as one string (text blocks joined with newlines, as pi does)."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(block.text for block in self.content)
+
+
 class UserMessage(PiModel):
     role: Literal["user"] = "user"
     content: str | list[UserContent]
     timestamp: int = Field(default_factory=now_ms)
+
+
+class DeferredHandle(PiModel):
+    """pi 1.6: where to fetch a reply the provider will finish later (stop reason ``deferred``)."""
+
+    provider: str
+    model_id: str
+    api: str
+    id: str
+    expires_at: int | None = None
+    poll_after_ms: int | None = None
+    data: Any = None
 
 
 class AssistantMessage(PiModel):
@@ -148,10 +205,19 @@ class AssistantMessage(PiModel):
     model: str
     response_id: str | None = None
     response_model: str | None = None
+    provider_thinking_level: str | None = None
+    """pi 1.6: the provider's own name of the reasoning effort it was asked for."""
+    thinking_level: ThinkingLevel | None = None
+    """pi 1.6: the thinking level the loop requested for this reply."""
+    diagnostics: list[dict[str, Any]] | None = None
     usage: Usage = Field(default_factory=Usage)
     stop_reason: StopReason = "stop"
+    deferred: DeferredHandle | None = None
     error_message: str | None = None
+    raw_stop_reason: str | None = None
+    end_turn: bool | None = None
     timestamp: int = Field(default_factory=now_ms)
+    duration_ms: int | None = None
 
     @property
     def text(self) -> str:
@@ -169,12 +235,17 @@ class ToolResultMessage(PiModel):
     tool_name: str
     content: list[ToolResultContent] = Field(default_factory=list)
     details: Any = None
+    usage: Usage | None = None
+    """pi 1.6: tokens the tool itself spent (a nested model call); counts in session totals."""
+    nested_calls: dict[str, Any] | None = None
     is_error: bool = False
     timestamp: int = Field(default_factory=now_ms)
+    duration_ms: int | None = None
 
 
 Message: TypeAlias = Annotated[
-    UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")
+    SystemMessage | UserMessage | AssistantMessage | ToolResultMessage,
+    Field(discriminator="role"),
 ]
 
 
@@ -229,3 +300,6 @@ class Context(PiModel):
     system_prompt: str | None = None
     messages: list[Message] = Field(default_factory=list)
     tools: list[Tool] | None = None
+
+
+SystemMessage.model_rebuild()

@@ -19,8 +19,11 @@ from .entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
     CompactionEntry,
+    ContextEditEntry,
+    ContextEditReplacement,
     CustomEntry,
     CustomMessageEntry,
+    KnownEntry,
     LabelEntry,
     LeafEntry,
     MessageEntry,
@@ -29,6 +32,8 @@ from .entries import (
     SessionHeader,
     SessionInfoEntry,
     ThinkingLevelChangeEntry,
+    UnknownEntry,
+    UsageEntry,
 )
 from .harness import (
     AbortResult,
@@ -69,6 +74,8 @@ from .hooks import (
     BranchSummaryOverride,
     ContextEvent,
     ContextResult,
+    FinishTurnEvent,
+    FinishTurnResult,
     HarnessStreamOptions,
     HookType,
     SessionBeforeCompactEvent,
@@ -101,7 +108,14 @@ from .resources import (
     load_prompt_templates,
     load_skills,
 )
-from .session import ModelRef, Session, SessionContext, SessionTreeNode
+from .session import (
+    ModelRef,
+    Session,
+    SessionContext,
+    SessionTreeNode,
+    SessionWriteError,
+    UsageTotals,
+)
 from .storage import InMemorySessionStorage, JsonlSessionStorage, SessionStorage
 from .tokens import estimate_context_tokens, estimate_tokens
 
@@ -134,11 +148,15 @@ __all__ = [
     "CompactionSettings",
     "CompactionStartEvent",
     "CompactionSummaryMessage",
+    "ContextEditEntry",
+    "ContextEditReplacement",
     "ContextEvent",
     "ContextResult",
     "CustomEntry",
     "CustomMessage",
     "CustomMessageEntry",
+    "FinishTurnEvent",
+    "FinishTurnResult",
     "HarnessEvent",
     "HarnessListener",
     "HarnessMessage",
@@ -148,6 +166,7 @@ __all__ = [
     "HookType",
     "InMemorySessionStorage",
     "JsonlSessionStorage",
+    "KnownEntry",
     "LabelEntry",
     "LeafEntry",
     "MessageEntry",
@@ -176,6 +195,7 @@ __all__ = [
     "SessionStorage",
     "SessionTreeEvent",
     "SessionTreeNode",
+    "SessionWriteError",
     "SettledEvent",
     "Skill",
     "SystemPromptContext",
@@ -188,6 +208,9 @@ __all__ = [
     "ToolResultPatch",
     "ToolsUpdateEvent",
     "TreePreparation",
+    "UnknownEntry",
+    "UsageEntry",
+    "UsageTotals",
     "bash_execution_to_text",
     "collect_entries_for_branch_summary",
     "compact",

@@ -1,5 +1,10 @@
 """Session file records: the header line and the entries, exactly as pi writes them (JSONL v3).
 
+pi 1.6 added ``usage`` and ``context_edit`` entries, system messages in ``message`` entries, and
+``systemMessage``/``usage`` on compactions (``usage`` on branch summaries). pi does not validate
+entry types: a line of a type this module does not know is read as an :class:`UnknownEntry`,
+kept and written back as it was, and contributes nothing to the context (as in pi).
+
 ``model_dump(mode="json", by_alias=True, exclude_none=True)`` of any of them gives pi's JSON with
 pi's key order (fields are declared in that order; ``parentId`` and a leaf's ``targetId`` stay
 ``null`` instead of being dropped). Entries are immutable; ids are opaque strings (new ones are
@@ -13,7 +18,7 @@ import os
 import time
 from datetime import UTC, datetime, timedelta
 from functools import cache
-from typing import Annotated, Any, Literal, TypeAlias, get_args
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias, get_args
 
 from pydantic import (
     BaseModel,
@@ -24,7 +29,7 @@ from pydantic import (
     model_serializer,
 )
 
-from ..ai.types import PiModel, UserContent
+from ..ai.types import Content, PiModel, SystemMessage, Usage, UserContent
 from .messages import HarnessMessage
 
 __all__ = [
@@ -32,8 +37,11 @@ __all__ = [
     "ActiveToolsChangeEntry",
     "BranchSummaryEntry",
     "CompactionEntry",
+    "ContextEditEntry",
+    "ContextEditReplacement",
     "CustomEntry",
     "CustomMessageEntry",
+    "KnownEntry",
     "LabelEntry",
     "LeafEntry",
     "MessageEntry",
@@ -42,6 +50,8 @@ __all__ = [
     "SessionHeader",
     "SessionInfoEntry",
     "ThinkingLevelChangeEntry",
+    "UnknownEntry",
+    "UsageEntry",
     "iso_now",
     "iso_to_ms",
     "new_id",
@@ -102,6 +112,8 @@ class _Record(PiModel):
     (``parentId``, a leaf's ``targetId``: the required fields that may be ``None``)."""
 
     model_config = ConfigDict(frozen=True)
+    _null_when_given: ClassVar[frozenset[str]] = frozenset()
+    """Optional fields written as ``null`` when the record was read or made with ``null``."""
 
     @model_serializer(mode="wrap")
     def _keep_nulls(
@@ -116,6 +128,11 @@ class _Record(PiModel):
             for name in _required_nullable(type(self))
             if getattr(self, name) is None and name not in excluded
         }
+        nulls.update(
+            name
+            for name in self._null_when_given
+            if name in self.model_fields_set and getattr(self, name) is None
+        )
         if not nulls:
             return data
         out: dict[str, Any] = {}
@@ -180,7 +197,12 @@ class ActiveToolsChangeEntry(_Record):
 
 
 class CompactionEntry(_Record):
-    """History before ``first_kept_entry_id`` is replaced by ``summary`` in the context."""
+    """History before ``first_kept_entry_id`` is replaced by ``summary`` in the context.
+
+    ``first_kept_entry_id == id`` keeps nothing before the compaction (pi 1.6 "retain-none");
+    ``system_message`` is the replayed system prompt and tools at that point (pi 1.6), which
+    leads the context after the compaction; ``usage`` is what summarising cost.
+    """
 
     type: Literal["compaction"] = "compaction"
     id: str
@@ -190,7 +212,9 @@ class CompactionEntry(_Record):
     first_kept_entry_id: str
     tokens_before: int
     details: Any = None
+    usage: Usage | None = None
     from_hook: bool | None = None
+    system_message: SystemMessage | None = None
 
 
 class BranchSummaryEntry(_Record):
@@ -203,6 +227,7 @@ class BranchSummaryEntry(_Record):
     from_id: str
     summary: str
     details: Any = None
+    usage: Usage | None = None
     from_hook: bool | None = None
 
 
@@ -251,6 +276,52 @@ class SessionInfoEntry(_Record):
     name: str | None = None
 
 
+class UsageEntry(_Record):
+    """pi 1.6: tokens spent outside the transcript (``kind`` e.g. ``"cache_warm"``). Adds no
+    context message; counts in the session's usage totals."""
+
+    type: Literal["usage"] = "usage"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    kind: str
+    provider: str
+    model: str
+    usage: Usage
+    note: str | None = None
+
+
+class ContextEditReplacement(PiModel):
+    """The content a :class:`ContextEditEntry` puts in place of a message's."""
+
+    content: str | list[Content]
+
+
+class ContextEditEntry(_Record):
+    """pi 1.6: hides (``replacement`` ``None``) or replaces the content of the message entry
+    ``target_id`` in future contexts on this branch; the raw history is untouched. Among the
+    edits on the path to the leaf, the latest one of a target wins."""
+
+    type: Literal["context_edit"] = "context_edit"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    target_id: str
+    replacement: ContextEditReplacement | None
+
+
+class UnknownEntry(_Record):
+    """An entry of a type this version does not know (a newer pi's): kept, written back with all
+    its fields, part of the tree, never part of the context."""
+
+    _null_when_given: ClassVar[frozenset[str]] = frozenset({"parent_id", "timestamp"})
+
+    type: str
+    id: str
+    parent_id: str | None = None
+    timestamp: str | None = None
+
+
 class LeafEntry(_Record):
     """A leaf move (pi's harness): from here on the current position is ``target_id``.
 
@@ -264,7 +335,7 @@ class LeafEntry(_Record):
     target_id: str | None
 
 
-SessionEntry: TypeAlias = Annotated[
+KnownEntry: TypeAlias = Annotated[
     MessageEntry
     | ThinkingLevelChangeEntry
     | ModelChangeEntry
@@ -275,7 +346,12 @@ SessionEntry: TypeAlias = Annotated[
     | CustomMessageEntry
     | LabelEntry
     | SessionInfoEntry
+    | UsageEntry
+    | ContextEditEntry
     | LeafEntry,
     Field(discriminator="type"),
 ]
-"""Any entry line of a session file (discriminator ``type``)."""
+"""An entry line of a type this version knows (discriminator ``type``)."""
+
+SessionEntry: TypeAlias = KnownEntry | UnknownEntry
+"""Any entry a session holds: the known kinds, and unknown ones kept as they were."""

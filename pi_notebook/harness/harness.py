@@ -122,6 +122,8 @@ from .hooks import (
     BeforeProviderRequestResult,
     ContextEvent,
     ContextResult,
+    FinishTurnEvent,
+    FinishTurnResult,
     HarnessStreamOptions,
     HookHandler,
     HookType,
@@ -502,6 +504,12 @@ class AgentHarness:
     @overload
     def on(
         self,
+        hook_type: Literal["finish_turn"],
+        handler: HookHandler[FinishTurnEvent, FinishTurnResult],
+    ) -> Callable[[], None]: ...
+    @overload
+    def on(
+        self,
         hook_type: Literal["session_before_tree"],
         handler: HookHandler[SessionBeforeTreeEvent, SessionBeforeTreeResult],
     ) -> Callable[[], None]: ...
@@ -753,6 +761,7 @@ class AgentHarness:
             before_tool_call=self._before_tool_call,
             after_tool_call=self._after_tool_call,
             prepare_next_turn=self._prepare_next_turn,
+            finish_turn=self._finish_turn,
             get_steering_messages=self._drain_steer,
             get_follow_up_messages=self._drain_follow_up,
             tool_execution=self._tool_execution,
@@ -855,6 +864,12 @@ class AgentHarness:
         return TurnUpdate(
             context=context, model=snapshot.model, thinking_level=snapshot.thinking_level
         )
+
+    async def _finish_turn(
+        self, turn: TurnEndContext, _signal: AbortSignal | None
+    ) -> FinishTurnResult | None:
+        event = FinishTurnEvent(turn.message, list(turn.tool_results))
+        return await self._run_hook("finish_turn", event, FinishTurnResult)
 
     async def _drain(self, queue: list[UserMessage], mode: QueueMode) -> list[AgentMessage]:
         if not queue:

@@ -5,6 +5,10 @@ A handler gets the hook's event and may return its result type, a plain ``dict``
 fields (snake_case or pi's camelCase), or ``None``. Handlers of one hook run in registration
 order; the last non-``None`` result wins, except ``before_provider_request`` and
 ``before_provider_payload``, whose handlers chain (each sees the previous one's output).
+
+``finish_turn`` is the agent loop's pi 1.6 hook (``AgentLoopConfig.finish_turn``) offered to
+harness users: after a turn's tool results, before its ``turn_end``, a handler may end the run
+(``{"action": "end"}``) or ask for one more request (``{"action": "continue"}``).
 """
 
 from __future__ import annotations
@@ -14,10 +18,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, TypeAlias, TypeVar
 
-from ..agent.types import AgentMessage
+from ..agent.types import AgentMessage, FinishTurnAction
 from ..ai.abort import AbortSignal
 from ..ai.options import StreamOptions
-from ..ai.types import ImageContent, Model, TextContent
+from ..ai.types import AssistantMessage, ImageContent, Model, TextContent, ToolResultMessage
 from .compaction import CompactionPreparation, CompactionResult
 from .entries import SessionEntry
 from .resources import Resources
@@ -35,6 +39,8 @@ __all__ = [
     "BranchSummaryOverride",
     "ContextEvent",
     "ContextResult",
+    "FinishTurnEvent",
+    "FinishTurnResult",
     "HarnessStreamOptions",
     "HookHandler",
     "HookType",
@@ -86,6 +92,7 @@ HookType: TypeAlias = Literal[
     "before_provider_payload",
     "session_before_compact",
     "session_before_tree",
+    "finish_turn",
 ]
 HOOK_TYPES: frozenset[str] = frozenset(HookType.__args__)  # type: ignore[attr-defined]
 
@@ -239,6 +246,30 @@ class ToolResultPatch:
     details: Any = None
     is_error: bool | None = None
     terminate: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FinishTurnEvent:
+    """A turn is complete (its tool results included) and about to be reported as ``turn_end``.
+
+    Also sent for a reply that failed or was aborted; the run ends then whatever is returned.
+    """
+
+    message: AssistantMessage
+    tool_results: list[ToolResultMessage]
+    type: Literal["finish_turn"] = "finish_turn"
+
+
+@dataclass(frozen=True, slots=True)
+class FinishTurnResult:
+    """``action="end"`` ends the run after this turn; ``"continue"`` asks for one more request
+    even when no tool call or queued message would make one; ``None`` lets the loop decide."""
+
+    action: FinishTurnAction | None = None
+
+    def __post_init__(self) -> None:
+        if self.action not in (None, "end", "continue"):
+            raise ValueError(f"action must be 'end', 'continue' or None, not {self.action!r}")
 
 
 @dataclass(frozen=True, slots=True)

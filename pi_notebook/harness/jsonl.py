@@ -3,6 +3,11 @@
 Writing reproduces ``JSON.stringify``: compact separators, non-ASCII kept, and JavaScript number
 formatting (``0`` not ``0.0``, ``1e-7`` not ``1e-07``). Reading validates every line with
 pydantic-core straight from bytes (jiter underneath), with the garbage collector paused.
+
+Like pi 1.6, a line of an entry type this version does not know is kept (as an
+:class:`~pi_notebook.harness.entries.UnknownEntry`). Unlike pi, which would loop forever on it,
+a file whose parent ids form a cycle is refused naming the line (``strict=False`` repairs it:
+the entry of the cycle that comes first in the file becomes a root).
 """
 
 from __future__ import annotations
@@ -21,7 +26,15 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 
-from .entries import SESSION_VERSION, LeafEntry, SessionEntry, SessionHeader, new_id
+from .entries import (
+    SESSION_VERSION,
+    KnownEntry,
+    LeafEntry,
+    SessionEntry,
+    SessionHeader,
+    UnknownEntry,
+    new_id,
+)
 
 __all__ = [
     "ENTRY_ADAPTER",
@@ -33,9 +46,39 @@ __all__ = [
     "encode_record",
     "gc_paused",
     "js_json",
+    "validate_entry_json",
 ]
 
-ENTRY_ADAPTER: TypeAdapter[SessionEntry] = TypeAdapter(SessionEntry)
+ENTRY_ADAPTER: TypeAdapter[KnownEntry] = TypeAdapter(KnownEntry)
+_UNKNOWN = UnknownEntry.__pydantic_validator__
+
+
+def _unknown_type(exc: ValidationError) -> bool:
+    """True when validation failed only because the entry's ``type`` is not one we know."""
+    errors = exc.errors(include_url=False)
+    return len(errors) == 1 and errors[0]["type"] == "union_tag_invalid"
+
+
+def validate_entry_json(line: bytes) -> SessionEntry:
+    """One entry line: a known entry, or an :class:`UnknownEntry` for a type we do not know."""
+    try:
+        entry: KnownEntry = ENTRY_ADAPTER.validator.validate_json(line)
+    except ValidationError as exc:
+        if not _unknown_type(exc):
+            raise
+        unknown: UnknownEntry = _UNKNOWN.validate_json(line)
+        return unknown
+    return entry
+
+
+def _validate_entry_python(data: Any) -> SessionEntry:
+    try:
+        return ENTRY_ADAPTER.validate_python(data)
+    except ValidationError as exc:
+        if not _unknown_type(exc):
+            raise
+        unknown: UnknownEntry = _UNKNOWN.validate_python(data)
+        return unknown
 
 
 class SessionFileError(ValueError):
@@ -185,6 +228,7 @@ class _Decoder:
         self.source = source
         self.strict = strict
         self.entries: list[SessionEntry] = []
+        self.lines: list[int] = []  # the line number of each entry
         self.ids: set[str] = set()
 
     def reject(self, line: int, reason: str) -> None:
@@ -204,6 +248,43 @@ class _Decoder:
         else:
             self.ids.add(entry.id)
             self.entries.append(entry)
+            self.lines.append(line)
+
+    def break_cycles(self) -> None:
+        """Refuse (strict) or repair parent-id cycles; O(entries), one step each in a sane file."""
+        entries = self.entries
+        index = {entry.id: i for i, entry in enumerate(entries)}
+        state = bytearray(len(entries))  # 0 unseen, 1 on the current walk, 2 done
+        for start in range(len(entries)):
+            if state[start]:
+                continue
+            walk: list[int] = []
+            i: int | None = start
+            while i is not None and state[i] != 2:
+                if state[i] == 1:
+                    self._cycle(walk[walk.index(i) :])
+                    break
+                state[i] = 1
+                walk.append(i)
+                parent = entries[i].parent_id
+                i = None if parent is None else index.get(parent)
+            for k in walk:
+                state[k] = 2
+
+    def _cycle(self, members: list[int]) -> None:
+        first = min(members)
+        entry = self.entries[first]
+        lines = sorted(self.lines[k] for k in members)
+        shown = ", ".join(map(str, lines[:5])) + (", …" if len(lines) > 5 else "")
+        reason = f"parent ids form a cycle through entry {entry.id!r} (lines {shown})"
+        if self.strict:
+            raise SessionFileError(self.source, self.lines[first], reason)
+        warnings.warn(
+            f"{self.source}:{self.lines[first]}: repaired: {reason}; the entry is now a root",
+            SessionFileWarning,
+            stacklevel=5,
+        )
+        self.entries[first] = entry.model_copy(update={"parent_id": None})
 
 
 def _parse_header(line: bytes, source: str) -> dict[str, Any]:
@@ -247,7 +328,7 @@ def decode_session(lines: Sequence[bytes], *, source: str, strict: bool = True) 
     with gc_paused():
         if version == SESSION_VERSION:
             validate = ENTRY_ADAPTER.validator.validate_json
-            ids, entries = decoder.ids, decoder.entries
+            ids, entries, numbers = decoder.ids, decoder.entries, decoder.lines
             for number in range(first + 2, len(lines) + 1):
                 line = lines[number - 1]
                 if not line or line.isspace():
@@ -255,22 +336,30 @@ def decode_session(lines: Sequence[bytes], *, source: str, strict: bool = True) 
                 try:
                     entry: SessionEntry = validate(line)
                 except ValidationError as exc:
-                    decoder.reject(number, _reason(exc))
-                    continue
+                    if not _unknown_type(exc):
+                        decoder.reject(number, _reason(exc))
+                        continue
+                    try:
+                        entry = _UNKNOWN.validate_json(line)
+                    except ValidationError as unknown_exc:
+                        decoder.reject(number, _reason(unknown_exc))
+                        continue
                 if entry.id in ids or type(entry) is LeafEntry:
                     decoder.add(number, entry)  # the checks, with their error messages
                 else:
                     ids.add(entry.id)
                     entries.append(entry)
+                    numbers.append(number)
         else:
             raw_header["version"] = SESSION_VERSION
             for index, data in _migrate(lines, first, version, decoder):
                 try:
-                    entry = ENTRY_ADAPTER.validate_python(data)
+                    entry = _validate_entry_python(data)
                 except ValidationError as exc:
                     decoder.reject(index + 1, _reason(exc))
                     continue
                 decoder.add(index + 1, entry)
+        decoder.break_cycles()
     try:
         header = SessionHeader.model_validate(raw_header)
     except ValidationError as exc:

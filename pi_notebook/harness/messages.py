@@ -17,6 +17,7 @@ from ..ai.types import (
     AssistantMessage,
     Message,
     PiModel,
+    SystemMessage,
     TextContent,
     ToolResultMessage,
     UserContent,
@@ -98,7 +99,8 @@ class CompactionSummaryMessage(PiModel):
 
 
 HarnessMessage: TypeAlias = Annotated[
-    UserMessage
+    SystemMessage
+    | UserMessage
     | AssistantMessage
     | ToolResultMessage
     | BashExecutionMessage
@@ -134,13 +136,14 @@ def _user_text(text: str, timestamp: int) -> UserMessage:
 def convert_to_llm(messages: Iterable[object]) -> list[Message]:
     """Turn a transcript into what a provider accepts.
 
-    ``user``/``assistant``/``toolResult`` pass through unchanged (same objects); the four harness
+    ``system`` (pi 1.6)/``user``/``assistant``/``toolResult`` pass through unchanged (same
+    objects; providers fold system messages into the prompt); the four harness
     roles become user messages with pi's texts; a ``bashExecution`` with ``exclude_from_context``
     and any message of another kind are dropped.
     """
     out: list[Message] = []
     for message in messages:
-        if isinstance(message, UserMessage | AssistantMessage | ToolResultMessage):
+        if isinstance(message, UserMessage | AssistantMessage | ToolResultMessage | SystemMessage):
             out.append(message)
         elif isinstance(message, BashExecutionMessage):
             if not message.exclude_from_context:

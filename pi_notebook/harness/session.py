@@ -1,26 +1,53 @@
 """``Session``: the conversation as an append-only tree of entries, with a movable leaf.
 
 Every ``append_*`` adds a child of the current leaf and moves the leaf onto it; ``set_leaf``
-moves the leaf back to any entry (persisted as a ``leaf`` entry, as pi's harness does), so the
-next append starts a new branch. Nothing is ever rewritten or deleted. ``build_context`` walks
-root → leaf and yields what the model sees (compaction and branch summaries applied).
+moves the leaf back to any entry, so the next append starts a new branch. Nothing is ever
+rewritten or deleted. ``build_context`` walks root → leaf and yields what the model sees, as pi
+1.6's ``buildSessionContext`` does (system messages, compaction checkpoints, branch summaries and
+context edits applied).
+
+Leaf moves survive a reopen in pi 1.6 too. pi 1.6 has no ``leaf`` entry: it reads the last line
+of a file as the leaf. ``set_leaf`` therefore writes a ``leaf`` entry (the 0.79 harness's record,
+which pi 1.6 keeps as an unknown entry that adds nothing to the context) whose ``parentId`` is the
+target itself, so pi walks from it to the target's branch. Older files whose leaf entries hang
+under the previous leaf still open here at their ``targetId``.
+
+A write that fails (read-only file, disk full) loses nothing the model said: message, summary and
+usage entries stay in memory (``unsaved_entries``) and are written before the next entry, or by
+``flush()``; the append raises :class:`SessionWriteError` saying what was not saved, and
+``write_error`` keeps it. Other entries (settings, labels, moves) are refused as before.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
-from ..ai.types import AssistantMessage, PiModel, UserContent, UserMessage
+from ..ai.system_message import current_system_message, system_message_text
+from ..ai.types import (
+    AssistantMessage,
+    Content,
+    PiModel,
+    SystemMessage,
+    TextContent,
+    Tool,
+    ToolReference,
+    ToolResultMessage,
+    Usage,
+    UserContent,
+    UserMessage,
+)
 from .entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
     CompactionEntry,
+    ContextEditEntry,
+    ContextEditReplacement,
     CustomEntry,
     CustomMessageEntry,
     LabelEntry,
@@ -31,6 +58,7 @@ from .entries import (
     SessionHeader,
     SessionInfoEntry,
     ThinkingLevelChangeEntry,
+    UsageEntry,
     iso_now,
     iso_to_ms,
     new_id,
@@ -45,9 +73,51 @@ from .messages import (
 )
 from .storage import JsonlSessionStorage, SessionStorage
 
-__all__ = ["ModelRef", "Session", "SessionContext", "SessionTreeNode"]
+__all__ = [
+    "ModelRef",
+    "Session",
+    "SessionContext",
+    "SessionTreeNode",
+    "SessionWriteError",
+    "UsageTotals",
+]
 
 _E = TypeVar("_E", bound=SessionEntry)
+
+_KEPT_ON_FAILURE = (
+    MessageEntry,
+    CustomMessageEntry,
+    CompactionEntry,
+    BranchSummaryEntry,
+    UsageEntry,
+)
+"""Entries kept in memory when their write fails: what the model said and what it cost."""
+
+
+class SessionWriteError(OSError):
+    """Entries of a session could not be written; they are kept in memory (``unsaved``) and
+    written before the next entry, or by :meth:`Session.flush`."""
+
+    def __init__(self, path: str, cause: BaseException, unsaved: Sequence[SessionEntry]) -> None:
+        kinds = ", ".join(_describe(entry) for entry in unsaved[:5])
+        more = f" and {len(unsaved) - 5} more" if len(unsaved) > 5 else ""
+        what = f"{len(unsaved)} entr{'y' if len(unsaved) == 1 else 'ies'} ({kinds}{more})"
+        super().__init__(
+            f"Could not write the session {path}: {cause}. Not saved yet: {what}; they are kept "
+            "in memory and written with the next entry or Session.flush()"
+            if unsaved
+            else f"Could not write the session {path}: {cause}"
+        )
+        self.path = path
+        self.cause = cause
+        self.unsaved = list(unsaved)
+
+
+def _describe(entry: SessionEntry) -> str:
+    if isinstance(entry, MessageEntry):
+        return f"{entry.message.role} message {entry.id}"
+    return f"{entry.type} {entry.id}"
+
 
 StorageLike = SessionStorage | str | os.PathLike[str]
 
@@ -63,6 +133,8 @@ class SessionContext(PiModel):
     """What the model sees at the leaf: messages, thinking level, model, active tools.
 
     ``active_tool_names`` is ``None`` when the branch never changed them (use the defaults).
+    ``system_prompt``, ``tools`` and ``tool_names`` are the replayed state of the system
+    messages among ``messages`` (pi 1.6), ``None`` when there are none.
     The messages are the session's own objects: treat them as read-only.
     """
 
@@ -70,6 +142,33 @@ class SessionContext(PiModel):
     thinking_level: str = "off"
     model: ModelRef | None = None
     active_tool_names: list[str] | None = None
+    system_prompt: str | None = None
+    tools: list[Tool] | None = None
+    tool_names: list[str] | None = None
+
+
+@dataclass(slots=True)
+class UsageTotals:
+    """Tokens and dollars over every entry of the session (compacted history included), as pi's
+    ``getSessionStats`` counts them: assistant replies, tool results, compactions, branch
+    summaries and ``usage`` entries."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input + self.output + self.cache_read + self.cache_write
+
+    def add(self, usage: Usage) -> None:
+        self.input += usage.input
+        self.output += usage.output
+        self.cache_read += usage.cache_read
+        self.cache_write += usage.cache_write
+        self.cost += usage.cost.total
 
 
 @dataclass(slots=True)
@@ -81,10 +180,10 @@ class SessionTreeNode:
     label: str | None = None
 
 
-def _ms(timestamp: str) -> int:
-    """Epoch ms of an entry timestamp; 0 for one that is not ISO (pi would get NaN)."""
+def _ms(timestamp: str | None) -> int:
+    """Epoch ms of an entry timestamp; 0 for one that is missing or not ISO (pi gets NaN)."""
     try:
-        return iso_to_ms(timestamp)
+        return iso_to_ms(timestamp) if timestamp else 0
     except ValueError:
         return 0
 
@@ -114,6 +213,9 @@ class Session:
         self._entries: list[SessionEntry] = []
         self._by_id: dict[str, SessionEntry] = {}
         self._children: dict[str, list[SessionEntry]] | None = None  # built on first use
+        self._unsaved: list[SessionEntry] = []
+        self.write_error: SessionWriteError | None = None
+        """The last failed write while entries are still unsaved (``None`` once all are on disk)."""
         self._labels: dict[str, str] = {}
         self._name: str | None = None
         self._leaf_id: str | None = None
@@ -230,8 +332,10 @@ class Session:
                 self._labels.pop(entry.target_id, None)
         elif isinstance(entry, SessionInfoEntry):
             self._name = (entry.name or "").strip() or None
-        if self._children is not None and entry.parent_id is not None:
-            self._children.setdefault(entry.parent_id, []).append(entry)
+        if self._children is not None:
+            parent_id = self._tree_parent_id(entry)
+            if parent_id is not None:
+                self._children.setdefault(parent_id, []).append(entry)
 
     def _new_id(self) -> str:
         while (entry_id := new_id()) in self._by_id:  # pragma: no cover - 74 random bits
@@ -239,9 +343,49 @@ class Session:
         return entry_id
 
     def _append(self, entry: _E) -> _E:
-        self._storage.append(entry)
+        try:
+            self._write_unsaved()
+            self._storage.append(entry)
+        except OSError as exc:
+            if not isinstance(entry, _KEPT_ON_FAILURE):
+                raise self._write_failed(exc) from exc
+            self._index(entry)
+            self._unsaved.append(entry)
+            raise self._write_failed(exc) from exc
         self._index(entry)
         return entry
+
+    def _write_unsaved(self) -> None:
+        unsaved = self._unsaved
+        while unsaved:
+            self._storage.append(unsaved[0])
+            unsaved.pop(0)
+        self.write_error = None
+
+    def _write_failed(self, exc: OSError) -> SessionWriteError:
+        if isinstance(exc, SessionWriteError):
+            exc = exc.cause if isinstance(exc.cause, OSError) else exc
+        error = SessionWriteError(str(self.path or "<memory>"), exc, self._unsaved)
+        if self._unsaved:
+            self.write_error = error
+        return error
+
+    @property
+    def unsaved_entries(self) -> list[SessionEntry]:
+        """Entries kept in memory whose write failed (oldest first); empty when all are saved."""
+        return list(self._unsaved)
+
+    def flush(self) -> int:
+        """Write the entries a failed write left in memory; returns how many were written.
+
+        Raises :class:`SessionWriteError` (with what is still unsaved) if the storage still fails.
+        """
+        count = len(self._unsaved)
+        try:
+            self._write_unsaved()
+        except OSError as exc:
+            raise self._write_failed(exc) from exc
+        return count
 
     def _require(self, entry_id: str) -> SessionEntry:
         entry = self._by_id.get(entry_id)
@@ -264,7 +408,111 @@ class Session:
             raise ValueError(
                 f"{message.role} messages are appended as append_compaction/append_branch_summary"
             )
+        if isinstance(message, SystemMessage):
+            self._check_system_message(message)
+        elif isinstance(message, AssistantMessage) and message.stop_reason == "pending":
+            raise ValueError("A reply still streaming (stop reason 'pending') is not persisted")
         return self._append(MessageEntry(**self._base(), message=message))
+
+    def append_system_message(
+        self,
+        content: str | Sequence[TextContent] = "",
+        *,
+        sections: Mapping[str, str | None] | None = None,
+        tools_added: Sequence[Tool] | None = None,
+        tools_removed: Sequence[str] | None = None,
+        timestamp: int | None = None,
+    ) -> MessageEntry:
+        """Append a pi 1.6 system message: more instructions, section patches (``None`` deletes
+        a section), tools added (a name declared again is redefined in place) or removed.
+
+        Refused (``ValueError``) when it changes nothing, removes a tool the branch does not
+        declare, or adds the same name twice; the replayed result is on ``build_context()``.
+        """
+        message = SystemMessage(
+            content=content if isinstance(content, str) else list(content),
+            sections=None if sections is None else dict(sections),
+            tools_added=None if tools_added is None else list(tools_added),
+            tools_removed=None
+            if tools_removed is None
+            else [ToolReference(name=name) for name in tools_removed],
+            **({} if timestamp is None else {"timestamp": timestamp}),
+        )
+        return self.append_message(message)
+
+    def _check_system_message(self, message: SystemMessage) -> None:
+        if not (message.text or message.sections or message.tools_added or message.tools_removed):
+            raise ValueError("A system message must add text, patch a section or change tools")
+        for name in message.sections or {}:
+            if not name:
+                raise ValueError("System prompt section names must not be empty")
+        added = [tool.name for tool in message.tools_added or ()]
+        twice = sorted({name for name in added if added.count(name) > 1})
+        if twice:
+            raise ValueError(f"A system message adds tool(s) twice: {', '.join(twice)}")
+        if message.tools_removed:
+            declared = set(self.build_context().tool_names or ())
+            missing = [ref.name for ref in message.tools_removed if ref.name not in declared]
+            if missing:
+                raise ValueError(f"Cannot remove undeclared tool(s): {', '.join(missing)}")
+
+    def append_usage(
+        self,
+        kind: str,
+        provider: str,
+        model: str,
+        usage: Usage | Mapping[str, Any],
+        note: str | None = None,
+    ) -> UsageEntry:
+        """Record tokens spent outside the transcript (e.g. ``kind="cache_warm"``): no context
+        message, but counted in :meth:`usage_totals`."""
+        if not kind:
+            raise ValueError("A usage entry needs a kind (e.g. 'cache_warm')")
+        spent = usage if isinstance(usage, Usage) else Usage.model_validate(usage)
+        return self._append(
+            UsageEntry(
+                **self._base(),
+                kind=kind,
+                provider=provider,
+                model=model,
+                usage=spent,
+                note=note or None,
+            )
+        )
+
+    def append_context_edit(
+        self,
+        target_id: str,
+        replacement: str | Sequence[Content] | ContextEditReplacement | Mapping[str, Any] | None,
+    ) -> ContextEditEntry:
+        """Hide (``None``) or replace the content of an earlier message in future contexts.
+
+        The target must be a user, assistant or tool-result message or a custom message on the
+        branch to the leaf; a string replacing an assistant or tool-result content is stored as
+        one text block (pi 1.6's rules). The raw history is untouched.
+        """
+        normalized = _replacement(replacement)
+        target = self._require(target_id)
+        if not any(entry.id == target_id for entry in self._path_to(self._leaf_id)):
+            raise ValueError(f"Entry {target_id} is not on the active branch")
+        role = None
+        if isinstance(target, MessageEntry):
+            role = target.message.role
+        elif isinstance(target, CustomMessageEntry):
+            role = "custom"
+        if role not in ("user", "assistant", "toolResult", "custom"):
+            raise ValueError(f"Entry {target_id} does not contribute editable model content")
+        if (
+            normalized is not None
+            and role in ("assistant", "toolResult")
+            and isinstance(normalized.content, str)
+        ):
+            normalized = normalized.model_copy(
+                update={"content": [TextContent(text=normalized.content)]}
+            )
+        return self._append(
+            ContextEditEntry(**self._base(), target_id=target_id, replacement=normalized)
+        )
 
     def append_model_change(self, provider: str, model_id: str) -> ModelChangeEntry:
         return self._append(ModelChangeEntry(**self._base(), provider=provider, model_id=model_id))
@@ -278,21 +526,37 @@ class Session:
     def append_compaction(
         self,
         summary: str,
-        first_kept_entry_id: str,
+        first_kept_entry_id: str | None,
         tokens_before: int,
         details: Any = None,
         from_hook: bool | None = None,
+        usage: Usage | None = None,
     ) -> CompactionEntry:
         """Record a compaction: in the context, ``summary`` replaces everything on the branch
-        before ``first_kept_entry_id``."""
+        before ``first_kept_entry_id`` (``None``: everything, pi 1.6's retain-none).
+
+        The replayed system message at this point is snapshotted on the entry (pi 1.6), so the
+        context after it still starts with the system prompt and tools.
+        """
+        base = self._base()
+        state = current_system_message(self.build_context().messages)
+        snapshot = (
+            None
+            if state is None
+            else state.model_copy(update={"timestamp": _ms(base["timestamp"])})
+        )
         return self._append(
             CompactionEntry(
-                **self._base(),
+                **base,
                 summary=summary,
-                first_kept_entry_id=first_kept_entry_id,
+                first_kept_entry_id=base["id"]
+                if first_kept_entry_id is None
+                else first_kept_entry_id,
                 tokens_before=tokens_before,
                 details=details,
+                usage=usage,
                 from_hook=from_hook,
+                system_message=snapshot,
             )
         )
 
@@ -302,6 +566,7 @@ class Session:
         from_id: str | None = None,
         details: Any = None,
         from_hook: bool | None = None,
+        usage: Usage | None = None,
     ) -> BranchSummaryEntry:
         """Append the summary of an abandoned branch at the leaf.
 
@@ -316,6 +581,7 @@ class Session:
                 from_id=from_id,
                 summary=summary,
                 details=details,
+                usage=usage,
                 from_hook=from_hook,
             )
         )
@@ -366,14 +632,17 @@ class Session:
     def set_leaf(self, entry_id: str | None) -> LeafEntry | None:
         """Move the leaf; the next append becomes a child of ``entry_id`` (a root for ``None``).
 
-        Persisted as a ``leaf`` entry, so a reopened session resumes here. Moving to where the
+        Persisted as a ``leaf`` entry parented at the target, so a reopened session resumes here,
+        in pi_notebook and in pi 1.6 (which takes the last line as its leaf). Moving to where the
         leaf already is writes nothing and returns ``None``.
         """
         if entry_id is not None and isinstance(self._require(entry_id), LeafEntry):
             raise ValueError(f"Entry {entry_id} is a leaf move, not a position in the tree")
         if entry_id == self._leaf_id:
             return None
-        return self._append(LeafEntry(**self._base(), target_id=entry_id))
+        base = self._base()
+        base["parent_id"] = entry_id
+        return self._append(LeafEntry(**base, target_id=entry_id))
 
     # --- reading ---------------------------------------------------------------------------------
 
@@ -417,13 +686,29 @@ class Session:
             return self._path_to(from_id)
         return self._path_to(self._leaf_id)
 
+    def _tree_parent_id(self, entry: SessionEntry) -> str | None:
+        """The parent shown in the tree: leaf moves are not nodes (an entry pi appended after
+        one hangs under the leaf move's own parent); ``None`` for a leaf move itself."""
+        if type(entry) is LeafEntry:
+            return None
+        parent_id = entry.parent_id
+        by_id = self._by_id
+        steps = len(by_id)
+        while parent_id is not None and type(parent := by_id.get(parent_id)) is LeafEntry:
+            parent_id = parent.parent_id
+            steps -= 1
+            if steps < 0:
+                raise SessionFileError(str(self.path or "<memory>"), None, "cycle in parent ids")
+        return parent_id
+
     def get_children(self, entry_id: str) -> list[SessionEntry]:
         """Direct children of an entry in append order (leaf moves are not children)."""
         if self._children is None:
             children: dict[str, list[SessionEntry]] = {}
             for entry in self._entries:
-                if entry.parent_id is not None and not isinstance(entry, LeafEntry):
-                    children.setdefault(entry.parent_id, []).append(entry)
+                parent_id = self._tree_parent_id(entry)
+                if parent_id is not None:
+                    children.setdefault(parent_id, []).append(entry)
             self._children = children
         return list(self._children.get(entry_id, ()))
 
@@ -441,7 +726,7 @@ class Session:
             node = SessionTreeNode(entry, [], self._labels.get(entry.id))
             nodes[entry.id] = node
         for node in nodes.values():
-            parent_id = node.entry.parent_id
+            parent_id = self._tree_parent_id(node.entry)
             parent = None if parent_id in (None, node.entry.id) else nodes.get(parent_id)
             (parent.children if parent is not None else roots).append(node)
         for node in nodes.values():
@@ -452,64 +737,106 @@ class Session:
     # --- context ---------------------------------------------------------------------------------
 
     def build_context(self) -> SessionContext:
-        """What the model sees at the leaf (pi's ``buildSessionContext``).
+        """What the model sees at the leaf (pi 1.6's ``buildSessionContext``, same messages in the
+        same order).
 
         Thinking level, model and active tools are the last ones set on the branch (an assistant
-        message counts as a model choice). With a compaction on the branch the messages are its
-        summary, then the branch from ``first_kept_entry_id`` up to the compaction, then what
-        follows it. Messages come from message entries, custom-message entries and non-empty
-        branch summaries; other entries contribute none.
+        message counts as a model choice). Without a compaction the messages are those of the
+        branch's message, custom-message and non-empty branch-summary entries (system messages
+        included). With one, only the newest counts: its system-message checkpoint and summary,
+        then the branch from ``first_kept_entry_id`` up to it (system messages left out: the
+        checkpoint replaces them), then everything after it. The latest context edit of each
+        target among those entries hides or replaces its content. ``system_prompt``, ``tools``
+        and ``tool_names`` replay the system messages of the result.
         """
         path = self._path_to(self._leaf_id)
         thinking_level = "off"
         model_source: ModelChangeEntry | AssistantMessage | None = None
         active_tools: list[str] | None = None
         compaction_at = -1
+        edited = False
         for index, entry in enumerate(path):
-            if type(entry) is MessageEntry:
-                if type(entry.message) is AssistantMessage:
-                    model_source = entry.message
-            elif type(entry) is ThinkingLevelChangeEntry:
-                thinking_level = entry.thinking_level
-            elif type(entry) is ModelChangeEntry:
-                model_source = entry
-            elif type(entry) is ActiveToolsChangeEntry:
-                active_tools = entry.active_tool_names
-            elif type(entry) is CompactionEntry:
+            kind = type(entry)
+            if kind is MessageEntry:
+                if type(entry.message) is AssistantMessage:  # type: ignore[union-attr]
+                    model_source = entry.message  # type: ignore[union-attr]
+            elif kind is ThinkingLevelChangeEntry:
+                thinking_level = entry.thinking_level  # type: ignore[union-attr]
+            elif kind is ModelChangeEntry:
+                model_source = entry  # type: ignore[assignment]
+            elif kind is ActiveToolsChangeEntry:
+                active_tools = entry.active_tool_names  # type: ignore[union-attr]
+            elif kind is CompactionEntry:
                 compaction_at = index
+            elif kind is ContextEditEntry:
+                edited = True
 
         messages: list[HarnessMessage] = []
         if compaction_at < 0:
-            _collect(messages, path)
+            edits = _edits(path) if edited else None
+            _collect(messages, path, edits)
         else:
             compaction = path[compaction_at]
             assert isinstance(compaction, CompactionEntry)
-            messages.append(
-                CompactionSummaryMessage(
-                    summary=compaction.summary,
-                    tokens_before=compaction.tokens_before,
-                    timestamp=_ms(compaction.timestamp),
-                )
-            )
             kept = path[:compaction_at]
             first = next(
                 (i for i, e in enumerate(kept) if e.id == compaction.first_kept_entry_id),
                 len(kept),
             )
-            _collect(messages, kept[first:])
-            _collect(messages, path[compaction_at + 1 :])
+            kept = [e for e in kept[first:] if not _is_system(e)]
+            after = path[compaction_at + 1 :]
+            edits = _edits([compaction, *kept, *after]) if edited else None
+            edit = None if edits is None else edits.get(compaction.id)
+            if edit is None or edit.replacement is not None:  # (a compaction is not editable)
+                if compaction.system_message is not None:
+                    messages.append(compaction.system_message)
+                messages.append(
+                    CompactionSummaryMessage(
+                        summary=compaction.summary,
+                        tokens_before=compaction.tokens_before,
+                        timestamp=_ms(compaction.timestamp),
+                    )
+                )
+            _collect(messages, kept, edits)
+            _collect(messages, after, edits)
 
         model = None
         if isinstance(model_source, ModelChangeEntry):
             model = ModelRef(provider=model_source.provider, model_id=model_source.model_id)
         elif model_source is not None:
             model = ModelRef(provider=model_source.provider, model_id=model_source.model)
+        system_prompt: str | None = None
+        tools: list[Tool] | None = None
+        if any(type(m) is SystemMessage for m in messages):
+            state = current_system_message(messages)
+            if state is not None:
+                system_prompt = system_message_text(state)
+                tools = list(state.tools_added or ())
         return SessionContext.model_construct(
             messages=messages,
             thinking_level=thinking_level,
             model=model,
             active_tool_names=None if active_tools is None else list(active_tools),
+            system_prompt=system_prompt,
+            tools=tools,
+            tool_names=None if tools is None else [tool.name for tool in tools],
         )
+
+    def usage_totals(self) -> UsageTotals:
+        """Tokens and cost over every entry, compacted history and other branches included
+        (what was billed; pi's ``getSessionStats``)."""
+        totals = UsageTotals()
+        for entry in self._entries:
+            usage: Usage | None = None
+            if isinstance(entry, MessageEntry):
+                message = entry.message
+                if isinstance(message, AssistantMessage | ToolResultMessage):
+                    usage = message.usage
+            elif isinstance(entry, UsageEntry | CompactionEntry | BranchSummaryEntry):
+                usage = entry.usage
+            if usage is not None:
+                totals.add(usage)
+        return totals
 
     def _relabel(self, path: list[SessionEntry]) -> list[LabelEntry]:
         """Label entries that give ``path``'s entries, in a copy of ``path``, their labels here.
@@ -578,24 +905,70 @@ class Session:
         return Session(store, header, copied)
 
 
-def _collect(messages: list[HarnessMessage], entries: Sequence[SessionEntry]) -> None:
+def _replacement(value: object) -> ContextEditReplacement | None:
+    """A context edit's replacement from ``None``, content, ``{"content": …}`` or the model."""
+    if value is None or isinstance(value, ContextEditReplacement):
+        return value
+    raw = value if isinstance(value, Mapping) else {"content": value}
+    content = raw.get("content")
+    if not isinstance(content, str | list | tuple):
+        raise ValueError("A context edit replacement must be None or string/list content")
+    try:
+        return ContextEditReplacement.model_validate(
+            {**raw, "content": content if isinstance(content, str) else list(content)}
+        )
+    except ValidationError as exc:
+        raise ValueError(f"Invalid context edit replacement: {exc}") from None
+
+
+def _is_system(entry: SessionEntry) -> bool:
+    return isinstance(entry, MessageEntry) and type(entry.message) is SystemMessage
+
+
+def _edits(entries: Iterable[SessionEntry]) -> dict[str, ContextEditEntry]:
+    """The latest context edit of each target among ``entries``."""
+    return {e.target_id: e for e in entries if isinstance(e, ContextEditEntry)}
+
+
+def _edited(message: HarnessMessage, edit: ContextEditEntry) -> HarnessMessage:
+    """``message`` with an edit's replacement content (pi: user, assistant, toolResult, custom)."""
+    replacement = edit.replacement
+    assert replacement is not None
+    role = message.role
+    if role not in ("user", "assistant", "toolResult", "custom"):
+        return message
+    content = replacement.content
+    if role in ("assistant", "toolResult") and isinstance(content, str):
+        content = [TextContent(text=content)]
+    return message.model_copy(update={"content": content})
+
+
+def _collect(
+    messages: list[HarnessMessage],
+    entries: Sequence[SessionEntry],
+    edits: Mapping[str, ContextEditEntry] | None = None,
+) -> None:
     """Append the context messages of ``entries`` (see :meth:`Session.build_context`)."""
     for entry in entries:
-        if type(entry) is MessageEntry:
-            messages.append(entry.message)
+        message: HarnessMessage
+        if isinstance(entry, MessageEntry):
+            message = entry.message
         elif isinstance(entry, CustomMessageEntry):
-            messages.append(
-                CustomMessage(
-                    custom_type=entry.custom_type,
-                    content=entry.content,
-                    display=entry.display,
-                    details=entry.details,
-                    timestamp=_ms(entry.timestamp),
-                )
+            message = CustomMessage(
+                custom_type=entry.custom_type,
+                content=entry.content,
+                display=entry.display,
+                details=entry.details,
+                timestamp=_ms(entry.timestamp),
             )
         elif isinstance(entry, BranchSummaryEntry) and entry.summary:
-            messages.append(
-                BranchSummaryMessage(
-                    summary=entry.summary, from_id=entry.from_id, timestamp=_ms(entry.timestamp)
-                )
+            message = BranchSummaryMessage(
+                summary=entry.summary, from_id=entry.from_id, timestamp=_ms(entry.timestamp)
             )
+        else:
+            continue
+        if edits is not None and (edit := edits.get(entry.id)) is not None:
+            if edit.replacement is None:
+                continue
+            message = _edited(message, edit)
+        messages.append(message)

@@ -5,6 +5,10 @@ every entry is one ``write`` of one complete line, made under an exclusive advis
 (``fcntl.flock``) so concurrent writers never interleave bytes, and handed to the OS before
 ``append`` returns (``fsync=True`` also forces it to disk). A line torn by a killed writer is
 dropped with a :class:`SessionFileWarning` the next time the file is opened or appended to.
+
+(pi 1.6 instead terminates a torn last line with a newline and then skips it as a malformed line
+on every read. Cutting it off keeps the file valid for strict readers; both read the same
+entries, and pi reads the repaired file unchanged.)
 """
 
 from __future__ import annotations
@@ -162,7 +166,7 @@ class JsonlSessionStorage(SessionStorage):
             os.lseek(fd, 0, os.SEEK_SET)  # a repair may have moved the offset
             with open(fd, "rb", closefd=False) as file:
                 data = file.read()
-            if not writable and data and not data.endswith(b"\n"):
+            if not writable and data:
                 data = self._drop_unterminated(data)
             lines = data.split(b"\n")
             if declared_version(lines, source=source) < SESSION_VERSION:  # rare: under the lock
@@ -182,10 +186,22 @@ class JsonlSessionStorage(SessionStorage):
         """Under the lock: make the file end with a complete line.
 
         A last line without ``\\n`` is either complete JSON (the newline is added) or the torn
-        remains of a write that was killed (it is cut off, with a warning).
+        remains of a write that was killed (it is cut off, with a warning). A last line that is
+        not JSON although terminated is a torn line pi 1.6 has already terminated: cut off too.
         """
         size = os.fstat(fd).st_size
-        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        if size == 0:
+            return
+        tail = os.pread(fd, 2, max(0, size - 2))
+        if tail.endswith(b"\n"):
+            if tail[:1] in (b"}", b"\n") or size < 2:  # a complete entry ends with "}": no parse
+                return
+            start = _last_line_start(fd, size - 1)
+            line = os.pread(fd, size - 1 - start, start)
+            if start == 0 or not line.strip() or _is_complete_json(line):
+                return
+            os.ftruncate(fd, start)
+            self._warn_torn(size - 1 - start)
             return
         start = _last_line_start(fd, size)
         if _is_complete_json(os.pread(fd, size - start, start)):
@@ -196,6 +212,13 @@ class JsonlSessionStorage(SessionStorage):
 
     def _drop_unterminated(self, data: bytes) -> bytes:
         """The read-only variant of :meth:`_repair_tail`: repair in memory only."""
+        if data.endswith(b"\n"):
+            start = data.rfind(b"\n", 0, len(data) - 1) + 1
+            line = data[start:-1]
+            if start == 0 or not line.strip() or _is_complete_json(line):
+                return data
+            self._warn_torn(len(line), repaired=False)
+            return data[:start]
         start = data.rfind(b"\n") + 1
         if _is_complete_json(data[start:]):
             return data + b"\n"

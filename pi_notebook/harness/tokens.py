@@ -17,6 +17,7 @@ from typing import Any
 from ..ai.types import (
     AssistantMessage,
     ImageContent,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -96,8 +97,16 @@ def estimate_tokens(message: object) -> int:
 
     Counted: text of user, tool-result and custom messages (+4800 chars per image), text,
     thinking and tool calls (name + JSON arguments) of assistant replies, command and output of
-    shell runs, and summaries. Messages of unknown roles count 0.
+    shell runs, summaries, and (pi 1.6) a system message's text, section values and the JSON of
+    the tools it adds. Messages of unknown roles count 0.
     """
+    if isinstance(message, SystemMessage):
+        chars = _content_chars(message.content)
+        chars += sum(js_length(v) for v in (message.sections or {}).values() if v)
+        if message.tools_added:
+            tools = [tool.to_json_dict() for tool in message.tools_added]
+            chars += js_length(js_json_stringify(tools))
+        return _tokens(chars)
     if isinstance(message, AssistantMessage):
         chars = 0
         for block in message.content:

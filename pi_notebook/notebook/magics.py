@@ -419,11 +419,17 @@ class PiMagics(Magics):
         value = " ".join(args.value).strip()
         if args.action == "info":
             session = self.pi.session
+            totals = session.usage_totals()  # replies, tool results, summaries, usage entries
+            unsaved = len(session.unsaved_entries)
             print(
                 f"session {session.id}{f' ({session.name})' if session.name else ''}\n"
                 f"file: {session.path}\n"
                 f"entries: {len(session)}, leaf: {session.leaf_id}\n"
-                f"cost so far: ${self.pi.session_cost():.4f}"
+                f"tokens: {totals.total_tokens:,} (input {totals.input:,}, output "
+                f"{totals.output:,}, cache read {totals.cache_read:,}, cache write "
+                f"{totals.cache_write:,})\n"
+                f"cost so far: ${totals.cost:.4f}"
+                + (f"\nnot saved yet: {unsaved} entries ({session.write_error})" if unsaved else "")
             )
         elif args.action == "name":
             if not value:

@@ -30,9 +30,10 @@ from typing import Any, ClassVar, Literal, cast
 import traitlets
 
 from ..ai.events import BLOCK_EVENT_TYPES, DELTA_EVENT_TYPES
+from ..ai.producer import describe_error
 from ..ai.types import Model
 from .coalesce import Coalescer, Scheduler
-from .widget_base import STATIC, Callback, PiWidget, describe_error
+from .widget_base import STATIC, Callback, PiWidget
 from .widget_protocol import (
     PROGRESS_CHARS,
     ApprovalState,

@@ -46,8 +46,11 @@ EntryRow: TypeAlias = tuple[str, str | None, NodeKind, str, str, int, float, str
 """A node row with its parent as an entry id (the wire's ``NodeRow`` has the parent's index)."""
 
 TITLE_CHARS = 120
-META_KINDS = frozenset({"label", "session_info", "custom", "active_tools"})
-"""Bookkeeping entries: hidden in the text rendering (and by default in the widget)."""
+META_KINDS = frozenset({"label", "session_info", "custom", "active_tools", "usage"})
+"""Bookkeeping entries: hidden in the text rendering (and by default in the widget). pi hides
+``usage`` entries from its tree too."""
+EDIT_FLAGS = {"edited": "edited in context", "omitted": "hidden from context"}
+"""Flags a context edit puts on its target, and how the text rendering shows them."""
 CONTENT_TRAITS = (
     "nodes",
     "tail",
@@ -80,8 +83,51 @@ def _first_line(text: str) -> str:
     return ""
 
 
+def _names(tools: Any) -> str:
+    return ", ".join(str(tool.get("name", "")) for tool in tools or () if isinstance(tool, Mapping))
+
+
+def _system_title(message: Mapping[str, Any]) -> str:
+    """A system message in one line: its text, section patches and tool changes."""
+    parts = []
+    text = _first_line(content_text(message.get("content")))
+    if text:
+        parts.append(text)
+    sections = message.get("sections")
+    if isinstance(sections, Mapping) and sections:
+        changes = [f"-{name}" if value is None else str(name) for name, value in sections.items()]
+        parts.append("sections " + ", ".join(changes))
+    added, removed = _names(message.get("toolsAdded")), _names(message.get("toolsRemoved"))
+    if added or removed:
+        tools = ([f"+{added}"] if added else []) + ([f"-{removed}"] if removed else [])
+        parts.append("tools " + " ".join(tools))
+    return "system: " + (" · ".join(parts) or "(empty)")
+
+
+def _system_text(message: Mapping[str, Any]) -> str:
+    """A system message for the detail pane: its text, each section patch, the tool changes."""
+    parts = []
+    text = content_text(message.get("content"))
+    if text:
+        parts.append(text)
+    sections = message.get("sections")
+    for name, value in sections.items() if isinstance(sections, Mapping) else ():
+        parts.append(
+            f"[section {name}: removed]" if value is None else f"[section {name}]\n{value}"
+        )
+    for tool in message.get("toolsAdded") or ():
+        if isinstance(tool, Mapping):
+            parts.append(f"[tool added] {tool.get('name', '')}: {tool.get('description', '')}")
+    removed = _names(message.get("toolsRemoved"))
+    if removed:
+        parts.append(f"[tools removed] {removed}")
+    return "\n\n".join(parts) or "(an empty system message)"
+
+
 def _message_row(entry_id: str, parent: str | None, message: Mapping[str, Any]) -> EntryRow:
     role = message.get("role")
+    if role == "system":
+        return (entry_id, parent, "system", _system_title(message), "", 0, 0.0, "")
     if role == "user":
         content = message.get("content")
         title = _first_line(content_text(content)) or "[image]"
@@ -190,6 +236,22 @@ def node_row(entry: Mapping[str, Any]) -> EntryRow:
         title = f"label “{label}” → {target}" if label else f"label cleared → {target}"
     elif kind == "session_info":
         node_kind, title = "session_info", f"name: {entry.get('name') or '(cleared)'}"
+    elif kind == "context_edit":
+        target = short_id(str(entry.get("targetId", "")))
+        replacement = entry.get("replacement")
+        node_kind = "context_edit"
+        if isinstance(replacement, Mapping):
+            text = _first_line(content_text(replacement.get("content")))
+            title = f"edit → {target}: {text}" if text else f"edit → {target}"
+        else:
+            title = f"edit → {target}: hidden from context"
+    elif kind == "usage":
+        usage = usage_summary(entry.get("usage"))
+        model = f"{entry.get('provider', '')}/{entry.get('model', '')}"
+        note = entry.get("note")
+        title = f"usage: {entry.get('kind', '')}" + (f" ({note})" if note else "")
+        tokens = usage["total_tokens"] or usage["input"] + usage["output"]
+        return (entry_id, parent, "usage", title, model, tokens, usage["cost"], "")
     else:
         node_kind, title = "other", str(kind)
     return (entry_id, parent, node_kind, title[: TITLE_CHARS + 40], model, 0, 0.0, "")
@@ -202,8 +264,11 @@ def entry_detail(entry: Mapping[str, Any]) -> NodeDetail:
     kind = str(entry.get("type", ""))
     items: list[TranscriptItem] = []
     text = ""
-    if kind == "message" and isinstance(entry.get("message"), Mapping):
-        items.append(transcript_item(entry["message"], entry_id))
+    message = entry.get("message")
+    if kind == "message" and isinstance(message, Mapping) and message.get("role") == "system":
+        text = clip(_system_text(message), 50_000)
+    elif kind == "message" and isinstance(message, Mapping):
+        items.append(transcript_item(message, entry_id))
     elif kind == "compaction":
         message = {"role": "compactionSummary", **entry}
         items.append(note_item(message, entry_id))
@@ -385,12 +450,15 @@ class TreeView(PiWidget):
         self._last_entry_id = ""
         self._leaf = ""
         self._name = ""
+        self._moves: dict[str, str | None] = {}  # leaf-move id -> its parent
         self._sync.mark("nodes", "tail", "labels", "leaf_id", "session_name")
 
     def _take(self, entry: Mapping[str, Any]) -> None:
         kind = entry.get("type")
-        if kind == "leaf":
-            return  # a navigation record, not a node
+        if kind == "leaf":  # a navigation record, not a node: what pi hangs under it is ours
+            parent_id = entry.get("parentId")
+            self._moves[str(entry.get("id", ""))] = None if parent_id is None else str(parent_id)
+            return
         if kind == "label":
             target = str(entry.get("targetId", ""))
             label = entry.get("label")
@@ -400,7 +468,11 @@ class TreeView(PiWidget):
                 self._labels.pop(target, None)
             self._sync.mark("labels")
         row = node_row(entry)
+        if row[1] in self._moves:
+            row = (row[0], self._through_moves(row[1]), *row[2:])
         parent = None if row[1] is None else self._index.get(row[1])
+        if kind == "context_edit":
+            self._mark_edited(str(entry.get("targetId", "")), entry.get("replacement") is None)
         self._index[row[0]] = len(self._rows)
         self._rows.append(row)
         self._wire.append((row[0], parent, *row[2:]))
@@ -409,6 +481,23 @@ class TreeView(PiWidget):
             self._fold_tail()
         else:
             self._sync.mark("tail")
+
+    def _through_moves(self, parent: str | None) -> str | None:
+        for _ in range(len(self._moves) + 1):
+            if parent not in self._moves:
+                break
+            parent = self._moves[parent]
+        return parent
+
+    def _mark_edited(self, target: str, hidden: bool) -> None:
+        """Flag the target of a context edit (the latest edit in the file sets the flag)."""
+        index = self._index.get(target)
+        if index is None:
+            return
+        flag = "omitted" if hidden else "edited"
+        self._rows[index] = (*self._rows[index][:7], flag)
+        self._wire[index] = (*self._wire[index][:7], flag)
+        self._sync.mark("nodes" if index < self._base else "tail")
 
     def _fold_tail(self) -> None:
         if self._base != len(self._rows):
@@ -546,6 +635,8 @@ def _tree_lines(rows: Iterable[EntryRow], labels: Mapping[str, str], leaf: str) 
         row, head, prefix = stack.pop()
         label = labels.get(row[0])
         marks = (f"  [{label}]" if label else "") + ("  *current" if row[0] == leaf_shown else "")
+        if row[7] in EDIT_FLAGS:
+            marks = f"  ({EDIT_FLAGS[row[7]]}){marks}"
         yield f"{head}{short_id(row[0])} {_KIND_PREFIX.get(row[2], '')}{row[3]}{marks}"
         kids = children.get(row[0], [])
         if len(kids) == 1:

@@ -20,9 +20,10 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast, overload
 import anywidget
 import traitlets
 
+from ..ai.producer import describe_error
 from .coalesce import Coalescer
 
-__all__ = ["STATIC", "Callback", "FrontEndChannel", "PiWidget", "describe_error"]
+__all__ = ["STATIC", "Callback", "FrontEndChannel", "PiWidget"]
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 """The built front-end bundles (``npm run build --prefix js``)."""
@@ -142,11 +143,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
     except RuntimeError:
         return None
 
-
-def describe_error(exc: BaseException) -> str:
-    """An exception in plain words: its message, or its type when it has none."""
-    text = str(exc).strip()
-    return text if text else type(exc).__name__
 
 
 class _CallbackOwner(Protocol):

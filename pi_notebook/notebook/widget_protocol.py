@@ -333,6 +333,9 @@ NodeKind: TypeAlias = Literal[
     "custom_message",
     "label",
     "session_info",
+    "system",  # pi 1.6: a system message (prompt sections, tools)
+    "context_edit",  # pi 1.6: an edit hiding or replacing an earlier message in the context
+    "usage",  # pi 1.6: tokens spent outside the transcript (hidden like pi hides it)
     "other",
 ]
 
@@ -342,7 +345,8 @@ NodeRow: TypeAlias = tuple[str, int | None, NodeKind, str, str, int, float, str]
 ``parent`` is the index of the parent's row in ``nodes + tail`` (parents come first; ``null``
 for a root), which keeps the table small with UUID ids. ``title`` is a one-line summary,
 ``model`` is ``provider/model-id`` for replies and model changes, ``tokens``/``cost`` are a
-reply's total tokens and dollars, ``flag`` is ``"error"``, ``"aborted"`` or ``""``. Rows come in
+reply's total tokens and dollars, ``flag`` is ``"error"``, ``"aborted"``, ``"edited"`` or
+``"omitted"`` (a context edit replaced or hid the message) or ``""``. Rows come in
 session file order; leaf moves are not nodes.
 """
 

@@ -429,13 +429,13 @@ async def test_a_throwing_listener_fails_the_run_cleanly(
 
 
 async def test_a_failure_after_abort_is_reported_as_aborted(faux: FauxProvider) -> None:
-    def prepare(turn: TurnEndContext) -> None:
+    def finish(turn: TurnEndContext, signal: AbortSignal | None) -> None:
         agent.abort()
         raise RuntimeError("hook broke")
 
     faux.set_responses([faux_assistant_message("hi")])
     agent = make_agent(faux)
-    agent.prepare_next_turn = prepare
+    agent.finish_turn = finish
     await agent.prompt("go")
     failure = agent.state.messages[-1]
     assert isinstance(failure, AssistantMessage) and failure.stop_reason == "aborted"
@@ -474,3 +474,52 @@ async def test_cancelling_the_prompt_stops_the_tools_and_aborts_the_run(
     assert signals[0].aborted  # … and the run's signal fired for anything else still going
     assert not agent.state.is_streaming and agent.signal is None
     await agent.wait_for_idle()
+
+
+# --- pi 1.6: peeking at the queues, the new hooks as Agent options -------------------------------
+
+
+async def test_peek_queued_messages_shows_the_next_poll_without_taking_it(
+    faux: FauxProvider,
+) -> None:
+    agent = make_agent(faux)
+    assert agent.peek_queued_messages() == []
+    agent.follow_up("later")
+    assert [m.content[0].text for m in agent.peek_queued_messages()] == ["later"]  # type: ignore[union-attr,index]
+    agent.steer("a")
+    agent.steer("b")
+    assert [m.content[0].text for m in agent.peek_queued_messages()] == ["a"]  # type: ignore[union-attr,index]
+    agent.steering_mode = "all"
+    assert [m.content[0].text for m in agent.peek_queued_messages()] == ["a", "b"]  # type: ignore[union-attr,index]
+    assert agent.has_queued_messages()  # nothing was taken
+    agent.clear_steering_queue()
+    assert [m.content[0].text for m in agent.peek_queued_messages()] == ["later"]  # type: ignore[union-attr,index]
+
+
+async def test_the_agent_passes_its_pi_16_hooks_to_every_run(faux: FauxProvider) -> None:
+    faux.set_responses([faux_assistant_message("one"), faux_assistant_message("two")])
+    calls: list[str] = []
+    decisions = iter([{"action": "continue"}, {"action": "end"}])
+
+    def prepare_request(request: Any, signal: AbortSignal | None) -> None:
+        assert signal is agent.signal
+        calls.append(f"request:{request.thinking_level}")
+
+    def finish_turn(turn: TurnEndContext, signal: AbortSignal | None) -> Any:
+        calls.append(f"finish:{turn.message.text}")
+        return next(decisions)
+
+    def prepare_next_turn(turn: TurnEndContext) -> None:
+        calls.append("next")
+
+    agent = make_agent(
+        faux,
+        thinking_level="medium",
+        prepare_request=prepare_request,
+        finish_turn=finish_turn,
+        prepare_next_turn=prepare_next_turn,
+    )
+    await agent.prompt("go")
+    assert calls == ["request:medium", "finish:one", "next", "request:medium", "finish:two"]
+    assert roles(agent) == ["user", "assistant", "assistant"]
+    assert [m.thinking_level for m in agent.state.messages[1:]] == ["medium", "medium"]  # type: ignore[union-attr]

@@ -603,8 +603,9 @@ async def test_scenario_matches_pi(name: str) -> None:
 
 
 async def test_stream_fn_throwing_follows_pi_079_not_073() -> None:
-    """pi 0.73.1 reports a throwing stream function with a bare ``agent_end``; pi 0.79 (and we)
-    report the failure reply as message_start, message_end and turn_end before ``agent_end``."""
+    """pi 0.73.1 reports a throwing stream function with a bare ``agent_end``; pi 0.79 and 1.6
+    (and we) report the failure reply as message_start, message_end and turn_end before
+    ``agent_end`` (pi 1.6's recording is replayed in test_agent_golden_16.py)."""
     golden = COMPACT["streamfn-throws"]
     rec = Recorder("streamfn-throws")
     agent = await stream_fn_throws(rec)

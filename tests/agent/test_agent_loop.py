@@ -32,6 +32,9 @@ from pi_notebook.agent.types import (
     AgentMessage,
     BeforeToolCallContext,
     BeforeToolCallResult,
+    RequestContext,
+    RequestUpdate,
+    TurnDecision,
     TurnEndContext,
     TurnUpdate,
 )
@@ -47,6 +50,7 @@ from pi_notebook.ai import (
     Model,
     StartEvent,
     StreamOptions,
+    SystemMessage,
     TextContent,
     TextDeltaEvent,
     ToolResultMessage,
@@ -406,10 +410,13 @@ async def test_steering_before_the_first_call_is_injected_after_the_prompt(
     ]  # no second turn_start: the first turn is still open
 
 
-async def test_should_stop_after_turn_ends_the_run_without_polling(faux: FauxProvider) -> None:
+async def test_finish_turn_end_stops_after_the_turn_end_without_polling(
+    faux: FauxProvider,
+) -> None:
     noop = make_tool("noop", lambda p, s, u: "ok")
     faux.set_responses([tool_reply(("noop", {}, "c1")), faux_assistant_message("never")])
     turns: list[TurnEndContext] = []
+    order: list[str] = []
     polled = 0
 
     def steering() -> list[AgentMessage]:
@@ -417,20 +424,204 @@ async def test_should_stop_after_turn_ends_the_run_without_polling(faux: FauxPro
         polled += 1
         return []
 
-    def stop(turn: TurnEndContext) -> bool:
+    def finish(turn: TurnEndContext, signal: AbortSignal | None) -> dict[str, str]:
         turns.append(turn)
-        return True
+        order.append("finish_turn")
+        return {"action": "end"}
 
-    cfg = config(faux, should_stop_after_turn=stop, get_steering_messages=steering)
+    cfg = config(faux, finish_turn=finish, get_steering_messages=steering)
+    emit = Collector(lambda e: order.append(e.type) if e.type == "turn_end" else None)
+    new = await run_agent_loop(
+        [user("go")], AgentContext(tools=[noop]), cfg, emit, stream_fn=faux.stream
+    )
+    assert emit.types[-2:] == ["turn_end", "agent_end"]
+    assert order == ["finish_turn", "turn_end"]  # decided before the turn is reported
+    assert [m.role for m in new] == ["user", "assistant", "toolResult"]
+    assert polled == 1  # only the initial poll
+    assert [r.tool_call_id for r in turns[0].tool_results] == ["c1"]
+    assert turns[0].new_messages is new and faux.pending_response_count == 1
+
+
+async def test_finish_turn_continue_makes_one_more_request(faux: FauxProvider) -> None:
+    faux.set_responses([faux_assistant_message("first"), faux_assistant_message("second")])
+    decisions = iter([TurnDecision("continue"), None])
+    seen: list[str] = []
+
+    def finish(turn: TurnEndContext, signal: AbortSignal | None) -> TurnDecision | None:
+        seen.append(turn.message.text)
+        return next(decisions)
+
+    emit = Collector()
+    new = await run_agent_loop(
+        [user("go")], AgentContext(), config(faux, finish_turn=finish), emit, stream_fn=faux.stream
+    )
+    assert [m.role for m in new] == ["user", "assistant", "assistant"]
+    assert seen == ["first", "second"]
+    assert emit.types.count("turn_start") == 2 and emit.types.count("turn_end") == 2
+
+
+async def test_finish_turn_continue_is_not_an_extra_turn_when_tools_follow(
+    faux: FauxProvider,
+) -> None:
+    noop = make_tool("noop", lambda p, s, u: "ok")
+    faux.set_responses([tool_reply(("noop", {}, "c1")), faux_assistant_message("done")])
+    cfg = config(
+        faux, finish_turn=lambda turn, signal: {"action": "continue"} if turn.tool_results else None
+    )
+    new = await run_agent_loop(
+        [user("go")], AgentContext(tools=[noop]), cfg, Collector(), stream_fn=faux.stream
+    )
+    assert [m.role for m in new] == ["user", "assistant", "toolResult", "assistant"]
+    assert faux.pending_response_count == 0
+
+
+async def test_finish_turn_sees_failed_turns_but_cannot_continue_them(faux: FauxProvider) -> None:
+    faux.set_responses([faux_assistant_message("x", stop_reason="error", error_message="bad")])
+    seen: list[str] = []
+
+    def finish(turn: TurnEndContext, signal: AbortSignal | None) -> dict[str, str]:
+        seen.append(turn.message.stop_reason)
+        return {"action": "continue"}
+
+    emit = Collector()
+    new = await run_agent_loop(
+        [user("go")], AgentContext(), config(faux, finish_turn=finish), emit, stream_fn=faux.stream
+    )
+    assert seen == ["error"] and [m.role for m in new] == ["user", "assistant"]
+    assert emit.types[-2:] == ["turn_end", "agent_end"]
+
+
+@pytest.mark.parametrize(
+    ("decision", "error", "match"),
+    [
+        ({"action": "stop"}, ValueError, "'end' or 'continue'"),
+        ({"next": "end"}, ValueError, "without 'action'"),
+        (True, TypeError, "finish_turn must return"),
+    ],
+)
+async def test_a_bad_finish_turn_decision_fails_clearly(
+    faux: FauxProvider, decision: object, error: type[Exception], match: str
+) -> None:
+    faux.set_responses([faux_assistant_message("ok")])
+    cfg = config(faux, finish_turn=lambda turn, signal: decision)
+    with pytest.raises(error, match=match):
+        await run_agent_loop([user("go")], AgentContext(), cfg, Collector(), stream_fn=faux.stream)
+
+
+async def test_should_stop_after_turn_still_works_but_is_deprecated(faux: FauxProvider) -> None:
+    noop = make_tool("noop", lambda p, s, u: "ok")
+    faux.set_responses([tool_reply(("noop", {}, "c1")), faux_assistant_message("never")])
+    with pytest.warns(DeprecationWarning, match="finish_turn"):
+        cfg = config(faux, should_stop_after_turn=lambda turn: True)
     emit = Collector()
     new = await run_agent_loop(
         [user("go")], AgentContext(tools=[noop]), cfg, emit, stream_fn=faux.stream
     )
     assert emit.types[-2:] == ["turn_end", "agent_end"]
     assert [m.role for m in new] == ["user", "assistant", "toolResult"]
-    assert polled == 1  # only the initial poll
-    assert [r.tool_call_id for r in turns[0].tool_results] == ["c1"]
-    assert turns[0].new_messages is not None and faux.pending_response_count == 1
+
+
+async def test_prepare_request_runs_before_every_request_and_swaps_what_it_returns(
+    faux: FauxProvider,
+) -> None:
+    noop = make_tool("noop", lambda p, s, u: "ok")
+    other = faux.get_model().model_copy(update={"id": "faux-2"})
+    seen: list[tuple[str, str | None]] = []
+    asked: list[tuple[str, str, int]] = []
+
+    def reply(context: Context, options: StreamOptions, state: Any, model: Model) -> Any:
+        seen.append((model.id, options.reasoning))
+        return tool_reply(("noop", {}, "c1")) if len(seen) == 1 else faux_assistant_message("ok")
+
+    def prepare(request: RequestContext, signal: AbortSignal | None) -> RequestUpdate | None:
+        asked.append((request.model.id, request.thinking_level, len(request.context.messages)))
+        if len(asked) == 2:
+            return RequestUpdate(model=other, thinking_level="off")
+        return None
+
+    faux.set_responses([reply, reply])
+    cfg = config(faux, prepare_request=prepare, reasoning="low")
+    new = await run_agent_loop(
+        [user("go")], AgentContext(tools=[noop]), cfg, Collector(), stream_fn=faux.stream
+    )
+    assert asked == [("faux-1", "low", 1), ("faux-1", "low", 3)]
+    assert seen == [("faux-1", "low"), ("faux-2", None)]
+    replies = [m for m in new if isinstance(m, AssistantMessage)]
+    assert [m.thinking_level for m in replies] == ["low", "off"]  # the level each was asked with
+
+
+async def test_prepare_next_turn_runs_only_when_another_turn_starts(faux: FauxProvider) -> None:
+    noop = make_tool("noop", lambda p, s, u: "ok")
+    faux.set_responses([tool_reply(("noop", {}, "c1")), faux_assistant_message("done")])
+    order: list[str] = []
+
+    def prepare(turn: TurnEndContext) -> TurnUpdate:
+        order.append(f"prepare:{turn.message.stop_reason}")
+        return TurnUpdate(messages=[user("note from prepare")])
+
+    emit = Collector(lambda e: order.append(e.type) if "turn" in e.type else None)
+    new = await run_agent_loop(
+        [user("go")],
+        AgentContext(tools=[noop]),
+        config(faux, prepare_next_turn=prepare),
+        emit,
+        stream_fn=faux.stream,
+    )
+    assert order == ["turn_start", "turn_end", "prepare:toolUse", "turn_start", "turn_end"]
+    assert [m.role for m in new] == ["user", "assistant", "toolResult", "user", "assistant"]
+    assert result_text(new[2]) == "ok" and new[3].content[0].text == "note from prepare"  # type: ignore[union-attr,index,arg-type]
+
+
+async def test_a_length_stop_does_not_run_its_tool_calls(faux: FauxProvider) -> None:
+    ran: list[str] = []
+    noop = make_tool("noop", lambda p, s, u: ran.append("ran") or "ok")
+    cut = tool_reply(("noop", {}, "c1"), ("noop", {}, "c2")).model_copy(
+        update={"stop_reason": "length"}
+    )
+    faux.set_responses([cut, faux_assistant_message("retried")])
+    emit = Collector()
+    new = await run_agent_loop(
+        [user("go")], AgentContext(tools=[noop]), config(faux), emit, stream_fn=faux.stream
+    )
+    assert ran == []
+    assert [m.role for m in new] == ["user", "assistant", "toolResult", "toolResult", "assistant"]
+    results = [m for m in new if isinstance(m, ToolResultMessage)]
+    assert all(r.is_error and r.duration_ms is None for r in results)
+    assert result_text(results[0]) == (
+        'Tool call "noop" was not executed: the response hit the output token limit, so its '
+        "arguments may be truncated. Re-issue the tool call with complete arguments."
+    )
+    assert emit.tool_order() == [
+        *("start:c1", "end:c1", "result:c1"),
+        *("start:c2", "end:c2", "result:c2"),
+    ]
+
+
+async def test_tool_results_record_how_long_the_tool_ran(faux: FauxProvider) -> None:
+    async def slow(params: dict[str, Any], signal: AbortSignal | None, on_update: Any) -> str:
+        await asyncio.sleep(0.02)
+        return "ok"
+
+    tools = [make_tool("slow", slow), make_tool("boom", lambda p, s, u: 1 / 0)]
+    faux.set_responses(
+        [
+            tool_reply(("slow", {}, "c1"), ("boom", {}, "c2"), ("gone", {}, "c3")),
+            faux_assistant_message("ok"),
+        ]
+    )
+    emit = Collector()
+    new = await run_agent_loop(
+        [user("go")], AgentContext(tools=tools), config(faux), emit, stream_fn=faux.stream
+    )
+    results = {m.tool_call_id: m for m in new if isinstance(m, ToolResultMessage)}
+    ends = {e.tool_call_id: e for e in emit.of("tool_execution_end")}
+    assert results["c1"].duration_ms is not None and results["c1"].duration_ms >= 15
+    assert results["c2"].is_error and results["c2"].duration_ms is not None  # it ran and raised
+    assert results["c3"].duration_ms is None  # never ran: unknown tool
+    assert [ends[c].duration_ms for c in ("c1", "c2", "c3")] == [
+        results[c].duration_ms for c in ("c1", "c2", "c3")
+    ]
+    assert results["c1"].to_json_dict()["durationMs"] == results["c1"].duration_ms
 
 
 async def test_prepare_next_turn_swaps_model_thinking_and_context(faux: FauxProvider) -> None:
@@ -456,9 +647,21 @@ async def test_prepare_next_turn_swaps_model_thinking_and_context(faux: FauxProv
 
 async def test_a_hook_returning_the_wrong_type_fails_the_run(faux: FauxProvider) -> None:
     faux.set_responses([faux_assistant_message("ok")])
+    cfg = config(faux, prepare_request=lambda request, signal: {"model": None})
+    with pytest.raises(TypeError, match="RequestUpdate"):
+        await run_agent_loop([user("go")], AgentContext(), cfg, Collector(), stream_fn=faux.stream)
+
+
+async def test_prepare_next_turn_returning_the_wrong_type_fails_the_run(
+    faux: FauxProvider,
+) -> None:
+    noop = make_tool("noop", lambda p, s, u: "ok")
+    faux.set_responses([tool_reply(("noop", {}, "c1")), faux_assistant_message("ok")])
     cfg = config(faux, prepare_next_turn=lambda turn: {"model": None})
     with pytest.raises(TypeError, match="TurnUpdate"):
-        await run_agent_loop([user("go")], AgentContext(), cfg, Collector(), stream_fn=faux.stream)
+        await run_agent_loop(
+            [user("go")], AgentContext(tools=[noop]), cfg, Collector(), stream_fn=faux.stream
+        )
 
 
 # --- tool execution ------------------------------------------------------------------------------
@@ -941,3 +1144,39 @@ async def test_on_update_rejects_what_is_not_a_tool_result(faux: FauxProvider) -
     )
     assert result_text(new[2]) == "on_update takes an AgentToolResult, not str"  # type: ignore[arg-type]
     assert not emit.of("tool_execution_update")
+
+
+async def test_a_blocked_call_can_terminate_the_batch(faux: FauxProvider) -> None:
+    noop = make_tool("noop", lambda p, s, u: text_result("ran", terminate=True))
+    faux.set_responses(
+        [tool_reply(("noop", {}, "c1"), ("noop", {}, "c2")), faux_assistant_message("never")]
+    )
+
+    def before(ctx: BeforeToolCallContext, signal: AbortSignal | None) -> BeforeToolCallResult:
+        if ctx.tool_call.id == "c1":
+            return BeforeToolCallResult(block=True, reason="stop here", terminate=True)
+        return BeforeToolCallResult()
+
+    cfg = config(faux, before_tool_call=before)
+    new = await run_agent_loop(
+        [user("go")], AgentContext(tools=[noop]), cfg, Collector(), stream_fn=faux.stream
+    )
+    results = [m for m in new if isinstance(m, ToolResultMessage)]
+    assert [(result_text(r), r.is_error) for r in results] == [("stop here", True), ("ran", False)]
+    assert new[-1] is results[-1] and faux.pending_response_count == 1  # no further request
+
+
+async def test_system_messages_in_the_transcript_reach_the_request(faux: FauxProvider) -> None:
+    """pi 1.6 keeps prompt and tool patches as system messages: the default conversion keeps
+    them and ``pi_notebook.ai.stream`` folds them into the request's prompt."""
+    seen: list[tuple[str | None, list[str]]] = []
+
+    def reply(context: Context, options: StreamOptions, state: Any, model: Model) -> Any:
+        seen.append((context.system_prompt, [m.role for m in context.messages]))
+        return faux_assistant_message("ok")
+
+    faux.set_responses([reply])
+    context = AgentContext("Base.", [SystemMessage(content="Be terse.")])
+    new = await run_agent_loop([user("go")], context, config(faux), Collector())
+    assert seen == [("Base.\n\nBe terse.", ["user"])]
+    assert [m.role for m in new] == ["user", "assistant"]

@@ -39,8 +39,10 @@ from pi_notebook.harness import (
     CompactionSettings,
     ContextResult,
     CustomMessage,
+    FinishTurnResult,
     HarnessStreamOptions,
     InMemorySessionStorage,
+    JsonlSessionStorage,
     MessageEntry,
     PromptTemplate,
     Resources,
@@ -1384,3 +1386,79 @@ async def test_append_message_now_or_at_the_next_save_point(faux: FauxProvider) 
     second_call = calls[1][1]
     assert [m.role for m in second_call.messages][-2:] == ["toolResult", "user"]
     assert second_call.messages[-1].content[0].text == "added while busy"  # type: ignore[union-attr]
+
+
+# --- pi 1.6: the finish_turn hook, thinking levels and tool durations in the session -------------
+
+
+async def test_finish_turn_hook_ends_the_run_after_a_tool_turn(faux: FauxProvider) -> None:
+    faux.set_responses(
+        [
+            faux_assistant_message([faux_tool_call("echo", {"text": "a"})]),
+            faux_assistant_message("never asked"),
+        ]
+    )
+    harness = make(faux, tools=[echo_tool()])
+    seen: list[tuple[str, int]] = []
+    recorder = Recorder()
+    harness.subscribe(recorder)
+
+    def finish(event: Any) -> dict[str, str]:
+        seen.append((event.message.stop_reason, len(event.tool_results)))
+        assert "turn_end" not in recorder.types  # decided before the turn is reported
+        return {"action": "end"}
+
+    harness.on("finish_turn", finish)
+    reply = await harness.prompt("go")
+    assert seen == [("toolUse", 1)] and reply.stop_reason == "toolUse"
+    assert session_roles(harness.session) == ["user", "assistant", "toolResult"]
+    assert faux.pending_response_count == 1 and harness.phase == "idle"
+    assert recorder.types[-4:] == ["turn_end", "save_point", "agent_end", "settled"]
+
+
+async def test_finish_turn_hook_continue_asks_once_more(faux: FauxProvider) -> None:
+    faux.set_responses([faux_assistant_message("first"), faux_assistant_message("second")])
+    harness = make(faux)
+    harness.on("finish_turn", lambda event: None)
+    harness.on(
+        "finish_turn",
+        lambda event: FinishTurnResult("continue") if event.message.text == "first" else None,
+    )
+    reply = await harness.prompt("go")
+    assert reply.text == "second"
+    assert texts(harness.session) == ["go", "first", "second"]
+
+
+async def test_a_bad_finish_turn_result_fails_the_run_not_the_harness(faux: FauxProvider) -> None:
+    faux.set_responses([faux_assistant_message("ok")])
+    harness = make(faux)
+    harness.on("finish_turn", lambda event: {"action": "stop"})
+    reply = await harness.prompt("hi")
+    assert reply.stop_reason == "error"
+    assert "finish_turn hook returned action must be 'end', 'continue' or None" in (
+        reply.error_message or ""
+    )
+    assert harness.phase == "idle"
+
+
+async def test_replies_and_tool_results_persist_thinking_level_and_duration(
+    faux: FauxProvider, tmp_path: Path
+) -> None:
+    faux.set_responses(
+        [
+            faux_assistant_message([faux_tool_call("echo", {"text": "a"})]),
+            faux_assistant_message("done"),
+        ]
+    )
+    path = tmp_path / "session.jsonl"
+    session = Session.create(JsonlSessionStorage(path))
+    harness = make(faux, session, tools=[echo_tool()], thinking_level="medium")
+    await harness.prompt("go")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    messages = [r["message"] for r in records if r.get("type") == "message"]
+    assert [m.get("thinkingLevel") for m in messages if m["role"] == "assistant"] == [
+        "medium",
+        "medium",
+    ]
+    (result,) = [m for m in messages if m["role"] == "toolResult"]
+    assert isinstance(result["durationMs"], int) and result["durationMs"] >= 0

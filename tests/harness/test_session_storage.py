@@ -19,6 +19,7 @@ from pi_notebook.harness import (
     SessionFileError,
     SessionFileWarning,
     SessionHeader,
+    SessionWriteError,
     default_session_dir,
     session_file_name,
 )
@@ -149,13 +150,18 @@ def test_create_accepts_an_existing_empty_file(tmp_path: Path) -> None:
     assert lines_of(path)[0]["id"] == session.id
 
 
-def test_append_to_a_deleted_file_fails_loudly_and_changes_nothing(tmp_path: Path) -> None:
+def test_append_to_a_deleted_file_fails_loudly_but_keeps_the_message(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     session = Session.create(path, cwd="/p")
     path.unlink()
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(SessionWriteError, match="Not saved yet: 1 entry \\(user message") as info:
         session.append_message(user("lost?"))
-    assert len(session) == 0 and session.leaf_id is None
+    assert isinstance(info.value.cause, FileNotFoundError)
+    assert len(session) == 1 and session.unsaved_entries == info.value.unsaved
+    assert session.write_error is info.value
+    with pytest.raises(SessionWriteError):  # settings are refused while the file is gone
+        session.append_label(session.leaf_id or "", "x")  # type: ignore[arg-type]
+    assert len(session) == 1
 
 
 # --- reading: strict, lenient, repairs -----------------------------------------------------------
@@ -174,7 +180,7 @@ def test_malformed_middle_line_names_file_and_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("bad", "reason"),
     [
-        ('{"type":"nonsense","id":"x","parentId":null,"timestamp":"t"}', "invalid entry"),
+        ('{"type":"nonsense","parentId":null,"timestamp":"t"}', "invalid entry: id"),
         ('{"type":"message","id":"x","parentId":null,"timestamp":"t"}', "message"),
         (entry("a", None), "duplicate entry id 'a'"),
         (

@@ -154,11 +154,12 @@ def convert_messages(model: Model, messages: Sequence[Message]) -> list[Content]
             tool_turn["parts"].extend(_tool_result_parts(message))
             continue
         tool_turn = None
-        content = (
-            _user_content(message)
-            if isinstance(message, UserMessage)
-            else _model_content(model, message)
-        )
+        if isinstance(message, UserMessage):
+            content = _user_content(message)
+        elif isinstance(message, AssistantMessage):
+            content = _model_content(model, message)
+        else:  # a system message: transform_messages already dropped them
+            continue
         if content is not None:
             contents.append(content)
     return contents
@@ -180,10 +181,10 @@ def thinking_config(
     """``(thinkingConfig, maxOutputTokens)`` for ``options.reasoning``.
 
     A level mapped in ``model.thinking_level_map`` is sent as ``thinkingLevel`` (Gemini 3);
-    otherwise as a token budget (``options.thinking_budgets`` over pi's defaults; ``xhigh`` uses
-    ``high``). As for every budget provider, the output limit grows by the budget, capped at the
-    model's maximum, keeping at least ``MIN_OUTPUT_TOKENS`` for the answer. Without a level no
-    thinking settings are sent (the model's default applies).
+    otherwise as a token budget (``ai.thinking``: ``options.thinking_budgets`` over pi's defaults;
+    ``xhigh`` and ``max`` use ``high``). As for every budget provider, the output limit grows by
+    the budget, capped at the model's maximum, keeping at least ``MIN_OUTPUT_TOKENS`` for the
+    answer. Without a level no thinking settings are sent (the model's default applies).
     """
     max_tokens = options.max_tokens
     if not model.reasoning or options.reasoning is None:

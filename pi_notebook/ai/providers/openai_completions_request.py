@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, TypeAlias
 from urllib.parse import urlsplit
 
+from ..models import clamp_thinking_level
 from ..options import StreamOptions
 from ..transform import transform_messages
 from ..types import (
@@ -266,7 +267,7 @@ def convert_messages(
         converted: dict[str, Any] | None
         if isinstance(message, AssistantMessage):
             converted = _assistant(message, compat)
-        else:
+        elif isinstance(message, UserMessage):
             converted = _user(message)
             if (
                 converted is not None
@@ -274,6 +275,8 @@ def convert_messages(
                 and compat.requires_assistant_after_tool_result
             ):
                 out.append({"role": "assistant", "content": ASSISTANT_AFTER_TOOL_RESULT})
+        else:  # a system message: transform_messages already dropped them
+            converted = None
         if converted is not None:
             out.append(converted)
             last_role = converted["role"]
@@ -312,6 +315,8 @@ def _reasoning_fields(
         return {"chat_template_kwargs": {"enable_thinking": enabled}}
     if not enabled or level is None:
         return {}
+    if level == "max":  # pi 1.6's top level: sent only where the model maps it
+        level = clamp_thinking_level(model, level)
     effort: str = level
     mapped = (compat.reasoning_effort_map or {}).get(level)
     if mapped is None and model.thinking_level_map:

@@ -215,7 +215,7 @@ def convert_messages(model: Model, messages: Sequence[Message]) -> list[Item]:
                 items.append(user)
         elif isinstance(message, AssistantMessage):
             items.extend(_assistant_items(model, message, ordinal))
-        else:
+        elif isinstance(message, ToolResultMessage):
             items.append(_tool_output_item(message))
     return items
 

@@ -1,0 +1,413 @@
+"""Every scenario recorded with pi-agent-core 1.6.0 (golden/pi-1.6/agent/), replayed through our
+``Agent``: the 28 scenarios first recorded with pi 0.73.1, re-run on 1.6, and the scenarios of the
+1.6 loop hooks. Compared per scenario: the compact event sequence (with the hook calls and notes
+in place), the final transcript as pi renders it (including the thinking level each reply was
+requested with and whether each tool result is timed), the tool-result texts, each model call's
+roles and reasoning level, the payload of every tool event and of every message_end, turn_end and
+agent_end, and ``state.error_message``.
+
+Two differences are deliberate and asserted as such:
+
+- pi 1.6 keeps the system prompt and tools as a leading ``system`` message in the transcript (no
+  event reports it); our ``Agent`` keeps them beside the transcript, so roles are compared without
+  ``system``.
+- Tool validation texts come from pi-schema in 1.6 ("missing", "expected >= 1"); our validator
+  still words them as pi 0.73/0.79 did (its replacement is another change).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pi_notebook.agent.agent import Agent
+from pi_notebook.agent.events import AgentEvent
+from pi_notebook.agent.types import (
+    AgentMessage,
+    RequestContext,
+    RequestUpdate,
+    StreamFn,
+    TurnEndContext,
+    TurnUpdate,
+)
+from pi_notebook.ai import (
+    AbortSignal,
+    AssistantMessage,
+    AssistantMessageEventStream,
+    Context,
+    Model,
+    StreamOptions,
+    ToolResultMessage,
+    UserMessage,
+    produce_stream,
+)
+from tests.agent import test_agent_golden as old
+from tests.agent.test_agent_golden import (
+    ECHO,
+    SLEEP,
+    RecordedReply,
+    compact,
+    render_message,
+    role_label,
+    text_of,
+)
+from tests.paths import GOLDEN, read_jsonl
+
+HERE = GOLDEN / "pi-1.6" / "agent"
+COMPACT = {row["scenario"]: row for row in read_jsonl(HERE / "agent-events.compact.jsonl")}
+FULL = read_jsonl(HERE / "agent-events.jsonl")
+VALIDATION_WORDING = {"invalid-args", "invalid-args-range"}
+"""Scenarios whose tool-result text is a validation message (worded by pi-schema in 1.6)."""
+
+
+def rows_of(scenario: str, kind: str) -> list[dict[str, Any]]:
+    return [r for r in FULL if r["scenario"] == scenario and r["kind"] == kind]
+
+
+def recorded(scenario: str) -> list[RecordedReply]:
+    """The replies pi 1.6 was given (the same deltas its scripted model streamed)."""
+    replies: list[RecordedReply] = []
+    current: list[tuple[str, int, str]] | None = None
+    for row in FULL:
+        if row["scenario"] != scenario:
+            continue
+        if row["kind"] == "llm_call":
+            current = []
+        elif row["kind"] == "event" and current is not None:
+            if row["type"] == "message_update":
+                current.append(
+                    (row["assistantMessageEvent"], row["contentIndex"], row.get("delta", ""))
+                )
+            elif row["type"] == "message_end" and row["message"]["role"] == "assistant":
+                message = row["message"]
+                replies.append(
+                    RecordedReply(
+                        current,
+                        message["stopReason"],
+                        message.get("errorMessage"),
+                        message["content"].split("|") if message["content"] else [],
+                    )
+                )
+                current = None
+    return replies
+
+
+def without_system(items: list[Any], role: Callable[[Any], str]) -> list[Any]:
+    return [item for item in items if role(item) != "system"]
+
+
+# --- rendering as the 1.6 recorder did -----------------------------------------------------------
+
+
+def render(message: AgentMessage) -> dict[str, Any]:
+    out = render_message(message)
+    if isinstance(message, AssistantMessage) and message.thinking_level is not None:
+        out["thinkingLevel"] = message.thinking_level
+    if isinstance(message, ToolResultMessage):
+        out["timed"] = message.duration_ms is not None
+    return out
+
+
+def tool_event_row(event: AgentEvent) -> dict[str, Any] | None:
+    """A tool event as the recorder printed it (``None`` for other events)."""
+    if event.type == "tool_execution_start":
+        return {
+            "type": event.type,
+            "toolCallId": event.tool_call_id,
+            "toolName": event.tool_name,
+            "args": event.args,
+        }
+    if event.type == "tool_execution_update":
+        return {
+            "type": event.type,
+            "toolCallId": event.tool_call_id,
+            "partial": text_of(event.partial_result.content),
+        }
+    if event.type == "tool_execution_end":
+        row: dict[str, Any] = {
+            "type": event.type,
+            "toolCallId": event.tool_call_id,
+            "isError": event.is_error,
+            "result": text_of(event.result.content),
+            "timed": event.duration_ms is not None,
+        }
+        if event.result.terminate:
+            row["terminate"] = True
+        return row
+    return None
+
+
+def end_event_row(event: AgentEvent) -> dict[str, Any] | None:
+    """``message_end``, ``turn_end`` and ``agent_end`` as the recorder printed them."""
+    if event.type == "message_end":
+        return {"type": event.type, "message": render(event.message)}
+    if event.type == "turn_end":
+        return {
+            "type": event.type,
+            "message": render(event.message),
+            "toolResults": [r.tool_call_id for r in event.tool_results],
+        }
+    if event.type == "agent_end":
+        return {
+            "type": event.type,
+            "messages": [
+                f"assistant({m.stop_reason})" if isinstance(m, AssistantMessage) else m.role
+                for m in event.messages
+            ],
+        }
+    return None
+
+
+def blank_tool_texts(row: dict[str, Any]) -> dict[str, Any]:
+    message = row.get("message")
+    if message is not None and message["role"] == "toolResult":
+        return {**row, "message": {**message, "content": None}}
+    return row
+
+
+@dataclass
+class Recorder(old.Recorder):
+    """The 0.73 recorder over the 1.6 recording, also noting each call's reasoning level and
+    the hook calls, in place, as ``<hook:name:detail>``."""
+
+    calls: list[tuple[list[str], str | None]] = field(default_factory=list)
+
+    def hook(self, name: str, detail: str) -> None:
+        self.items.append(f"<hook:{name}:{detail}>")
+
+    def stream_fn(self) -> StreamFn:
+        replies = deque(recorded(self.scenario))
+
+        def stream(
+            model: Model, context: Context, options: StreamOptions
+        ) -> AssistantMessageEventStream:
+            self.items.append("<LLM>")
+            self.seen_roles.append([m.role for m in context.messages])
+            self.calls.append(([m.role for m in context.messages], options.reasoning))
+            return produce_stream(model, options, replies.popleft().play)
+
+        return stream
+
+
+# --- the scenarios of the 1.6 hooks --------------------------------------------------------------
+
+Scenario = Callable[[Recorder], Awaitable[Agent]]
+NEW: dict[str, Scenario] = {}
+
+
+def scenario(name: str) -> Callable[[Scenario], Scenario]:
+    def register(fn: Scenario) -> Scenario:
+        NEW[name] = fn
+        return fn
+
+    return register
+
+
+@scenario("prepare-request")
+async def prepare_request(rec: Recorder) -> Agent:
+    requests = 0
+
+    def prepare(request: RequestContext, signal: AbortSignal | None) -> RequestUpdate | None:
+        nonlocal requests
+        requests += 1
+        rec.hook("prepare_request", f"{request.thinking_level}:{len(request.context.messages)}")
+        return RequestUpdate(thinking_level="high") if requests == 2 else None
+
+    agent = rec.agent(tools=[ECHO], thinking_level="low", prepare_request=prepare)
+    await agent.prompt("please echo hi")
+    return agent
+
+
+@scenario("finish-turn-end")
+async def finish_turn_end(rec: Recorder) -> Agent:
+    def finish(turn: TurnEndContext, signal: AbortSignal | None) -> dict[str, str]:
+        rec.hook("finish_turn", f"{turn.message.stop_reason}:{len(turn.tool_results)}")
+        return {"action": "end"}
+
+    agent = rec.agent(tools=[ECHO], finish_turn=finish)
+    await agent.prompt("please echo hi")
+    return agent
+
+
+@scenario("finish-turn-continue")
+async def finish_turn_continue(rec: Recorder) -> Agent:
+    turns = 0
+
+    async def finish(turn: TurnEndContext, signal: AbortSignal | None) -> dict[str, str] | None:
+        nonlocal turns
+        turns += 1
+        rec.hook("finish_turn", f"{turn.message.stop_reason}:{turns}")
+        return {"action": "continue"} if turns == 1 else None
+
+    agent = rec.agent(finish_turn=finish)
+    await agent.prompt("go on")
+    return agent
+
+
+@scenario("finish-turn-continue-with-tools")
+async def finish_turn_continue_with_tools(rec: Recorder) -> Agent:
+    def finish(turn: TurnEndContext, signal: AbortSignal | None) -> dict[str, str] | None:
+        rec.hook("finish_turn", turn.message.stop_reason)
+        return {"action": "continue"} if turn.tool_results else None
+
+    agent = rec.agent(tools=[ECHO], finish_turn=finish)
+    await agent.prompt("please echo hi")
+    return agent
+
+
+@scenario("finish-turn-on-error")
+async def finish_turn_on_error(rec: Recorder) -> Agent:
+    def finish(turn: TurnEndContext, signal: AbortSignal | None) -> dict[str, str]:
+        rec.hook("finish_turn", turn.message.stop_reason)
+        return {"action": "continue"}  # ignored: a failed turn ends the run
+
+    agent = rec.agent(finish_turn=finish)
+    await agent.prompt("hi")
+    return agent
+
+
+@scenario("prepare-next-turn")
+async def prepare_next_turn(rec: Recorder) -> Agent:
+    def prepare(turn: TurnEndContext) -> TurnUpdate:
+        rec.hook("prepare_next_turn", f"{turn.message.stop_reason}:{len(turn.tool_results)}")
+        return TurnUpdate(messages=[UserMessage(content="note from prepare")])
+
+    agent = rec.agent(tools=[ECHO], prepare_next_turn=prepare)
+    await agent.prompt("please echo hi")
+    return agent
+
+
+@scenario("length-with-tool-calls")
+async def length_with_tool_calls(rec: Recorder) -> Agent:
+    agent = rec.agent(tools=[ECHO])
+    await agent.prompt("echo twice")
+    return agent
+
+
+@scenario("peek-queued-messages")
+async def peek_queued_messages(rec: Recorder) -> Agent:
+    agent = rec.agent(tools=[ECHO])
+
+    def peek() -> str:
+        return ",".join(text_of(m.content) for m in agent.peek_queued_messages())  # type: ignore[union-attr]
+
+    def on_event(event: AgentEvent) -> None:
+        if event.type == "tool_execution_start":
+            rec.note(f"peek:{peek()}")
+            agent.follow_up(UserMessage(content="later"))
+            rec.note(f"peek:{peek()}")
+            agent.steer(UserMessage(content="now"))
+            agent.steer(UserMessage(content="then"))
+            rec.note(f"peek:{peek()}")
+            agent.steering_mode = "all"
+            rec.note(f"peek:{peek()}")
+            rec.note(f"queued:{str(agent.has_queued_messages()).lower()}")
+
+    agent.subscribe(on_event)
+    await agent.prompt("start")
+    return agent
+
+
+@scenario("thinking-level-and-duration")
+async def thinking_level_and_duration(rec: Recorder) -> Agent:
+    agent = rec.agent(tools=[SLEEP], thinking_level="max")
+    await agent.prompt("rest")
+    return agent
+
+
+def runner(name: str) -> Scenario:
+    if name in NEW:
+        return NEW[name]
+    return old.SCENARIOS[name]  # type: ignore[return-value]  # our Recorder is an old.Recorder
+
+
+# --- the tests -----------------------------------------------------------------------------------
+
+
+def test_every_16_scenario_is_replayed() -> None:
+    origins = {row["origin"] for row in COMPACT.values()}
+    assert origins == {"pi-0.73.1", "pi-1.6"}
+    assert {n for n, r in COMPACT.items() if r["origin"] == "pi-0.73.1"} == set(old.COMPACT)
+    assert {n for n, r in COMPACT.items() if r["origin"] == "pi-1.6"} == set(NEW)
+
+
+@pytest.mark.parametrize("name", list(COMPACT))
+async def test_scenario_matches_pi_16(name: str) -> None:
+    golden = COMPACT[name]
+    rec = Recorder(name)
+    agent = await asyncio.wait_for(runner(name)(rec), 10)
+    messages = agent.state.messages
+
+    assert compact(rec.items) == golden["sequence"]
+    assert [role_label(m) for m in messages] == without_system(golden["finalRoles"], str)
+    assert agent.state.error_message == golden.get("errorMessage")
+    final = rows_of(name, "final")[0]
+    rendered = [render(m) for m in messages]
+    pi_rendered = without_system(final["messages"], lambda m: m["role"])
+    if name in VALIDATION_WORDING:  # the texts are compared below
+        rendered, pi_rendered = (
+            [{**r, "content": None} if r["role"] == "toolResult" else r for r in side]
+            for side in (rendered, pi_rendered)
+        )
+    assert rendered == pi_rendered
+    assert not agent.state.is_streaming and final["isStreaming"] is False
+    assert agent.has_queued_messages() is final["queued"]
+
+    tool_texts = [
+        {"toolCallId": m.tool_call_id, "isError": m.is_error, "text": text_of(m.content)}
+        for m in messages
+        if isinstance(m, ToolResultMessage)
+    ]
+    ours_tool_events = [
+        row for e in rec.items if not isinstance(e, str) and (row := tool_event_row(e)) is not None
+    ]
+    pi_tool_events = [
+        {k: v for k, v in r.items() if k not in ("kind", "scenario", "i")}
+        for r in rows_of(name, "event")
+        if r["type"].startswith("tool_execution_")
+    ]
+    if name in VALIDATION_WORDING:
+        assert_validation_wording(name, tool_texts, final["toolResultTexts"])
+        for ours, theirs in zip(ours_tool_events, pi_tool_events, strict=True):
+            assert {**ours, "result": None} == {**theirs, "result": None}
+    else:
+        assert tool_texts == final["toolResultTexts"]
+        assert ours_tool_events == pi_tool_events
+
+    ours_ends = [
+        row for e in rec.items if not isinstance(e, str) and (row := end_event_row(e)) is not None
+    ]
+    pi_ends = [
+        {k: v for k, v in r.items() if k not in ("kind", "scenario", "i")}
+        for r in rows_of(name, "event")
+        if r["type"] in ("message_end", "turn_end", "agent_end")
+    ]
+    if name in VALIDATION_WORDING:
+        ours_ends = [blank_tool_texts(r) for r in ours_ends]
+        pi_ends = [blank_tool_texts(r) for r in pi_ends]
+    assert ours_ends == pi_ends
+
+    if not name.startswith("faux-"):
+        calls = rows_of(name, "llm_call")
+        assert rec.calls == [
+            ([r for r in call["roles"] if r != "system"], call["reasoning"]) for call in calls
+        ]
+
+
+def assert_validation_wording(
+    name: str, ours: list[dict[str, Any]], pi_16: list[dict[str, Any]]
+) -> None:
+    """Ours still reads as pi 0.73 did; pi 1.6 differs only in the reason line (pi-schema)."""
+    pi_073 = next(r for r in old.FULL if r["scenario"] == name and r["kind"] == "final")
+    assert ours == pi_073["toolResultTexts"]
+    for mine, theirs in zip(ours, pi_16, strict=True):
+        head, reason, *rest = mine["text"].split("\n")
+        head_16, reason_16, *rest_16 = theirs["text"].split("\n")
+        assert (head, rest) == (head_16, rest_16)
+        assert reason != reason_16  # e.g. "must be >= 1" → "expected >= 1"
+        assert {**mine, "text": None} == {**theirs, "text": None}
