@@ -176,7 +176,7 @@ def main() -> None:
             [f"compile: {case.name}", fmt_us(before), fmt_us(after), f"{after / before:.1f}×"]
         )
     print_table(
-        "validate_tool_arguments, µs per call (best of 5 runs)",
+        f"validate_tool_arguments, µs per call (best of {options.reps} runs)",
         ["case", "hand-made (old)", "jsonschema (new)", "new / old"],
         rows,
         note="A tool call pays one validate_tool_arguments on a cached validator; a tool's first "

@@ -2,6 +2,7 @@
 // State (traits) is the source of truth; custom messages are only requests and their replies.
 import { formatCost, formatTokens, h } from "./dom.js";
 import { AssistantView, renderItem } from "./items.js";
+import { showNotice } from "./notice.js";
 
 const STATUS_TEXT = {
   waiting: "waiting for the model",
@@ -231,14 +232,7 @@ export class RunView {
   }
 
   renderNotice() {
-    const notice = this.model.get("notice") || "";
-    this.noticeEl.hidden = !notice;
-    if (notice) {
-      this.noticeEl.replaceChildren(
-        h("span", { text: notice }),
-        h("button", { class: "pi-button pi-dismiss", type: "button", text: "×", title: "dismiss", onclick: () => this.send({ type: "dismiss_notice" }) }),
-      );
-    }
+    showNotice(this.noticeEl, this.model.get("notice") || "", () => this.send({ type: "dismiss_notice" }));
   }
 
   renderError() {

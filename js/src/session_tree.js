@@ -2,6 +2,7 @@
 // leaf highlighted, a detail pane for the selected node and the navigation actions.
 import { formatCost, formatTokens, h } from "./dom.js";
 import { renderItem } from "./items.js";
+import { showNotice } from "./notice.js";
 import { COST, EDIT_FLAGS, FLAG, KIND, MODEL, TITLE, TOKENS, activePath, buildTree, flatten, foldOffPath, reveal } from "./tree_model.js";
 
 export const ROW_HEIGHT = 24;
@@ -346,14 +347,7 @@ export class SessionTreeView {
   }
 
   renderNotice() {
-    const notice = this.model.get("notice") || "";
-    this.noticeEl.hidden = !notice;
-    if (notice) {
-      this.noticeEl.replaceChildren(
-        h("span", { text: notice }),
-        h("button", { class: "pi-button pi-dismiss", type: "button", text: "×", title: "dismiss", onclick: () => this.send({ type: "dismiss_notice" }) }),
-      );
-    }
+    showNotice(this.noticeEl, this.model.get("notice") || "", () => this.send({ type: "dismiss_notice" }));
   }
 
   dispose() {

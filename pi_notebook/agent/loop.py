@@ -37,7 +37,7 @@ from typing import Any
 
 from ..ai.abort import AbortSignal
 from ..ai.event_stream import AssistantMessageEventStream
-from ..ai.events import AssistantMessageEvent
+from ..ai.events import BLOCK_EVENT_TYPES, AssistantMessageEvent
 from ..ai.options import StreamOptions, maybe_await
 from ..ai.registry import stream_simple
 from ..ai.types import AssistantMessage, Context, Message, Model, ThinkingLevel, ToolResultMessage
@@ -78,19 +78,6 @@ __all__ = [
     "run_agent_loop_continue",
 ]
 
-_DELTA_TYPES = frozenset(
-    {
-        "text_start",
-        "text_delta",
-        "text_end",
-        "thinking_start",
-        "thinking_delta",
-        "thinking_end",
-        "toolcall_start",
-        "toolcall_delta",
-        "toolcall_end",
-    }
-)
 _STREAM_OPTION_NAMES = tuple(f.name for f in fields(StreamOptions) if f.name != "extra")
 
 
@@ -337,7 +324,7 @@ class _Run:
         while final is None and (batch := await next_batch()):
             for event in batch:
                 kind = event.type
-                if kind in _DELTA_TYPES:
+                if kind in BLOCK_EVENT_TYPES:
                     if started and (pending := offer(message_update(event))) is not None:
                         await pending
                 elif kind == "start":

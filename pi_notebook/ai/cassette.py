@@ -39,6 +39,7 @@ from pydantic.alias_generators import to_camel
 
 from .builder import MessageBuilder
 from .event_stream import AssistantMessageEventStream
+from .events import AssistantEventType
 from .options import ResponseInfo, StreamOptions
 from .producer import describe_error, produce_stream
 from .registry import stream_simple
@@ -208,20 +209,7 @@ class _RecordedModel(_Line):
 class RecordedEvent(_Line):
     """One streamed event: its type, block index, text and milliseconds since the request."""
 
-    type: Literal[
-        "start",
-        "text_start",
-        "text_delta",
-        "text_end",
-        "thinking_start",
-        "thinking_delta",
-        "thinking_end",
-        "toolcall_start",
-        "toolcall_delta",
-        "toolcall_end",
-        "done",
-        "error",
-    ]
+    type: AssistantEventType
     ms: int = 0
     content_index: int | None = None
     delta: str | None = None

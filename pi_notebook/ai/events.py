@@ -9,13 +9,17 @@ unless somebody reads ``partial``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Protocol, TypeAlias, TypeVar, cast
+from typing import Annotated, Any, Final, Literal, Protocol, TypeAlias, TypeVar, cast, get_args
 
 from pydantic import Field, PrivateAttr, computed_field
 
 from .types import AssistantMessage, PiModel, ToolCall
 
 __all__ = [
+    "ASSISTANT_EVENT_TYPES",
+    "BLOCK_EVENT_TYPES",
+    "DELTA_EVENT_TYPES",
+    "AssistantEventType",
     "AssistantMessageEvent",
     "ChunkedPartialSource",
     "DoneEvent",
@@ -184,3 +188,25 @@ AssistantMessageEvent: TypeAlias = Annotated[
     | ErrorEvent,
     Field(discriminator="type"),
 ]
+
+AssistantEventType: TypeAlias = Literal[
+    "start",
+    "text_start",
+    "text_delta",
+    "text_end",
+    "thinking_start",
+    "thinking_delta",
+    "thinking_end",
+    "toolcall_start",
+    "toolcall_delta",
+    "toolcall_end",
+    "done",
+    "error",
+]
+"""The ``type`` of each event above: the one list of the names (cassettes, the loop and the run
+view read it; tests/ai/test_event_types.py keeps it equal to the classes)."""
+ASSISTANT_EVENT_TYPES: Final[tuple[AssistantEventType, ...]] = get_args(AssistantEventType)
+BLOCK_EVENT_TYPES: Final = frozenset(ASSISTANT_EVENT_TYPES) - {"start", "done", "error"}
+"""The events about one content block (they carry ``content_index``)."""
+DELTA_EVENT_TYPES: Final = frozenset(t for t in ASSISTANT_EVENT_TYPES if t.endswith("_delta"))
+"""The events that carry a ``delta`` of a block's text, thinking or tool-call arguments."""

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Literal, cast
 
 import traitlets
 
+from ..ai.events import BLOCK_EVENT_TYPES, DELTA_EVENT_TYPES
 from ..ai.producer import describe_error
 from ..ai.types import Model
 from .coalesce import Coalescer, Scheduler
@@ -301,7 +302,7 @@ class RunView(PiWidget):
             self._live_id = self._new_id()
         index: int = delta.content_index
         block = self._live.get(index)
-        if kind in ("text_delta", "thinking_delta", "toolcall_delta"):
+        if kind in DELTA_EVENT_TYPES:
             if block is None:
                 block = self._live[index] = _LiveBlock(_BLOCK_TYPES[kind])
             block.parts.append(delta.delta)
@@ -726,14 +727,10 @@ class RunView(PiWidget):
 
 
 _BLOCK_TYPES = {
-    "text_start": "text",
-    "text_delta": "text",
-    "text_end": "text",
-    "thinking_start": "thinking",
-    "thinking_delta": "thinking",
-    "thinking_end": "thinking",
-    "toolcall_delta": "toolCall",
+    kind: {"text": "text", "thinking": "thinking", "toolcall": "toolCall"}[kind.split("_")[0]]
+    for kind in BLOCK_EVENT_TYPES
 }
+"""The content-block type each block event is about (``text_delta`` → ``text``)."""
 
 _STATUS_WORDS = {
     "waiting": "waiting for the model",

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from ..options import StreamOptions
+from ..thinking import DEFAULT_THINKING_BUDGETS, thinking_budget
 from ..types import (
     AssistantMessage,
     Context,
@@ -22,7 +23,6 @@ from ..types import (
     Model,
     TextContent,
     ThinkingContent,
-    ThinkingLevel,
     Tool,
     ToolCall,
     ToolResultMessage,
@@ -46,15 +46,6 @@ __all__ = [
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
-DEFAULT_THINKING_BUDGETS: dict[str, int] = {
-    "minimal": 1024,
-    "low": 2048,
-    "medium": 8192,
-    "high": 16384,
-}
-"""pi's thinking budgets in tokens per level (``xhigh`` and ``max`` use ``high``)."""
-MIN_OUTPUT_TOKENS = 1024
-"""Tokens kept for the visible answer when the thinking budget has to shrink."""
 
 _FINE_GRAINED_TOOL_STREAMING = "fine-grained-tool-streaming-2025-05-14"
 _INTERLEAVED_THINKING = "interleaved-thinking-2025-05-14"
@@ -107,27 +98,6 @@ def cache_control(retention: Literal["none", "short", "long"]) -> Block | None:
     if retention == "long":
         return {"type": "ephemeral", "ttl": "1h"}
     return {"type": "ephemeral"}
-
-
-def thinking_budget(
-    level: ThinkingLevel,
-    base_max_tokens: int,
-    model_max_tokens: int,
-    budgets: Mapping[str, int] | None = None,
-) -> tuple[int, int]:
-    """``(max_tokens, budget_tokens)`` for a thinking level, as pi computes them.
-
-    The budget is added on top of the requested output, capped by the model's limit; when the
-    cap leaves no room for an answer the budget shrinks to keep ``MIN_OUTPUT_TOKENS`` for it.
-    """
-    if level == "off":
-        raise ValueError("thinking_budget() needs a thinking level other than 'off'")
-    key = "high" if level in ("xhigh", "max") else level
-    budget = {**DEFAULT_THINKING_BUDGETS, **(budgets or {})}[key]
-    max_tokens = min(base_max_tokens + budget, model_max_tokens)
-    if max_tokens <= budget:
-        budget = max(0, max_tokens - MIN_OUTPUT_TOKENS)
-    return max_tokens, budget
 
 
 def normalize_tool_call_id(tool_call_id: str) -> str:

@@ -31,6 +31,7 @@ from ..http import ProviderError, open_sse, redact, resolve_api_key
 from ..models import clamp_thinking_level
 from ..options import StreamOptions
 from ..producer import produce_stream
+from ..thinking import DEFAULT_THINKING_BUDGETS, budget_for, thinking_budget
 from ..transform import is_same_model, transform_messages
 from ..types import (
     AssistantMessage,
@@ -59,15 +60,6 @@ __all__ = [
 ]
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
-DEFAULT_THINKING_BUDGETS: dict[str, int] = {
-    "minimal": 1024,
-    "low": 2048,
-    "medium": 8192,
-    "high": 16384,
-}
-"""pi's thinking budgets in tokens per level (``xhigh`` and ``max`` use ``high``)."""
-MIN_OUTPUT_TOKENS = 1024
-"""Tokens kept for the visible answer when the thinking budget has to shrink."""
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 """Google's documented stand-in for a missing signature on Gemini 3 function calls."""
 
@@ -189,10 +181,10 @@ def thinking_config(
     """``(thinkingConfig, maxOutputTokens)`` for ``options.reasoning``.
 
     A level mapped in ``model.thinking_level_map`` is sent as ``thinkingLevel`` (Gemini 3);
-    otherwise as a token budget (``options.thinking_budgets`` over pi's defaults; ``xhigh`` uses
-    ``high``). As for every budget provider, the output limit grows by the budget, capped at the
-    model's maximum, keeping at least ``MIN_OUTPUT_TOKENS`` for the answer. Without a level no
-    thinking settings are sent (the model's default applies).
+    otherwise as a token budget (``ai.thinking``: ``options.thinking_budgets`` over pi's defaults;
+    ``xhigh`` and ``max`` use ``high``). As for every budget provider, the output limit grows by
+    the budget, capped at the model's maximum, keeping at least ``MIN_OUTPUT_TOKENS`` for the
+    answer. Without a level no thinking settings are sent (the model's default applies).
     """
     max_tokens = options.max_tokens
     if not model.reasoning or options.reasoning is None:
@@ -203,12 +195,12 @@ def thinking_config(
     mapped = (model.thinking_level_map or {}).get(level)
     if mapped:
         return {"thinkingLevel": mapped, "includeThoughts": True}, max_tokens
-    budgets = {**DEFAULT_THINKING_BUDGETS, **(options.thinking_budgets or {})}
-    budget = budgets.get(level) or budgets["high"]
-    if max_tokens is not None:
-        max_tokens = min(max_tokens + budget, model.max_tokens)
-        if max_tokens <= budget:
-            budget = max(0, max_tokens - MIN_OUTPUT_TOKENS)
+    if max_tokens is None:
+        budget = budget_for(level, options.thinking_budgets)
+    else:
+        max_tokens, budget = thinking_budget(
+            level, max_tokens, model.max_tokens, options.thinking_budgets
+        )
     return {"thinkingBudget": budget, "includeThoughts": True}, max_tokens
 
 
