@@ -610,8 +610,10 @@ class Session:
         )
 
     def append_label(self, target_id: str, label: str | None) -> LabelEntry:
-        """Label an entry; ``None`` or ``""`` clears its label."""
+        """Label an entry; ``None``, ``""`` or only white space clears its label (as pi)."""
         self._require(target_id)
+        if label is not None and not label.strip():
+            label = None
         return self._append(LabelEntry(**self._base(), target_id=target_id, label=label))
 
     def append_session_info(self, name: str) -> SessionInfoEntry:

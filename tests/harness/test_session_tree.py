@@ -156,6 +156,10 @@ def test_labels_latest_wins_and_empty_clears(session: Session) -> None:
     assert session.get_label(a.id) is None and session.get_label(b.id) is None
     session.append_label(b.id, "again")
     assert session.labels == {b.id: "again"}
+    session.append_label(a.id, "keep")
+    cleared = session.append_label(a.id, "   ")  # only white space clears, as in pi
+    assert cleared.label is None and session.get_label(a.id) is None
+    assert session.labels == {b.id: "again"}
     with pytest.raises(ValueError, match="not found"):
         session.append_label("zz", "x")
     reopened = Session.open(session.path)  # type: ignore[arg-type]
