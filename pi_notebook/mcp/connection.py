@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Literal
 
@@ -93,8 +93,11 @@ class McpConnection:
         *,
         environ: Mapping[str, str] | None = None,
         on_tools_changed: Callable[[McpConnection], None] | None = None,
+        protocol: Literal["auto", "legacy"] = "auto",
     ) -> None:
         self.config = config
+        self.protocol = protocol
+        """``auto``: the newest protocol the server speaks; ``legacy``: the initialize handshake."""
         self.environ = environ
         self.on_tools_changed = on_tools_changed
         self.state: McpConnectionState = "stopped"
@@ -187,8 +190,18 @@ class McpConnection:
                 self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115 - closed by aclose()
                 return stdio_client(params, errlog=self._stderr)
             headers = {k: expand(v, env) for k, v in config.headers.items()}
-            http = create_mcp_http_client(headers=headers or None)
-            return streamable_http_client(expand(config.url or "", env), http_client=http)
+            url = expand(config.url or "", env)
+
+            @contextlib.asynccontextmanager
+            async def http_transport() -> AsyncIterator[Any]:
+                # the SDK leaves a client it was given open: this one is closed with the transport
+                async with (
+                    create_mcp_http_client(headers=headers or None) as http,
+                    streamable_http_client(url, http_client=http) as streams,
+                ):
+                    yield streams
+
+            return http_transport()
         except ValueError as exc:  # McpConfigError, bad parameters
             raise McpStartError(str(exc)) from None
 
@@ -215,6 +228,7 @@ class McpConnection:
             client = Client(
                 transport,
                 message_handler=self._on_message,
+                mode=self.protocol,
                 client_info=Implementation(name="pi-notebook", version="0.1.0"),
                 cache=None,
             )

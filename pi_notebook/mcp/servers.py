@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
+from typing import Literal
 
 from .config import McpServerConfig
 from .connection import McpConnection, McpStartError
@@ -34,8 +35,10 @@ class McpServers:
         *,
         environ: Mapping[str, str] | None = None,
         on_change: Callable[[], None] | None = None,
+        protocol: Literal["auto", "legacy"] = "auto",
     ) -> None:
         self.environ = environ
+        self.protocol: Literal["auto", "legacy"] = protocol
         self.on_change = on_change
         """Called (no arguments) whenever the set of tools changes."""
         self._connections: dict[str, McpConnection] = {}
@@ -51,7 +54,10 @@ class McpServers:
         if config.name in self._connections:
             raise KeyError(f"An MCP server named {config.name!r} exists (remove it first)")
         connection = McpConnection(
-            config, environ=self.environ, on_tools_changed=lambda _c: self._changed()
+            config,
+            environ=self.environ,
+            on_tools_changed=lambda _c: self._changed(),
+            protocol=self.protocol,
         )
         self._connections[config.name] = connection
         self._changed()
