@@ -219,11 +219,15 @@ class McpConnection:
 
     async def _own(self, ready: asyncio.Future[None]) -> None:
         """The owner task: hold the connection until told to stop or the transport fails."""
-        from mcp import Client
-        from mcp.types import Implementation
-
         listen: asyncio.Task[None] | None = None
         try:
+            try:
+                from mcp import Client
+                from mcp.types import Implementation
+            except ImportError:
+                raise McpStartError(
+                    "the mcp package is not installed: pip install 'pi-notebook[mcp]'"
+                ) from None
             transport = self._transport()
             client = Client(
                 transport,
@@ -244,6 +248,8 @@ class McpConnection:
         except asyncio.CancelledError:
             if not ready.done():
                 ready.set_exception(McpStartError(f"starting {self.name} was cancelled"))
+        except McpStartError as exc:
+            ready.set_exception(exc)
         except BaseException as exc:
             reason = _describe(exc)
             if not ready.done():
