@@ -13,6 +13,7 @@ PACKAGES = [
     "pi_notebook.agent",
     "pi_notebook.tools",
     "pi_notebook.harness",
+    "pi_notebook.mcp",
 ]
 
 REQUIRED = {
@@ -59,6 +60,7 @@ REQUIRED = {
         "agent_loop_continue",
         "tool",
     },
+    "pi_notebook.mcp": {"McpServerConfig", "McpServers", "McpTool", "mcp_tool_name"},
 }
 
 
