@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 
 from ..mcp import McpConfigError, McpServerConfig, McpStartError, config_paths, load_mcp_config
 from .kernel_agent import NotebookAgent
@@ -133,6 +133,7 @@ class McpMagics(Magics):
         super().__init__(shell)
         self.pi = agent
 
+    @no_var_expand  # ${VAR} must reach the configuration as written, not as a notebook variable
     @line_magic
     def mcp(self, line: str) -> None:
         """MCP servers as tools: %mcp add NAME -- COMMAND ARGS… | add NAME URL [--header K=V]…
