@@ -261,6 +261,8 @@ class McpConnection:
             if not isinstance(exc, Exception):
                 raise
         finally:
+            if self._refreshing is not None:
+                self._refreshing.cancel()
             if listen is not None:
                 listen.cancel()
                 with contextlib.suppress(BaseException):
@@ -309,6 +311,14 @@ class McpConnection:
             await self.refresh_tools()
 
         self._refreshing = asyncio.ensure_future(refresh())
+
+    async def _settle_refresh(self, limit: float) -> None:
+        """Let a tool-list refresh the call caused finish first, so the model's next turn
+        already sees the changed tools."""
+        await asyncio.sleep(0)  # a change notification read with the result is handled now
+        refreshing = self._refreshing
+        if refreshing is not None and not refreshing.done():
+            await asyncio.wait([refreshing], timeout=limit)
 
     async def _on_message(self, message: Any) -> None:
         from mcp.types import ToolListChangedNotification
@@ -384,7 +394,9 @@ class McpConnection:
                     )
                 done, _ = await asyncio.wait({call}, timeout=remaining)
                 if done:
-                    return call.result()
+                    result = call.result()
+                    await self._settle_refresh(limit)
+                    return result
         except asyncio.CancelledError:
             if signal is not None and signal.aborted:
                 raise McpCallError(f"{name} on {self.name} was cancelled (run aborted)") from None

@@ -147,7 +147,11 @@ async def call_tool(
     if name == "grow":
         if EXTRA not in tools:
             tools.append(EXTRA)
-        await ctx.session.send_tool_list_changed()  # handshake-era clients
+        # handshake-era clients; tied to this request, so over Streamable HTTP it travels on
+        # the call's own stream, ahead of the result (not on the GET stream, which may be late)
+        await ctx.session.send_notification(
+            types.ToolListChangedNotification(), related_request_id=ctx.request_id
+        )
         await bus.publish(ToolsListChanged())  # 2026-07-28 clients (subscriptions/listen)
         return types.CallToolResult(content=text("grown"))
     if name == "check_secret":

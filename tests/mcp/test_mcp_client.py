@@ -277,3 +277,42 @@ async def test_an_agent_uses_mcp_tools_from_plain_python() -> None:
             assert not results[0].is_error
     finally:
         faux.unregister()
+
+
+async def test_a_harness_follows_list_changes_from_plain_python(
+    tmp_path: Path, demo_config: McpServerConfig, protocol: Any
+) -> None:
+    from pi_notebook.harness import AgentHarness, JsonlSessionStorage, Session
+
+    faux = register_faux_provider()
+    try:
+        faux.set_responses(
+            [
+                faux_assistant_message(
+                    [faux_tool_call("mcp__demo__grow", {})], stop_reason="toolUse"
+                ),
+                faux_assistant_message([faux_text("grown")]),
+                faux_assistant_message(
+                    [faux_tool_call("mcp__demo__extra", {})], stop_reason="toolUse"
+                ),
+                faux_assistant_message([faux_text("done")]),
+            ]
+        )
+        session = Session.create(JsonlSessionStorage(tmp_path / "s.jsonl"))
+        async with McpServers([demo_config], environ=ENV, protocol=protocol) as servers:
+            harness = AgentHarness(session, faux.get_model(), tools=await servers.load_tools())
+            servers.on_change = lambda: harness.set_tools(servers.tools())
+            await harness.prompt("grow")
+            # the change may come on a stream of its own (Streamable HTTP, 2026-07-28)
+            for _ in range(250):
+                if servers.is_tool("mcp__demo__extra"):
+                    break
+                await asyncio.sleep(0.02)
+            await harness.prompt("use the new tool")
+            messages = session.build_context().messages
+            results = [m for m in messages if isinstance(m, ToolResultMessage)]
+            assert [r.tool_name for r in results] == ["mcp__demo__grow", "mcp__demo__extra"]
+            assert results[1].content == [TextContent(text="extra here")]
+            assert not results[1].is_error
+    finally:
+        faux.unregister()
