@@ -5,7 +5,8 @@ Streamable HTTP on 127.0.0.1 (a free port, printed as ``PORT <n>`` on stdout). I
 what the client must handle: paginated listing (3 tools a page), a list change, images, other
 content kinds with structured content, ``isError``, progress, a call that never ends (its
 cancellation is written to ``$DEMO_MARK_FILE``), a crash, and the check of a secret passed in
-the environment or a header (only a verdict goes back, never the secret).
+the environment or a header (only a verdict goes back, never the secret). A stdio server writes
+its pid to ``$DEMO_PID_FILE``.
 """
 
 from __future__ import annotations
@@ -175,6 +176,11 @@ server: Server[Any] = Server(
 
 async def serve_stdio() -> None:
     from mcp.server.stdio import stdio_server
+
+    pid_file = os.environ.get("DEMO_PID_FILE")
+    if pid_file:
+        with open(pid_file, "w", encoding="utf-8") as f:
+            f.write(str(os.getpid()))
 
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())

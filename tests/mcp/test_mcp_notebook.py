@@ -1,12 +1,14 @@
 """``%mcp`` in real kernels (nbclient): the third-party ``mcp-server-time`` (from PyPI) over stdio,
 driven by the scripted faux model; ``%tools`` switching; secrets kept out of the session file,
-outputs and widget state; approval; mcp.json next to the notebook; usage errors; unload."""
+outputs and widget state; approval; mcp.json next to the notebook; usage errors; unload; Stop cancels the call; kernel shutdown ends the server."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -166,3 +168,53 @@ def test_mcp_json_next_to_the_notebook(tmp_path: Path) -> None:
     assert "MCP configuration skipped:" in out[1] and ".pi/mcp.json" in out[1]
     assert "local [stopped]" in out[2] and "off [disabled]" in out[2]
     assert out[4].strip() == "from mcp.json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_stop_cancels_the_call_and_kernel_shutdown_ends_the_server(tmp_path: Path) -> None:
+    (tmp_path / "demo_server.py").write_text(DEMO.read_text())
+    mark, pid_file = tmp_path / "mark", tmp_path / "pid"
+    nb = execute(
+        [
+            setup(call("mcp__demo__hang", {}), "faux_assistant_message('stopped')"),
+            LOAD,
+            f"%mcp add demo --env DEMO_MARK_FILE={mark} --env DEMO_PID_FILE={pid_file} "
+            f"-- {sys.executable} demo_server.py stdio",
+            "%%agent\nWait forever.",
+            "import asyncio, pathlib\n"
+            "pi = __import__('pi_notebook').current()\n"
+            "while pi.active_run is None or not pi.active_run.view.running_tools:\n"
+            "    await asyncio.sleep(0.05)\n"
+            "%abort",
+            "await pi.wait()\n"
+            f"mark = pathlib.Path({str(mark)!r})\n"
+            "for _ in range(200):\n"
+            "    if mark.exists(): break\n"
+            "    await asyncio.sleep(0.05)\n"
+            "print(mark.read_text().strip(), pi.last_run.state)\n"
+            "r = [m for m in (getattr(e, 'message', None) for e in pi.session.get_entries())\n"
+            "     if m is not None and m.role == 'toolResult'][0]\n"
+            "print(r.is_error, r.content[0].text)",
+        ],
+        tmp_path,
+        env=ENV,
+        timeout=120,
+    )
+    out = [outputs_text(c) for c in nb.cells]
+    lines = out[5].strip().splitlines()
+    assert lines[0].startswith("cancelled ")
+    assert lines[1].startswith("True ")
+    # execute() shut the kernel down: the stdio server went with it
+    pid = int(pid_file.read_text())
+    for _ in range(100):
+        if not _alive(pid):
+            break
+        time.sleep(0.05)
+    assert not _alive(pid)
