@@ -1,6 +1,7 @@
 """``%mcp`` in real kernels (nbclient): the third-party ``mcp-server-time`` (from PyPI) over stdio,
 driven by the scripted faux model; ``%tools`` switching; secrets kept out of the session file,
-outputs and widget state; approval; mcp.json next to the notebook; usage errors; unload; Stop cancels the call; kernel shutdown ends the server."""
+outputs and widget state; approval; mcp.json next to the notebook; usage errors; unload;
+``%abort`` cancelling a call on the server; kernel shutdown ending the server."""
 
 from __future__ import annotations
 
