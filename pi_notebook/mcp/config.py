@@ -55,10 +55,10 @@ class McpServerConfig(BaseModel):
     name: str
     command: str | None = None
     args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict, repr=False)  # values may be secrets
     cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
+    url: str | None = Field(default=None, repr=False)  # may carry a password
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
     timeout: float = Field(default=DEFAULT_TIMEOUT_MS, gt=0)
     enabled: bool = True
     require_approval: bool = Field(default=False, alias="requireApproval")

@@ -120,3 +120,10 @@ async def test_url_password_stays_out_of_errors() -> None:
         assert "hunter2-secret" not in failures["pw"]
         assert "hunter2-secret" not in (servers.get("pw").error or "")
         assert "hunter2-secret" not in config.describe()
+
+
+def test_repr_shows_no_values_that_may_be_secrets() -> None:
+    config = McpServerConfig(
+        name="s", url="http://u:pw-literal@h/mcp", headers={"Authorization": "Bearer literal-tok"}
+    )
+    assert "literal" not in repr(config) and "pw-literal" not in config.describe()
