@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Literal
@@ -24,6 +25,8 @@ from .naming import mcp_tool_name
 from .tool import McpTool, make_mcp_tool
 
 __all__ = ["McpServers"]
+
+logger = logging.getLogger(__name__)
 
 
 class McpServers:
@@ -110,6 +113,7 @@ class McpServers:
         for connection, outcome in zip(todo, results, strict=True):
             if isinstance(outcome, McpStartError):
                 failures[connection.name] = str(outcome)
+                logger.warning("MCP server %s is not available: %s", connection.name, outcome)
             elif isinstance(outcome, BaseException):
                 raise outcome
         self._changed()
@@ -160,7 +164,8 @@ class McpServers:
         return [t for t in self.all_tools() if t.name not in self._disabled]
 
     async def load_tools(self) -> list[McpTool]:
-        """Start the servers that are not running, then ``tools()``."""
+        """Start the servers that are not running, then ``tools()`` (a server that does not
+        start is logged as a warning and left out; ``start()`` returns the reasons)."""
         await self.start()
         return self.tools()
 

@@ -191,6 +191,7 @@ def serve_http() -> None:
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # connections made once PORT is printed wait in the backlog
     port = sock.getsockname()[1]
     app = server.streamable_http_app(host="127.0.0.1")
     print(f"PORT {port}", flush=True)
