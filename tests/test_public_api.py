@@ -13,6 +13,7 @@ PACKAGES = [
     "pi_notebook.agent",
     "pi_notebook.tools",
     "pi_notebook.harness",
+    "pi_notebook.mcp",
 ]
 
 REQUIRED = {
@@ -69,6 +70,7 @@ REQUIRED = {
         "AgentHarness",
         "CompactionSettings",
     },
+    "pi_notebook.mcp": {"McpServerConfig", "McpServers", "McpTool", "mcp_tool_name"},
 }
 
 

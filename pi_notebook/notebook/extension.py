@@ -10,6 +10,7 @@ from .input_rewrite import rewrite_input
 from .kernel_agent import NotebookAgent
 from .locations import latest_session_path, session_path_for
 from .magics import PiMagics
+from .mcp_magics import McpMagics, load_configured_servers
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
@@ -27,6 +28,7 @@ _MAGIC_NAMES = {
         "tree",
         "session",
         "label",
+        "mcp",
     ),
 }
 
@@ -66,6 +68,9 @@ def load_ipython_extension(ip: Any) -> None:
     agent = NotebookAgent(path, ip.user_ns)
     install(agent)
     ip.register_magics(PiMagics(ip, agent))
+    ip.register_magics(McpMagics(ip, agent))
+    for problem in load_configured_servers(agent):
+        print(f"pi_notebook: MCP configuration skipped: {problem}")
     ip.input_transformers_cleanup.append(rewrite_input)
     _hooks = _Hooks(agent)
     ip.events.register("pre_run_cell", _hooks.pre_run_cell)
@@ -86,6 +91,7 @@ def unload_ipython_extension(ip: Any) -> None:
         for name in names:
             table.pop(name, None)
     ip.magics_manager.registry.pop(PiMagics.__name__, None)
+    ip.magics_manager.registry.pop(McpMagics.__name__, None)
     if rewrite_input in ip.input_transformers_cleanup:
         ip.input_transformers_cleanup.remove(rewrite_input)
     ip.events.unregister("pre_run_cell", _hooks.pre_run_cell)

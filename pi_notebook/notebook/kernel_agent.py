@@ -26,6 +26,7 @@ from ..ai.options import StreamOptions
 from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel
 from ..harness import AgentHarness, CompactionSettings, JsonlSessionStorage, Session
 from ..harness.hooks import ToolCallEvent, ToolCallResult
+from ..mcp import McpServers
 from ..tools import FunctionTool, tool
 from .default_model import (
     LOCAL_ALIASES,
@@ -84,6 +85,8 @@ class NotebookAgent:
         self.namespace = namespace
         self.session = open_session(session_path)
         self.tools = ToolRegistry(builtin_tools(lambda: self.namespace))
+        self.mcp = McpServers(on_change=self._push_tools)
+        """The MCP servers (``%mcp``); they start with the first run that follows."""
         self.runs: list[Run] = []
         self.approval_timeout = APPROVAL_TIMEOUT
         self._stream_fn = stream_fn
@@ -91,6 +94,7 @@ class NotebookAgent:
         """Records or replays every model call (``PI_NOTEBOOK_RECORD`` / ``PI_NOTEBOOK_REPLAY``,
         ``%model --record`` / ``--replay``); None talks to the models directly."""
         self._harness: AgentHarness | None = None
+        self._mcp_closing: asyncio.Future[None] | None = None
         self._tail: asyncio.Future[Any] | None = None
         self._active: Run | None = None
         self._cell_starts: dict[str, str | None] = {}
@@ -134,7 +138,7 @@ class NotebookAgent:
         harness = AgentHarness(
             self.session,
             model,
-            tools=self.tools.active(),
+            tools=self.active_tools(),
             thinking_level=_thinking_level(context.thinking_level),
             stream_fn=self._call_model,
             compaction=_compaction_for(model),
@@ -241,7 +245,14 @@ class NotebookAgent:
         if thinking:
             harness.set_thinking_level(thinking)
         self._branch_for_cell(cell_key)
+        await self._start_mcp()
         return await self._prompt(run, run.prompt)
+
+    async def _start_mcp(self) -> None:
+        """Start configured MCP servers not running yet (first use); a failure is reported and
+        the run goes on without that server's tools."""
+        for reason in (await self.mcp.start()).values():
+            print(f"MCP: {reason} (see %mcp list)")
 
     def _branch_for_cell(self, cell_key: str | None) -> None:
         """A re-run cell starts a sibling branch where its first run started."""
@@ -332,8 +343,24 @@ class NotebookAgent:
         self._push_tools()
         return replaced
 
+    def active_tools(self) -> list[AgentTool]:
+        """What the agent gets: the registry's tools, then the MCP tools switched on."""
+        return [*self.tools.active(), *self.mcp.tools()]
+
+    def tool_listing(self) -> list[tuple[str, str, bool, str]]:
+        """(name, kind, active, description) of every tool, MCP ones included."""
+        rows = self.tools.listing()
+        rows += [
+            (t.name, f"mcp: {t.server}", self.mcp.is_enabled(t.name), t.description)
+            for t in self.mcp.all_tools()
+        ]
+        return rows
+
     def add_tool_by_name(self, name: str) -> str:
-        """``%tools add NAME``: a built-in, or a function from the notebook namespace."""
+        """``%tools add NAME``: a built-in, an MCP tool, or a function from the notebook."""
+        if self.mcp.is_tool(name):
+            self.mcp.enable(name)
+            return f"Enabled the MCP tool {name}"
         if self.tools.is_builtin(name):
             self.tools.enable_builtin(name)
             self._push_tools()
@@ -371,6 +398,8 @@ class NotebookAgent:
 
     def remove_tool(self, name: str) -> bool:
         """``%tools remove NAME``; False if no such tool was active."""
+        if self.mcp.is_tool(name):
+            return self.mcp.disable(name)
         removed = self.tools.remove(name)
         if removed:
             self._push_tools()
@@ -378,13 +407,13 @@ class NotebookAgent:
 
     def _push_tools(self) -> None:
         if self._harness is not None:
-            self._harness.set_tools(self.tools.active())
+            self._harness.set_tools(self.active_tools())
 
     async def _approve_tool_call(self, event: ToolCallEvent) -> ToolCallResult | None:
         """The ``tool_call`` hook: tools marked ``requires_approval`` wait for Allow / Deny in
         the run view (denied after ``approval_timeout`` seconds without an answer)."""
         name = event.tool_name
-        made = next((t for t in self.tools.active() if t.name == name), None)
+        made = next((t for t in self.active_tools() if t.name == name), None)
         if not getattr(made, "requires_approval", False):
             return None
         run = self._active
@@ -425,5 +454,12 @@ class NotebookAgent:
             view.refresh()
 
     def shutdown(self) -> None:
-        """Abort what runs (``%unload_ext``)."""
+        """Abort what runs and stop the MCP servers (``%unload_ext``)."""
         self.abort()
+        if len(self.mcp):
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                asyncio.run(self.mcp.aclose())
+            else:
+                self._mcp_closing = asyncio.ensure_future(self.mcp.aclose())

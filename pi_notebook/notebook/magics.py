@@ -375,7 +375,7 @@ class PiMagics(Magics):
         if args.action == "list":
             if args.names:
                 raise UsageError("Usage: %tools list")
-            for name, kind, active, description in self.pi.tools.listing():
+            for name, kind, active, description in self.pi.tool_listing():
                 mark = "on " if active else "off"
                 summary = description.splitlines()[0] if description else ""
                 print(f"[{mark}] {name} ({kind}) {summary}")

@@ -1,0 +1,38 @@
+"""pi_notebook.mcp — MCP servers as a source of agent tools, through the official ``mcp`` SDK.
+
+It builds on ``pi_notebook.ai`` and ``pi_notebook.agent`` only (no IPython), so ``Agent`` and
+``AgentHarness`` users pass ``McpServers(...).tools()`` like any other tools. The SDK is imported
+when the first server starts, never by ``import pi_notebook``.
+"""
+
+from .config import (
+    DEFAULT_TIMEOUT_MS,
+    McpConfigError,
+    McpServerConfig,
+    config_paths,
+    load_mcp_config,
+    parse_mcp_json,
+)
+from .connection import McpCallError, McpConnection, McpStartError, RemoteTool
+from .content import to_tool_result
+from .naming import mcp_tool_name
+from .servers import McpServers
+from .tool import McpTool, McpToolError
+
+__all__ = [
+    "DEFAULT_TIMEOUT_MS",
+    "McpCallError",
+    "McpConfigError",
+    "McpConnection",
+    "McpServerConfig",
+    "McpServers",
+    "McpStartError",
+    "McpTool",
+    "McpToolError",
+    "RemoteTool",
+    "config_paths",
+    "load_mcp_config",
+    "mcp_tool_name",
+    "parse_mcp_json",
+    "to_tool_result",
+]
