@@ -84,6 +84,23 @@ class Outcome:
             self._handle.update({"text/plain": self.text or ""}, raw=True)
 
 
+def _check_recordable(path: Path) -> None:
+    """Refuse a cassette path that cannot be appended to (``%model --record``): found now, not
+    after a run whose replies were silently not recorded."""
+    if path.is_dir():
+        raise UsageError(f"--record {path}: that is a directory; give a file path")
+    if not path.parent.is_dir():
+        raise UsageError(f"--record {path}: the directory {path.parent} does not exist")
+    existed = path.exists()
+    try:
+        with path.open("ab"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--record {path}: cannot write it ({exc.strerror or exc})") from None
+    if not existed:
+        path.unlink(missing_ok=True)
+
+
 def _fill(text: str, namespace: dict[str, Any]) -> str:
     try:
         return interpolate(text, namespace)
@@ -398,6 +415,7 @@ class PiMagics(Magics):
             return
         try:
             if record:
+                _check_recordable(Path(record).expanduser())
                 self.pi.cassette = Cassette.record(Path(record).expanduser())
             else:
                 self.pi.cassette = Cassette.replay(Path(str(replay)).expanduser())
