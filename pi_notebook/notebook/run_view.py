@@ -31,7 +31,7 @@ import traitlets
 
 from ..ai.types import Model
 from .coalesce import Coalescer, Scheduler
-from .widget_base import STATIC, Callback, PiWidget, describe_error
+from .widget_base import Callback, PiWidget, describe_error, module_loader
 from .widget_protocol import (
     PROGRESS_CHARS,
     ApprovalState,
@@ -133,8 +133,8 @@ class RunView(PiWidget):
     ``loop`` is the kernel's event loop (default: the running one).
     """
 
-    _esm = STATIC / "run_view.js"
-    _css = STATIC / "run_view.css"
+    module_name = "run_view"
+    _esm = module_loader("run_view")
 
     content_traits = CONTENT_TRAITS
 

@@ -25,7 +25,7 @@ import traitlets
 
 from ..harness import Session
 from .coalesce import Coalescer, Scheduler
-from .widget_base import STATIC, Callback, PiWidget
+from .widget_base import Callback, PiWidget, module_loader
 from .widget_protocol import (
     NodeDetail,
     NodeKind,
@@ -230,8 +230,8 @@ class TreeView(PiWidget):
     """The session tree of ``session``; call :meth:`refresh` (or feed :meth:`handle` with the
     harness's events) as the session grows."""
 
-    _esm = STATIC / "session_tree.js"
-    _css = STATIC / "session_tree.css"
+    module_name = "session_tree"
+    _esm = module_loader("session_tree")
 
     content_traits = CONTENT_TRAITS
 
