@@ -259,6 +259,12 @@ class RunView(PiWidget):
             self._approvals.pop(tool_call_id, None)
             self._sync.mark("status")
 
+    def note_unsaved(self, reason: str) -> None:
+        """Say that part of the run is not in the session file (a write failed): the notice
+        stays until dismissed, and the text fallback carries it too."""
+        self._version += 1
+        self._set_notice(f"Not saved to the session file: {reason}")
+
     def fail(self, error: BaseException | str) -> None:
         """Show that the run failed outside the event stream (e.g. its task raised)."""
         if isinstance(error, str):
@@ -692,10 +698,14 @@ class RunView(PiWidget):
     def transcript_text(self) -> str:
         """The run as plain text: a header line, then each message."""
         u = self._usage
+        usage = f"{u['input']:,} in / {u['output']:,} out · ${u['cost']:.4f}"
+        if self._stopped_without_usage():
+            known = u["input"] or u["output"] or u["cost"]
+            usage = f"{usage} · stopped reply: usage unknown" if known else "usage unknown: stopped"
         lines = [
             f"pi run · {_STATUS_WORDS.get(self._status(), self._status())}"
             + (f" · {self._model}" if self._model else "")
-            + f" · {u['input']:,} in / {u['output']:,} out · ${u['cost']:.4f}"
+            + f" · {usage}"
         ]
         for item in self._items:
             lines.append(_item_text(item))
@@ -703,7 +713,19 @@ class RunView(PiWidget):
             lines.append(_item_text(cast(AssistantItem, self._current())) + " …")
         if self.error:
             lines.append(f"! {self.error}")
+        if self.notice:
+            lines.append(f"! {self.notice}")
         return "\n".join(lines)
+
+    def _stopped_without_usage(self) -> bool:
+        """A reply was stopped before the provider reported its usage (the header says so
+        rather than show ↑0 ↓0 · $0)."""
+        for item in self._items:
+            if item["kind"] == "assistant" and item["stop_reason"] == "aborted":
+                usage = item["usage"]
+                if usage is None or not (usage["input"] or usage["output"] or usage["cost"]):
+                    return True
+        return False
 
     def transcript_html(self) -> str:
         """The run as simple, static HTML (no scripts, no widget needed)."""
