@@ -287,7 +287,7 @@ class NotebookAgent:
     def run_inline(self, future: asyncio.Future[Any]) -> None:
         """Mark an operation that started with nothing queued before it: the cell that queued
         it waits for it (:meth:`settled`), as for a magic that does its work at once."""
-        self._inline.append(future)
+        self._inline = [*(f for f in self._inline if not f.done()), future]
 
     async def settled(self) -> None:
         """Wait for the operations marked with :meth:`run_inline` (the input rewrite awaits
