@@ -16,6 +16,15 @@ const STATUS_TEXT = {
 
 const LIVE = new Set(["waiting", "streaming", "running_tools", "awaiting_approval"]);
 
+// A run waiting for or streaming from the model with no sync for this long shows "no data for
+// N s" (the view's own clock: the kernel syncs within 50 ms of anything arriving).
+export const STALL_MS = 5000;
+
+// A stopped reply the provider never reported usage for (its usage is all zeros).
+function stoppedWithoutUsage(items) {
+  return items.some((item) => item.kind === "assistant" && item.stop_reason === "aborted" && !(item.usage && (item.usage.input || item.usage.output || item.usage.cost)));
+}
+
 // The in-progress message: `current` as the kernel last sent it whole, plus the text appended to
 // its blocks since (`current_tail`, so a sync carries only new text). Both always arrive in the
 // same sync; a tail naming another message is ignored.
@@ -30,6 +39,8 @@ export function withTail(current, tail) {
   }
   return { ...current, blocks };
 }
+
+const DATA_TRAITS = new Set(["messages", "current", "current_tail", "running_tools", "status"]);
 
 // Unsent steer-box text survives a re-render of the same widget (e.g. an output update).
 const drafts = new WeakMap();
@@ -50,8 +61,12 @@ export class RunView {
     };
     this.build(el);
     this.listeners = [];
+    this.lastData = now();
     const on = (name, fn) => {
-      const bound = () => fn.call(this);
+      const bound = () => {
+        if (DATA_TRAITS.has(name)) this.lastData = this.now();
+        fn.call(this);
+      };
       model.on(`change:${name}`, bound);
       this.listeners.push([`change:${name}`, bound]);
     };
@@ -77,6 +92,7 @@ export class RunView {
 
   build(el) {
     this.statusEl = h("span", { class: "pi-status" });
+    this.stallEl = h("span", { class: "pi-stall", hidden: true });
     this.modelEl = h("span", { class: "pi-model" });
     this.usageEl = h("span", { class: "pi-usage" });
     this.contextBar = h("span", { class: "pi-context-fill" });
@@ -103,7 +119,7 @@ export class RunView {
     this.root = h(
       "div",
       { class: "pi-run" },
-      h("div", { class: "pi-header" }, this.statusEl, this.modelEl, this.usageEl, this.contextEl, this.treeButton),
+      h("div", { class: "pi-header" }, this.statusEl, this.stallEl, this.modelEl, this.usageEl, this.contextEl, this.treeButton),
       this.noticeEl,
       this.transcriptEl,
       this.liveEl,
@@ -135,7 +151,17 @@ export class RunView {
     this.statusEl.className = `pi-status pi-status-${status}`;
     this.statusEl.textContent = STATUS_TEXT[status] || status;
     this.root.classList.toggle("pi-run-live", this.isLive);
+    this.renderStall(this.now());
     this.renderControls();
+  }
+
+  renderStall(now) {
+    const status = this.model.get("status");
+    const started = (this.model.get("messages") || []).length > 0;
+    const quiet = now - this.lastData;
+    const stalled = (status === "streaming" || (status === "waiting" && started)) && quiet >= STALL_MS;
+    this.stallEl.hidden = !stalled;
+    this.stallEl.textContent = stalled ? `no data for ${Math.floor(quiet / 1000)} s` : "";
   }
 
   renderHeader() {
@@ -144,7 +170,11 @@ export class RunView {
     this.modelEl.textContent = header.model ? `${header.model}${thinking}` : "";
     const u = header.usage || {};
     const cache = u.cache_read || u.cache_write ? ` · cache ${formatTokens(u.cache_read || 0)}/${formatTokens(u.cache_write || 0)}` : "";
-    this.usageEl.textContent = `↑${formatTokens(u.input || 0)} ↓${formatTokens(u.output || 0)}${cache} · ${formatCost(u.cost || 0)}`;
+    let usage = `↑${formatTokens(u.input || 0)} ↓${formatTokens(u.output || 0)}${cache} · ${formatCost(u.cost || 0)}`;
+    if (stoppedWithoutUsage(this.model.get("messages") || [])) {
+      usage = u.input || u.output || u.cost ? `${usage} · stopped reply: usage unknown` : "usage unknown: stopped";
+    }
+    this.usageEl.textContent = usage;
     const used = header.context_tokens || 0;
     const window = header.context_window || 0;
     const fraction = window > 0 ? Math.min(1, used / window) : 0;
@@ -191,6 +221,7 @@ export class RunView {
       this.itemIdSet.add(item.id);
     }
     this.renderRunning();
+    this.renderHeader();
   }
 
   dropLive() {
@@ -263,6 +294,7 @@ export class RunView {
 
   tick() {
     const now = this.now();
+    this.renderStall(now);
     for (const card of this.cards.values()) card.tick(now);
   }
 

@@ -202,3 +202,45 @@ describe("RunView", () => {
     cleanup2();
   });
 });
+
+describe("RunView reliability signs", () => {
+  function clocked(state) {
+    const model = new FakeModel(state);
+    const el = document.createElement("div");
+    const clock = { t: 1_000_000, tick: null };
+    const view = new RunView(model, el, { now: () => clock.t, setInterval: (fn) => { clock.tick = fn; return 1; }, clearInterval: () => {} });
+    views.push(view);
+    const advance = (ms) => { clock.t += ms; clock.tick(); };
+    return { model, el, advance };
+  }
+
+  it("says how long a streaming run has had no data, and stops saying it when data comes", () => {
+    const { model, el, advance } = clocked(baseState({ status: "streaming", messages: [user("m0", "hi")] }));
+    const stall = el.querySelector(".pi-stall");
+    advance(4000);
+    expect(stall.hidden).toBe(true);
+    advance(3000);
+    expect(stall.hidden).toBe(false);
+    expect(stall.textContent).toBe("no data for 7 s");
+    model.update({ current_tail: { id: "m1", append: [[0, "more"]] } });
+    advance(1000);
+    expect(stall.hidden).toBe(true);
+  });
+
+  it("shows no stall for a run still queued, running tools, or finished", () => {
+    for (const [status, messages] of [["waiting", []], ["running_tools", [user("m0", "hi")]], ["done", [user("m0", "hi")]]]) {
+      const { el, advance } = clocked(baseState({ status, messages }));
+      advance(60_000);
+      expect(el.querySelector(".pi-stall").hidden).toBe(true);
+    }
+  });
+
+  it("says the usage of a stopped reply is unknown instead of showing zeros", () => {
+    const zero = { input: 0, output: 0, cache_read: 0, cache_write: 0, total_tokens: 0, cost: 0 };
+    const stopped = assistant("m1", [{ type: "text", text: "partial" }], "aborted", { usage: zero });
+    const { el, model } = mount(baseState({ status: "aborted", header: { ...baseState().header, usage: zero }, messages: [user("m0", "hi"), stopped] }));
+    expect(el.querySelector(".pi-usage").textContent).toBe("usage unknown: stopped");
+    model.update({ header: { ...baseState().header }, messages: [user("m0", "hi"), assistant("m1", [{ type: "text", text: "ok" }]), user("m2", "more"), { ...stopped, id: "m3" }] });
+    expect(el.querySelector(".pi-usage").textContent).toBe("↑1,200 ↓340 · $0.012 · stopped reply: usage unknown");
+  });
+});

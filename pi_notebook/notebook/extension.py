@@ -36,8 +36,9 @@ _MAGIC_NAMES = {
 class _Hooks:
     """The IPython event handlers of one loaded extension."""
 
-    def __init__(self, agent: NotebookAgent) -> None:
+    def __init__(self, agent: NotebookAgent, magics: PiMagics) -> None:
         self.agent = agent
+        self.magics = magics
 
     def pre_run_cell(self, info: Any) -> None:
         cell_id = getattr(info, "cell_id", None)
@@ -54,6 +55,7 @@ class _Hooks:
             run.view.resync()
         for view in self.agent.tree_views:
             view.resync()
+        self.magics.resync()
 
 
 _hooks: _Hooks | None = None
@@ -66,13 +68,17 @@ def load_ipython_extension(ip: Any) -> None:
         return
     path = latest_session_path(session_path_for())
     agent = NotebookAgent(path, ip.user_ns)
+    if agent.load_notice:
+        print(f"pi_notebook: {agent.load_notice}")
+    path = agent.session_path
     install(agent)
-    ip.register_magics(PiMagics(ip, agent))
+    magics = PiMagics(ip, agent)
+    ip.register_magics(magics)
     ip.register_magics(McpMagics(ip, agent))
     for problem in load_configured_servers(agent):
         print(f"pi_notebook: MCP configuration skipped: {problem}")
     ip.input_transformers_cleanup.append(rewrite_input)
-    _hooks = _Hooks(agent)
+    _hooks = _Hooks(agent, magics)
     ip.events.register("pre_run_cell", _hooks.pre_run_cell)
     ip.events.register("post_run_cell", _hooks.post_run_cell)
     entries = len(agent.session)

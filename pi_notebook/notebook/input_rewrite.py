@@ -13,7 +13,13 @@ IPython then runs the cell as a coroutine on the kernel loop: the run streams, w
 clickable, and "Run All" / nbclient move on only when the run is over. The trailing ``;`` keeps
 the awaited value out of the cell's output.
 
-2. Questions to the agent. IPython reads a line ending in ``?`` as a help request (``obj?``),
+2. Waiting for ``%model`` and friends. ``%model``, ``%compact``, ``%fork`` and ``%label`` go
+through the agent's queue; when nothing is queued before them they start at once, and a
+top-level line of theirs is followed by ``await pi_notebook.current().settled()``, so the cell
+ends (and code after the line runs) once they are done — ``%model X`` then code that reads the
+harness sees model X. Behind a streaming run ``settled()`` returns at once: they wait their turn.
+
+3. Questions to the agent. IPython reads a line ending in ``?`` as a help request (``obj?``),
 so ``%steer why is it slow?`` would look up an object named ``slow``. Lines of the text-taking
 magics (``%steer``, ``%follow_up``, ``%compact``) are turned into explicit
 ``run_line_magic`` calls first, so their text reaches the magic as typed.
@@ -23,15 +29,48 @@ from __future__ import annotations
 
 import shlex
 
-__all__ = ["TEXT_MAGICS", "WAIT_FLAG", "rewrite_input", "rewrite_text_magics", "rewrite_wait_cell"]
+__all__ = [
+    "QUEUED_MAGICS",
+    "SETTLE_LINE",
+    "TEXT_MAGICS",
+    "WAIT_FLAG",
+    "rewrite_input",
+    "rewrite_queued_magics",
+    "rewrite_text_magics",
+    "rewrite_wait_cell",
+]
 
 WAIT_FLAG = "--wait"
 TEXT_MAGICS = ("steer", "follow_up", "compact")
+QUEUED_MAGICS = ("model", "compact", "fork", "label")
+SETTLE_LINE = "await __import__('pi_notebook').current().settled()\n"
 
 
 def rewrite_input(lines: list[str]) -> list[str]:
     """The ``input_transformers_cleanup`` hook the extension installs."""
-    return rewrite_text_magics(rewrite_wait_cell(lines))
+    return rewrite_text_magics(rewrite_queued_magics(rewrite_wait_cell(lines)))
+
+
+def rewrite_queued_magics(lines: list[str]) -> list[str]:
+    """Follow each top-level ``%model``/``%compact``/``%fork``/``%label`` line with
+    :data:`SETTLE_LINE` (see above); help requests (``%fork?``, not ``%compact why?``) are
+    left alone."""
+    if not lines or lines[0].lstrip().startswith("%%"):
+        return lines
+    out: list[str] = []
+    for line in lines:
+        out.append(line)
+        name = line.rstrip("\n").partition(" ")[0]
+        if (
+            name.startswith("%")
+            and name[1:] in QUEUED_MAGICS
+            and not line.rstrip().endswith("\\")
+            and (name[1:] in TEXT_MAGICS or not line.rstrip().endswith("?"))
+        ):
+            if not line.endswith("\n"):
+                out[-1] = line + "\n"
+            out.append(SETTLE_LINE)
+    return out
 
 
 def rewrite_text_magics(lines: list[str]) -> list[str]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
+import warnings
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, get_args
@@ -24,7 +26,14 @@ from ..ai.local import MODEL_ID as LOCAL_MODEL_ID
 from ..ai.models import parse_model
 from ..ai.options import StreamOptions
 from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel
-from ..harness import AgentHarness, CompactionSettings, JsonlSessionStorage, Session
+from ..harness import (
+    AgentHarness,
+    CompactionSettings,
+    JsonlSessionStorage,
+    Session,
+    SessionFileError,
+    SessionFileWarning,
+)
 from ..harness.hooks import ToolCallEvent, ToolCallResult
 from ..mcp import McpServers
 from ..tools import FunctionTool, tool
@@ -35,13 +44,14 @@ from .default_model import (
     resolve_default_model,
     resolve_model,
 )
+from .locations import fallback_session_path, sibling_session_path
 from .notebook_tools import ToolRegistry, builtin_tools
 from .runs import Run
 
 if TYPE_CHECKING:
     from .tree_view import TreeView
 
-__all__ = ["APPROVAL_TIMEOUT", "NotebookAgent", "open_session"]
+__all__ = ["APPROVAL_TIMEOUT", "NotebookAgent", "open_notebook_session", "open_session"]
 
 APPROVAL_TIMEOUT = 300.0
 """Seconds a tool that needs approval waits for a click before it is denied."""
@@ -72,6 +82,80 @@ def open_session(path: Path) -> Session:
     return Session.create(JsonlSessionStorage(path), cwd=str(path.parent))
 
 
+def open_notebook_session(path: Path) -> tuple[Session, str | None]:
+    """The notebook's session at ``path`` whatever state the file is in, and a one-line notice
+    when it is not the file as it was: a notebook must load even with a damaged session.
+
+    A malformed line is skipped (it stays in the file); a file that cannot be read at all, or is
+    read-only, is left as it is and the session continues in a new file beside it (a copy of
+    what could be read); a directory that cannot be written holds nothing new, so the session
+    goes to pi's session directory instead (:func:`fallback_session_path`).
+    """
+    if not (path.is_file() and path.stat().st_size > 0):
+        try:
+            return open_session(path), None
+        except OSError as exc:
+            moved = _writable_sibling(path, same_name=True)
+            where = f"{path.parent} is not writable ({exc.strerror or exc})"
+            return open_session(moved), f"{where}: this notebook's session is in {moved}"
+    notice: str | None = None
+    try:
+        session = Session.open(path)
+    except SessionFileError as exc:
+        lenient, notice = _open_leniently(path, exc)
+        if lenient is None:
+            return _fresh_beside(path, notice)
+        session = lenient
+    except OSError as exc:
+        return _fresh_beside(path, f"cannot read {path} ({exc.strerror or exc})")
+    if os.access(path, os.W_OK):
+        return session, notice
+    copy = _writable_sibling(path)
+    session = session.fork(copy)
+    read_only = f"{path.name} is read-only; continuing in a copy, {copy}"
+    return session, f"{notice}; {read_only}" if notice else read_only
+
+
+def _open_leniently(path: Path, error: SessionFileError) -> tuple[Session | None, str]:
+    """Open ``path`` skipping malformed lines; the notice names the first one."""
+    where = f"{path}:{error.line}" if error.line is not None else str(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SessionFileWarning)
+        try:
+            session = Session.open(path, strict=False)
+        except (SessionFileError, OSError) as exc:
+            return None, f"cannot read {where}: {getattr(exc, 'reason', exc)}"
+    skipped = sum(1 for w in caught if issubclass(w.category, SessionFileWarning)) or 1
+    lines = "line" if skipped == 1 else f"{skipped} lines"
+    return session, (
+        f"{where}: {error.reason}; skipped that {lines}, opened the other "
+        f"{len(session)} entries (the file is left as it is)"
+    )
+
+
+def _fresh_beside(path: Path, reason: str) -> tuple[Session, str]:
+    fresh = _writable_sibling(path)
+    notice = f"{reason}; started a fresh session in {fresh} (the old file is kept)"
+    return open_session(fresh), notice
+
+
+def _writable_sibling(path: Path, *, same_name: bool = False) -> Path:
+    """A new session file next to ``path``; in pi's session directory (else the temporary
+    one) when that cannot be written. ``same_name``: keep ``path``'s name if it is free."""
+    fallback = fallback_session_path(path)
+    for folder in (path.parent, fallback.parent, Path(tempfile.gettempdir()) / "pi_notebook"):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(folder, os.W_OK):
+            named = folder / path.name
+            if same_name and not (named.exists() and named.stat().st_size > 0):
+                return named
+            return sibling_session_path(named)
+    raise PermissionError(f"no writable directory for the session of {path}")
+
+
 class NotebookAgent:
     """One per kernel (``pi_notebook.current()``)."""
 
@@ -83,7 +167,9 @@ class NotebookAgent:
         stream_fn: Any = None,
     ) -> None:
         self.namespace = namespace
-        self.session = open_session(session_path)
+        self.session, notice = open_notebook_session(session_path)
+        self.load_notice: str | None = notice
+        """What was wrong with the session file at load (None: nothing)."""
         self.tools = ToolRegistry(builtin_tools(lambda: self.namespace))
         self.mcp = McpServers(on_change=self._push_tools)
         """The MCP servers (``%mcp``); they start with the first run that follows."""
@@ -96,6 +182,7 @@ class NotebookAgent:
         self._harness: AgentHarness | None = None
         self._mcp_closing: asyncio.Future[None] | None = None
         self._tail: asyncio.Future[Any] | None = None
+        self._inline: list[asyncio.Future[Any]] = []
         self._active: Run | None = None
         self._cell_starts: dict[str, str | None] = {}
         self.cell_key: str | None = None
@@ -200,6 +287,18 @@ class NotebookAgent:
     @property
     def busy(self) -> bool:
         return self._tail is not None and not self._tail.done()
+
+    def run_inline(self, future: asyncio.Future[Any]) -> None:
+        """Mark an operation that started with nothing queued before it: the cell that queued
+        it waits for it (:meth:`settled`), as for a magic that does its work at once."""
+        self._inline = [*(f for f in self._inline if not f.done()), future]
+
+    async def settled(self) -> None:
+        """Wait for the operations marked with :meth:`run_inline` (the input rewrite awaits
+        this after ``%model`` and friends). An interrupt stops the waiting, not the operation."""
+        while self._inline:
+            future = self._inline.pop(0)
+            await asyncio.wait([asyncio.shield(future)])
 
     # --- runs ------------------------------------------------------------------------------------
 

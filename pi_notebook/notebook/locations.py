@@ -11,9 +11,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 
-__all__ = ["DEFAULT_SESSION_NAME", "latest_session_path", "session_path_for"]
+from ..harness.layout import default_session_dir
+
+__all__ = [
+    "DEFAULT_SESSION_NAME",
+    "fallback_session_path",
+    "latest_session_path",
+    "session_path_for",
+    "sibling_session_path",
+]
 
 DEFAULT_SESSION_NAME = "notebook"
 """Stem of the session file when the kernel does not know its notebook."""
@@ -48,13 +57,43 @@ def session_path_for(environ: Mapping[str, str] | None = None, cwd: Path | None 
     return directory / f"{stem}.pi.jsonl"
 
 
+def fallback_session_path(default: Path) -> Path:
+    """Where the session goes when ``default``'s directory cannot be written (a read-only
+    checkout): the same file name in pi's session directory for the notebook's directory."""
+    return default_session_dir(str(default.parent.resolve())) / default.name
+
+
+def sibling_session_path(path: Path, directory: Path | None = None) -> Path:
+    """A new, unused ``<stem>.<timestamp>.pi.jsonl`` next to ``path`` (or in ``directory``)."""
+    stem = path.name.removesuffix(".pi.jsonl")
+    folder = path.parent if directory is None else directory
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    candidate = folder / f"{stem}.{stamp}.pi.jsonl"
+    number = 1
+    while candidate.exists():
+        number += 1
+        candidate = folder / f"{stem}.{stamp}-{number}.pi.jsonl"
+    return candidate
+
+
 def latest_session_path(default: Path) -> Path:
     """The notebook's most recently written session: ``default`` or one of its siblings made by
-    ``%session new`` (``<stem>.<timestamp>.pi.jsonl``). ``default`` when there are none."""
+    ``%session new`` (``<stem>.<timestamp>.pi.jsonl``), also those in the fallback directory.
+    ``default`` when there are none."""
     stem = default.name.removesuffix(".pi.jsonl")
-    candidates = [p for p in default.parent.glob(f"{stem}.*.pi.jsonl") if p.is_file()]
-    if default.is_file():
-        candidates.append(default)
+    candidates: list[Path] = []
+    for folder, name in ((default.parent, default.name), _fallback_dir(default)):
+        try:
+            candidates += [p for p in folder.glob(f"{stem}.*.pi.jsonl") if p.is_file()]
+            if (folder / name).is_file():
+                candidates.append(folder / name)
+        except OSError:  # an unreadable directory holds nothing we can open
+            continue
     if not candidates:
         return default
     return max(candidates, key=lambda p: p.stat().st_mtime)
+
+
+def _fallback_dir(default: Path) -> tuple[Path, str]:
+    fallback = fallback_session_path(default)
+    return fallback.parent, fallback.name

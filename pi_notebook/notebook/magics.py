@@ -1,5 +1,13 @@
 """The cell and line magics. Every magic has ``magic_arguments`` help (``%fork?``); bad input is
-a ``UsageError`` — one line, no traceback — and changes nothing."""
+a ``UsageError`` — one line, no traceback — and changes nothing.
+
+``%model``, ``%compact``, ``%fork`` and ``%label`` change the harness, so they go through the
+agent's queue: behind a run still streaming ("Run All") they take effect — and resolve their
+target — when their turn comes, as if the cells above had finished. Their output is a display in
+the cell that ran them (:class:`Outcome`), filled in when the operation ends. With nothing
+queued they run at once, and the cell waits for them (see ``input_rewrite``), so code after
+``%model X`` in the same cell sees model X.
+"""
 
 from __future__ import annotations
 
@@ -42,6 +50,57 @@ def _reason(exc: Exception) -> str:
     return str(exc)
 
 
+class Outcome:
+    """A queued magic's output: a display in the cell that ran the magic, updated when the
+    operation ends. nbclient keeps only messages sent while a cell runs, so the final text is
+    re-sent once more by the next ``post_run_cell`` (:meth:`resync`): an executed notebook shows
+    it in the magic's cell even when the operation ended between cells."""
+
+    def __init__(self, title: str, *, waiting: bool) -> None:
+        from IPython.display import display
+
+        self.title = title
+        self.text: str | None = None
+        self._resent = False
+        first = f"{title}: queued, runs when the run above ends" if waiting else f"{title}: …"
+        self._handle = display({"text/plain": first}, raw=True, display_id=True)
+
+    def finish(self, text: str) -> None:
+        self.text = text
+        self._resent = False
+        self._send()
+
+    def resync(self) -> bool:
+        """Re-send the final text once; False when this outcome needs no more resyncs."""
+        if self.text is None:
+            return True
+        if not self._resent:
+            self._resent = True
+            self._send()
+        return False
+
+    def _send(self) -> None:
+        if self._handle is not None:
+            self._handle.update({"text/plain": self.text or ""}, raw=True)
+
+
+def _check_recordable(path: Path) -> None:
+    """Refuse a cassette path that cannot be appended to (``%model --record``): found now, not
+    after a run whose replies were silently not recorded."""
+    if path.is_dir():
+        raise UsageError(f"--record {path}: that is a directory; give a file path")
+    if not path.parent.is_dir():
+        raise UsageError(f"--record {path}: the directory {path.parent} does not exist")
+    existed = path.exists()
+    try:
+        with path.open("ab"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--record {path}: cannot write it ({exc.strerror or exc})") from None
+    if not existed:
+        path.unlink(missing_ok=True)
+
+
 def _fill(text: str, namespace: dict[str, Any]) -> str:
     try:
         return interpolate(text, namespace)
@@ -57,22 +116,32 @@ class PiMagics(Magics):
     def __init__(self, shell: Any, agent: NotebookAgent) -> None:
         super().__init__(shell)
         self.pi = agent
+        self.outcomes: list[Outcome] = []
+        """Queued magics' outputs still to resync (see :meth:`resync`)."""
 
     # --- helpers ---------------------------------------------------------------------------------
 
     def _report(self, title: str, operation: Callable[[], Awaitable[str | None]]) -> None:
-        """Queue a harness operation; print its outcome (or error) when it ends."""
+        """Queue a harness operation; its outcome (or error) fills a display in this cell."""
+        waiting = self.pi.busy
+        outcome = Outcome(title, waiting=waiting)
+        self.outcomes.append(outcome)
 
         async def run() -> None:
             try:
                 message = await operation()
             except Exception as exc:
-                print(f"{title} failed: {exc}")
+                outcome.finish(f"{title} failed: {_reason(exc)}")
             else:
-                if message:
-                    print(message)
+                outcome.finish(message or "")
 
-        self.pi.enqueue(run)
+        future = self.pi.enqueue(run)
+        if not waiting:
+            self.pi.run_inline(future)
+
+    def resync(self) -> None:
+        """The ``post_run_cell`` hook's part: re-send finished outcomes (see :class:`Outcome`)."""
+        self.outcomes = [outcome for outcome in self.outcomes if outcome.resync()]
 
     def _harness_or_usage(self) -> Any:
         try:
@@ -171,11 +240,15 @@ class PiMagics(Magics):
     def fork(self, line: str) -> None:
         """Move the session to TARGET; the next %%agent continues from there as a new branch."""
         args = _parse(self.fork, line)
-        target = self._resolve_target(args.target)
-        harness = self._harness_or_usage()
+        now = not self.pi.busy  # else the target is the one there when the cells above are done
+        target = self._resolve_target(args.target) if now else None
+        if now:
+            self._harness_or_usage()
 
         async def move() -> str:
-            result = await harness.navigate_tree(target, summarize=args.summarize)
+            harness = self._harness_or_usage()
+            where_to = target or self._resolve_target(args.target)
+            result = await harness.navigate_tree(where_to, summarize=args.summarize)
             if result.cancelled:
                 return "The move was cancelled."
             where = self.pi.session.leaf_id or "the start"
@@ -219,16 +292,21 @@ class PiMagics(Magics):
     def label(self, line: str) -> None:
         """Label an entry of the session (to %fork back to it by name)."""
         args = _parse(self.label, line)
-        session = self.pi.session
-        target = self._resolve_target(args.target) if args.target else session.leaf_id
-        if target is None:
-            raise UsageError("The session is empty: nothing to label yet.")
+        if not self.pi.busy:  # else resolved when the cells above are done
+            self._label_target(args.target)
 
         async def put() -> str:
-            session.append_label(target, args.name)
+            target = self._label_target(args.target)
+            self.pi.session.append_label(target, args.name)
             return f"Labelled {target} as {args.name!r}."
 
         self._report("%label", put)
+
+    def _label_target(self, target: str | None) -> str:
+        entry = self._resolve_target(target) if target else self.pi.session.leaf_id
+        if entry is None:
+            raise UsageError("The session is empty: nothing to label yet.")
+        return entry
 
     @line_magic
     def tree(self, line: str) -> None:
@@ -337,6 +415,7 @@ class PiMagics(Magics):
             return
         try:
             if record:
+                _check_recordable(Path(record).expanduser())
                 self.pi.cassette = Cassette.record(Path(record).expanduser())
             else:
                 self.pi.cassette = Cassette.replay(Path(str(replay)).expanduser())
@@ -399,9 +478,11 @@ class PiMagics(Magics):
     def compact(self, line: str) -> None:
         """Summarise older turns to free the context window (nothing is deleted from the file)."""
         instructions = line.strip() or None
-        harness = self._harness_or_usage()
+        if not self.pi.busy:
+            self._harness_or_usage()
 
         async def run() -> str:
+            harness = self._harness_or_usage()
             result = await harness.compact(custom_instructions=instructions)
             return f"Compacted: the summary replaces about {result.tokens_before:,} tokens."
 

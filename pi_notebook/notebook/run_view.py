@@ -33,7 +33,7 @@ from ..ai.events import BLOCK_EVENT_TYPES, DELTA_EVENT_TYPES
 from ..ai.producer import describe_error
 from ..ai.types import Model
 from .coalesce import Coalescer, Scheduler
-from .widget_base import STATIC, Callback, PiWidget
+from .widget_base import Callback, PiWidget, module_loader
 from .widget_protocol import (
     PROGRESS_CHARS,
     ApprovalState,
@@ -135,8 +135,8 @@ class RunView(PiWidget):
     ``loop`` is the kernel's event loop (default: the running one).
     """
 
-    _esm = STATIC / "run_view.js"
-    _css = STATIC / "run_view.css"
+    module_name = "run_view"
+    _esm = module_loader("run_view")
 
     content_traits = CONTENT_TRAITS
 
@@ -260,6 +260,12 @@ class RunView(PiWidget):
         finally:
             self._approvals.pop(tool_call_id, None)
             self._sync.mark("status")
+
+    def note_unsaved(self, reason: str) -> None:
+        """Say that part of the run is not in the session file (a write failed): the notice
+        stays until dismissed, and the text fallback carries it too."""
+        self._version += 1
+        self._set_notice(f"Not saved to the session file: {reason}")
 
     def fail(self, error: BaseException | str) -> None:
         """Show that the run failed outside the event stream (e.g. its task raised)."""
@@ -694,10 +700,14 @@ class RunView(PiWidget):
     def transcript_text(self) -> str:
         """The run as plain text: a header line, then each message."""
         u = self._usage
+        usage = f"{u['input']:,} in / {u['output']:,} out · ${u['cost']:.4f}"
+        if self._stopped_without_usage():
+            known = u["input"] or u["output"] or u["cost"]
+            usage = f"{usage} · stopped reply: usage unknown" if known else "usage unknown: stopped"
         lines = [
             f"pi run · {_STATUS_WORDS.get(self._status(), self._status())}"
             + (f" · {self._model}" if self._model else "")
-            + f" · {u['input']:,} in / {u['output']:,} out · ${u['cost']:.4f}"
+            + f" · {usage}"
         ]
         for item in self._items:
             lines.append(_item_text(item))
@@ -705,7 +715,19 @@ class RunView(PiWidget):
             lines.append(_item_text(cast(AssistantItem, self._current())) + " …")
         if self.error:
             lines.append(f"! {self.error}")
+        if self.notice:
+            lines.append(f"! {self.notice}")
         return "\n".join(lines)
+
+    def _stopped_without_usage(self) -> bool:
+        """A reply was stopped before the provider reported its usage (the header says so
+        rather than show ↑0 ↓0 · $0)."""
+        for item in self._items:
+            if item["kind"] == "assistant" and item["stop_reason"] == "aborted":
+                usage = item["usage"]
+                if usage is None or not (usage["input"] or usage["output"] or usage["cost"]):
+                    return True
+        return False
 
     def transcript_html(self) -> str:
         """The run as simple, static HTML (no scripts, no widget needed)."""

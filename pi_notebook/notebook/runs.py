@@ -71,6 +71,8 @@ class Run:
                 self.state = "error"
                 self.error = str(exc) or type(exc).__name__
                 self.view.fail(self.error)
+                if getattr(exc, "code", None) == "session":  # AgentHarnessError: a write failed
+                    self.view.note_unsaved(f"{self.error}; this turn is not in the file")
             finally:
                 self.view.flush()
                 if not self._done.done():

@@ -25,7 +25,7 @@ import traitlets
 
 from ..harness import Session
 from .coalesce import Coalescer, Scheduler
-from .widget_base import STATIC, Callback, PiWidget
+from .widget_base import Callback, PiWidget, module_loader
 from .widget_protocol import (
     NodeDetail,
     NodeKind,
@@ -46,6 +46,8 @@ EntryRow: TypeAlias = tuple[str, str | None, NodeKind, str, str, int, float, str
 """A node row with its parent as an entry id (the wire's ``NodeRow`` has the parent's index)."""
 
 TITLE_CHARS = 120
+FALLBACK_LINES = 400
+"""Lines of the tree in its text/HTML fallback (a 20,000-entry tree would store ~6 MB)."""
 META_KINDS = frozenset({"label", "session_info", "custom", "active_tools", "usage"})
 """Bookkeeping entries: hidden in the text rendering (and by default in the widget). pi hides
 ``usage`` entries from its tree too."""
@@ -295,8 +297,8 @@ class TreeView(PiWidget):
     """The session tree of ``session``; call :meth:`refresh` (or feed :meth:`handle` with the
     harness's events) as the session grows."""
 
-    _esm = STATIC / "session_tree.js"
-    _css = STATIC / "session_tree.css"
+    module_name = "session_tree"
+    _esm = module_loader("session_tree")
 
     content_traits = CONTENT_TRAITS
 
@@ -582,9 +584,18 @@ class TreeView(PiWidget):
         return list(_tree_lines(self._rows, self._labels, self._leaf))
 
     def tree_text(self) -> str:
+        """The text fallback: at most :data:`FALLBACK_LINES` lines of the tree (its first and
+        its newest), since a saved notebook stores it twice (text and HTML) per view."""
         head = f"Session “{self._name}”" if self._name else "Session"
         leaf = f" · current {short_id(self._leaf)}" if self._leaf else ""
-        return "\n".join([f"{head} · {len(self._rows)} entries{leaf}", *self.tree_lines()])
+        lines = self.tree_lines()
+        if len(lines) > FALLBACK_LINES:
+            first = FALLBACK_LINES // 8
+            last = FALLBACK_LINES - first
+            left_out = len(lines) - FALLBACK_LINES
+            gap = f"… {left_out:,} more lines (the widget shows the whole tree)"
+            lines = [*lines[:first], gap, *lines[-last:]]
+        return "\n".join([f"{head} · {len(self._rows)} entries{leaf}", *lines])
 
     def tree_html(self) -> str:
         return (

@@ -6,11 +6,17 @@ Comm messages may arrive on any thread (JupyterLab sends them over kernel subshe
 handlers only hop onto the kernel's event loop with ``loop.call_soon_threadsafe``; callbacks run
 there. A callback that fails, or a coroutine it returns that fails, shows a notice in the widget
 instead of vanishing into a log.
+
+The widgets' front-end code (~150 kB per bundle) is synced once per kernel, in a
+:class:`SharedModule` model; each view's ``_esm`` is a small loader that imports the code from
+that model (:func:`module_loader`). A saved notebook then stores each bundle once, not once per
+view.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -18,16 +24,98 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast, overload
 
 import anywidget
+import ipywidgets  # type: ignore[import-untyped]
 import traitlets
 
 from ..ai.producer import describe_error
 from .coalesce import Coalescer
 
-__all__ = ["STATIC", "Callback", "FrontEndChannel", "PiWidget"]
+__all__ = [
+    "STATIC",
+    "Callback",
+    "FrontEndChannel",
+    "PiWidget",
+    "SharedModule",
+    "module_loader",
+    "shared_module",
+]
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 """The built front-end bundles (``npm run build --prefix js``)."""
 _log = logging.getLogger(__name__)
+
+
+# --- the front-end code, once per kernel ------------------------------------------------------
+
+
+class SharedModule(ipywidgets.Widget):  # type: ignore[misc]
+    """A bundle's code and stylesheet as a plain widget model (never displayed): every view of
+    that kind imports its code from here, so the notebook's widget state holds it once."""
+
+    esm = traitlets.Unicode("").tag(sync=True)
+    css = traitlets.Unicode("").tag(sync=True)
+
+
+_modules: dict[str, SharedModule] = {}
+
+_LOADER = """\
+// Loads the pi_notebook %(name)s code from its shared module model (once per page).
+const KEY = "pi-notebook:%(name)s:%(digest)s";
+function load(model) {
+  const cache = (globalThis.__piNotebookModules ??= new Map());
+  let found = cache.get(KEY);
+  if (!found) {
+    found = model.widget_manager.get_model(model.get("_module_id")).then(async (shared) => {
+      const css = shared.get("css");
+      if (css && !document.getElementById(KEY)) {
+        const style = document.createElement("style");
+        style.id = KEY;
+        style.textContent = css;
+        document.head.append(style);
+      }
+      const url = URL.createObjectURL(new Blob([shared.get("esm")], { type: "text/javascript" }));
+      try {
+        return (await import(url)).default;
+      } finally {
+        URL.revokeObjectURL(url);
+      }
+    });
+    found.catch(() => cache.delete(KEY));
+    cache.set(KEY, found);
+  }
+  return found;
+}
+export default {
+  async render(context) {
+    const widget = await load(context.model);
+    return widget.render(context);
+  },
+};
+"""
+
+
+def _bundle(name: str) -> tuple[str, str]:
+    return (
+        (STATIC / f"{name}.js").read_text(encoding="utf-8"),
+        (STATIC / f"{name}.css").read_text(encoding="utf-8"),
+    )
+
+
+def module_loader(name: str) -> str:
+    """The ``_esm`` of a view whose code is the bundle ``static/<name>.js`` (a few hundred
+    bytes: it imports the code from the view's ``_module_id`` model)."""
+    esm, css = _bundle(name)
+    digest = hashlib.sha256((esm + css).encode()).hexdigest()[:16]
+    return _LOADER % {"name": name, "digest": digest}
+
+
+def shared_module(name: str) -> SharedModule:
+    """This kernel's model holding the bundle ``name`` (made on first use, again if closed)."""
+    module = _modules.get(name)
+    if module is None or module.comm is None:
+        esm, css = _bundle(name)
+        module = _modules[name] = SharedModule(esm=esm, css=css)
+    return module
 
 
 # --- front end → kernel ------------------------------------------------------------------------
@@ -189,7 +277,15 @@ class PiWidget(anywidget.AnyWidget):
     """
 
     content_traits: ClassVar[tuple[str, ...]] = ()
+    module_name: ClassVar[str] = ""
+    """The bundle in ``static/`` with the widget's code (see :func:`shared_module`)."""
     notice = traitlets.Unicode("").tag(sync=True)
+    _module_id = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        if self.module_name:
+            kwargs.setdefault("_module_id", shared_module(self.module_name).model_id)
+        super().__init__(**kwargs)
 
     _sync: Coalescer
     _version: int = 0

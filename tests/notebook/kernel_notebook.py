@@ -31,6 +31,7 @@ def execute(
     env: Mapping[str, str] | None = None,
     timeout: int = 60,
     allow_errors: bool = False,
+    kernel_name: str = "python3",
 ) -> Any:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
@@ -45,7 +46,7 @@ def execute(
         client = NotebookClient(
             nb,
             timeout=timeout,
-            kernel_name="python3",
+            kernel_name=kernel_name,
             allow_errors=allow_errors,
             resources={"metadata": {"path": str(directory)}},
         )

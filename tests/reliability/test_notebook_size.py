@@ -1,0 +1,53 @@
+"""A saved notebook stays small (real kernels, nbclient's saved widget state): the widgets'
+code is stored once per notebook, not once per view, and a big session tree's text fallback
+is bounded. Figures: ``python3 -m bench.notebook_size_bench``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pi_notebook.notebook.tree_view import FALLBACK_LINES
+from pi_notebook.notebook.widget_base import STATIC
+from tests.notebook.kernel_notebook import FAUX_SETUP, execute, widget_states
+
+ENV = {"JPY_SESSION_NAME": "test.ipynb"}
+BUNDLES = ("run_view.js", "run_view.css", "session_tree.js", "session_tree.css")
+
+
+def test_ten_runs_and_a_tree_store_the_widget_code_once(tmp_path: Path) -> None:
+    replies = ", ".join(f"faux_assistant_message('Reply {i}.')" for i in range(10))
+    nb = execute(
+        [
+            FAUX_SETUP.format(tps=None) + f"faux.set_responses([{replies}])",
+            "%load_ext pi_notebook\n%model faux/faux-1",
+            *(f"%%agent --wait\nQuestion {i}" for i in range(10)),
+            "%tree",
+        ],
+        tmp_path,
+        env=ENV,
+    )
+    states = widget_states(nb)
+    code = sum((STATIC / name).stat().st_size for name in BUNDLES)
+    saved = len(json.dumps(nb.metadata["widgets"]))
+    views = [m for m in states.values() if m["state"].get("_module_id")]
+    assert len(views) == 11 and all(len(m["state"]["_esm"]) < 2000 for m in views)
+    assert len([m for m in states.values() if m["state"].get("esm")]) == 2
+    # the code once, plus a few kB per view (before: the code once per view, 1.9 MB)
+    assert saved < code + 11 * 8_000, (saved, code)
+
+
+def test_a_big_trees_fallback_is_bounded(tmp_path: Path) -> None:
+    make = (
+        "from pi_notebook.ai import UserMessage\n"
+        "from pi_notebook.harness import Session\n"
+        "session = Session.create('test.pi.jsonl', cwd='.')\n"
+        "for i in range(3000):\n"
+        "    session.append_message(UserMessage(content=f'question {i}', timestamp=0))"
+    )
+    nb = execute([make, "%load_ext pi_notebook", "%tree"], tmp_path, env=ENV)
+    shown = nb.cells[2].outputs[0]["data"]
+    text = shown["text/plain"].splitlines()
+    assert len(text) == FALLBACK_LINES + 2 and "more lines" in text[1 + FALLBACK_LINES // 8]
+    assert text[-1].endswith("question 2999  *current")
+    assert len(shown["text/html"]) < 100_000
