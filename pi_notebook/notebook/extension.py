@@ -65,6 +65,7 @@ def load_ipython_extension(ip: Any) -> None:
     path = latest_session_path(session_path_for())
     agent = NotebookAgent(path, ip.user_ns)
     install(agent)
+    agent.history.install(ip)
     ip.register_magics(PiMagics(ip, agent))
     ip.input_transformers_cleanup.append(rewrite_input)
     _hooks = _Hooks(agent)
@@ -81,6 +82,7 @@ def unload_ipython_extension(ip: Any) -> None:
         return
     agent = current()
     agent.shutdown()
+    agent.history.uninstall()
     for kind, names in _MAGIC_NAMES.items():
         table = ip.magics_manager.magics[kind]
         for name in names:

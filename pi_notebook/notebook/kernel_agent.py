@@ -36,6 +36,7 @@ from .default_model import (
 )
 from .notebook_tools import ToolRegistry, builtin_tools
 from .runs import Run
+from .workspace.history import ExecutionHistory
 
 if TYPE_CHECKING:
     from .tree_view import TreeView
@@ -97,6 +98,8 @@ class NotebookAgent:
         self.cell_key: str | None = None
         """Identifies the cell being executed (its id, or its source); set by a pre-run hook."""
         self.tree_views: list[TreeView] = []
+        self.history = ExecutionHistory()
+        """What ran in this kernel (installed on the shell by ``%load_ext``)."""
 
     # --- the harness -----------------------------------------------------------------------------
 
