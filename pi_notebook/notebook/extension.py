@@ -67,6 +67,7 @@ def load_ipython_extension(ip: Any) -> None:
     install(agent)
     agent.history.install(ip)
     ip.register_magics(PiMagics(ip, agent))
+    agent.document.install()  # a notebook view with the pi_notebook labextension links now
     ip.input_transformers_cleanup.append(rewrite_input)
     _hooks = _Hooks(agent)
     ip.events.register("pre_run_cell", _hooks.pre_run_cell)
@@ -83,6 +84,7 @@ def unload_ipython_extension(ip: Any) -> None:
     agent = current()
     agent.shutdown()
     agent.history.uninstall()
+    agent.document.uninstall()
     for kind, names in _MAGIC_NAMES.items():
         table = ip.magics_manager.magics[kind]
         for name in names:

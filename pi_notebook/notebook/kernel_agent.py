@@ -36,6 +36,8 @@ from .default_model import (
 )
 from .notebook_tools import ToolRegistry, builtin_tools
 from .runs import Run
+from .workspace.document import DocumentError, NotebookDocument, NotebookNotConnected
+from .workspace.edit_tools import WRITE_TOOL_NAMES, WriteTools
 from .workspace.history import ExecutionHistory
 
 if TYPE_CHECKING:
@@ -100,6 +102,16 @@ class NotebookAgent:
         self.tree_views: list[TreeView] = []
         self.history = ExecutionHistory()
         """What ran in this kernel (installed on the shell by ``%load_ext``)."""
+        self.document = NotebookDocument(self.history)
+        """The notebook open in a frontend (linked by the pi_notebook labextension)."""
+        self._waiters = 0
+        self.write_tools = WriteTools(
+            self.document, self.history, waited_on=lambda: self._waiters > 0
+        )
+        """Insert, edit, delete and run cells (each approved in the run view)."""
+        self._run_cells: dict[int, str | None] = {}
+        for made in self.write_tools.tools().values():
+            self.tools.add_function(made)
 
     # --- the harness -----------------------------------------------------------------------------
 
@@ -192,8 +204,12 @@ class NotebookAgent:
 
     async def wait(self) -> AssistantMessage | None:
         """Wait until everything queued so far is done; the last run's final message."""
-        while self._tail is not None and not self._tail.done():
-            await asyncio.wait([asyncio.shield(self._tail)])
+        self._waiters += 1  # a cell waits for the run: the run cannot ask to run cells now
+        try:
+            while self._tail is not None and not self._tail.done():
+                await asyncio.wait([asyncio.shield(self._tail)])
+        finally:
+            self._waiters -= 1
         return self.last_run.result if self.last_run is not None else None
 
     @property
@@ -226,6 +242,7 @@ class NotebookAgent:
         run = Run(len(self.runs) + 1, prompt, view)
         self.runs.append(run)
         key = self.cell_key
+        self._run_cells[run.number] = key[3:] if key and key.startswith("id:") else None
         view.on_stop = self.abort
         view.on_steer = self.steer
         view.on_follow_up = lambda text: self._follow_up_in(run, text)
@@ -263,6 +280,7 @@ class NotebookAgent:
         run.view.set_model(harness.model, harness.thinking_level)
         unsubscribe = harness.subscribe(run.view.handle)
         self._active = run
+        self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
         try:
             task = asyncio.ensure_future(harness.prompt(text))
             # Messages sent while the run was queued go in as soon as it is underway (steering
@@ -387,6 +405,8 @@ class NotebookAgent:
         """The ``tool_call`` hook: tools marked ``requires_approval`` wait for Allow / Deny in
         the run view (denied after ``approval_timeout`` seconds without an answer)."""
         name = event.tool_name
+        if name in WRITE_TOOL_NAMES:
+            return await self._approve_write(event)
         made = next((t for t in self.tools.active() if t.name == name), None)
         if not getattr(made, "requires_approval", False):
             return None
@@ -401,6 +421,35 @@ class NotebookAgent:
             return ToolCallResult(block=True, reason=reason)
         if not allowed:
             return ToolCallResult(block=True, reason=f"The user denied {name}")
+        return None
+
+    async def _approve_write(self, event: ToolCallEvent) -> ToolCallResult | None:
+        """A notebook write tool: the card shows what it would do (the cell's source, a diff);
+        "always allow" is remembered for the session. Without a frontend nothing is written,
+        so nothing is asked (the tool says what it would have done)."""
+        name, tools = event.tool_name, self.write_tools
+        if not tools.needs_approval(name):
+            return None
+        run = self._active
+        if run is None:
+            return ToolCallResult(block=True, reason=f"{name} needs approval, but no run is shown")
+        try:
+            preview = await tools.preview(name, dict(event.input))
+        except (DocumentError, NotebookNotConnected) as exc:
+            return ToolCallResult(block=True, reason=f"{exc} Nothing was changed.")
+        allowed = await run.view.request_approval(
+            event.tool_call_id, name, event.input, timeout=self.approval_timeout, preview=preview
+        )
+        if allowed is None:
+            reason = f"Nobody approved {name} within {self.approval_timeout:.0f} s"
+            return ToolCallResult(block=True, reason=f"{reason}; the notebook is unchanged.")
+        if not allowed:
+            return ToolCallResult(
+                block=True, reason=f"The user denied {name}; the notebook is unchanged."
+            )
+        if run.view.answered_always(event.tool_call_id):
+            tools.allow_always(name)
+        tools.approve(event.tool_call_id)
         return None
 
     # --- facts for %model / %session -------------------------------------------------------------
