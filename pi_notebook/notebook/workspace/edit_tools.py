@@ -139,7 +139,10 @@ class WriteTools:
 
     def needs_approval(self, tool_name: str) -> bool:
         """Whether a call must be approved: nothing to approve without a frontend (the tool
-        only reports what it would have done) or for a tool always allowed."""
+        only reports what it would have done), for a tool always allowed, or for a cell that
+        cannot run now anyway (the deadlock rule: the tool says why)."""
+        if tool_name == "run_cell" and self.waited_on():
+            return False
         return self.document.connected and tool_name not in self.always_allowed
 
     def approve(self, tool_call_id: str) -> None:
@@ -291,6 +294,10 @@ class WriteTools:
     ) -> AgentToolResult:
         if not self.document.connected:
             return self._not_connected(name, params)
+        if name == "run_cell" and self.waited_on():
+            cell_id = str(params.get("cell_id", ""))
+            words = self._deadlock_words(cell_id, queued=False)
+            return _text_result(words, {"action": "run", "cell_id": cell_id, "applied": False})
         if not self._take_approval(tool_call_id, name):
             return _text_result(f"{name} was not approved by the user; nothing was changed.")
         try:
@@ -341,8 +348,10 @@ class WriteTools:
             after = None
         self.anchor_cell_id = cell_id
         where = f"below cell {after}" if after is not None else "at the end of the notebook"
+        language = "markdown" if cell_type == "markdown" else "python"
         return _text_result(
-            f"Inserted {cell_type} cell {cell_id} {where}{note}. It has not run yet.",
+            f"Inserted {cell_type} cell {cell_id} {where}{note}. It has not run yet.\n"
+            + _fence(source, language),
             {
                 "action": "insert",
                 "applied": True,
@@ -389,9 +398,6 @@ class WriteTools:
         if cell.cell_type != "code":
             return _text_result(f"Cell {cell.id} is a {cell.cell_type} cell; only code runs.")
         detail: dict[str, Any] = {"action": "run", "cell_id": cell.id, "source": cell.source}
-        if self.waited_on():
-            words = self._deadlock_words(cell.id, queued=False)
-            return _text_result(words, {**detail, "applied": False})
         mark = self.history.mark
         await self.document.execute_cell(cell.id)
         waiting = asyncio.ensure_future(self.history.wait_for(cell.id, started_after=mark))
