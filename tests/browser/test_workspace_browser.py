@@ -378,3 +378,47 @@ def test_running_a_cell_from_a_waited_run_is_refused_not_deadlocked(
     inserted = nb.cell(3)
     assert "later" in inserted.inner_text()
     assert "later" not in nb.output_text(3)  # it was not run
+
+
+LONG_CELL = """[
+    faux_assistant_message([faux_tool_call(
+        "insert_cell",
+        {"source": "import time\\nprint('sleep' + 'ing', flush=True)\\n"
+                   "time.sleep(120)\\nprint('fin' + 'ished')"},
+        id="call_insert")]),
+    lambda context, options, state, model: faux_assistant_message([faux_tool_call(
+        "run_cell",
+        {"cell_id": re.search(r"Inserted code cell (\\S+)", last_tool_text(context)).group(1)},
+        id="call_run")]),
+    lambda context, options, state, model: faux_assistant_message(
+        "Heard back: " + last_tool_text(context)),
+]"""
+
+
+def test_interrupting_an_agent_run_cell_reports_interrupted(
+    open_ws: Callable[..., LabNotebook],
+) -> None:
+    nb = open_ws("ws_interrupt.ipynb", [LOAD, faux_setup(LONG_CELL), "%%agent\nTake your time."])
+    nb.run_and_wait(0, 1)
+    nb.run(2)
+    run = nb.cell(2).locator(".pi-run")
+    run.locator('.pi-tool[data-tool-call-id="call_insert"] .pi-allow').click()
+    run.locator('.pi-tool[data-tool-call-id="call_run"] .pi-allow').click()
+    # Interrupt once the cell is inside its sleep (it printed first).
+    nb.cell(3).locator(".jp-OutputArea", has_text="sleeping").wait_for()
+    # The usual interrupt (the toolbar's ■ button does the same).
+    nb.page.evaluate(
+        """(id) => {
+          const panel = Array.from(window.jupyterapp.shell.widgets('main'))
+            .find((w) => w.id === id);
+          panel.sessionContext.session.kernel.interrupt();
+          return null;
+        }""",
+        nb.panel_id,
+    )
+    reply = run.locator(".pi-transcript .pi-assistant", has_text="Heard back:")
+    reply.wait_for()
+    assert "was interrupted" in reply.inner_text()
+    assert "KeyboardInterrupt" in nb.output_text(3)
+    assert "finished" not in nb.output_text(3)
+    run.locator(".pi-status.pi-status-done").wait_for()  # the run itself went on to its end
