@@ -50,8 +50,15 @@ describe("summarizeOutput", () => {
   });
 
   it("bounds a cell's outputs as a whole", () => {
-    const text = summarizeOutputs([{ output_type: "stream", text: "x".repeat(50) }], 10);
-    expect(text).toBe(`${"x".repeat(10)}… [40 more characters]`);
+    const outputs = [
+      { output_type: "stream", name: "stdout", text: "x".repeat(50) },
+      { output_type: "error", ename: "E", evalue: "v", traceback: [] },
+    ];
+    expect(summarizeOutputs(outputs, 10)).toEqual([{ kind: "stdout", text: `${"x".repeat(10)}… [40 more characters]` }]);
+    expect(summarizeOutputs(outputs)).toEqual([
+      { kind: "stdout", text: "x".repeat(50) },
+      { kind: "stderr", text: "E: v" },
+    ]);
   });
 
   it("keeps whole outputs up to a size", () => {
@@ -79,8 +86,8 @@ describe("WorkspaceLink", () => {
       id: 1,
       ok: true,
       result: [
-        { id: "a", cell_type: "code", source: "%%agent\nplot it", execution_count: 1, outputs: "hi" },
-        { id: "b", cell_type: "markdown", source: "# notes", execution_count: null, outputs: "" },
+        { id: "a", cell_type: "code", source: "%%agent\nplot it", execution_count: 1, outputs: [{ kind: "stdout", text: "hi" }] },
+        { id: "b", cell_type: "markdown", source: "# notes", execution_count: null, outputs: [] },
       ],
     });
     await link.handle({ type: "request", id: 2, op: "insert", source: "df.describe()", after_cell_id: "a" });

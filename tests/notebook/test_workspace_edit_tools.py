@@ -23,7 +23,7 @@ from pi_notebook.notebook.workspace.document import (
     NotebookNotConnected,
 )
 from pi_notebook.notebook.workspace.edit_tools import WriteTools, unified_diff
-from pi_notebook.notebook.workspace.history import ExecutionHistory
+from pi_notebook.notebook.workspace.history import ExecutionHistory, OutputSummary
 
 from .kernel_notebook import execute, outputs_text
 
@@ -98,7 +98,7 @@ class FakeFrontend:
                     "cell_type": c["cell_type"],
                     "source": c["source"],
                     "execution_count": c.get("execution_count"),
-                    "outputs": "",
+                    "outputs": [{"kind": "stdout", "text": "hi"}] if c.get("outputs") else [],
                 }
                 for c in self.cells
             ]
@@ -189,6 +189,8 @@ async def test_document_reads_cells_and_marks_edits_since_run(workspace: Setup) 
     assert cells[1].cell_type == "markdown" and not cells[1].ran_in_kernel
     frontend.cells[-1]["source"] = "y = 2"
     assert (await document.cells())[-1].edited_since_run
+    frontend.cells[-1]["outputs"] = [{"output_type": "stream", "text": "hi"}]
+    assert (await document.cells())[-1].outputs == (OutputSummary("stdout", "hi"),)
 
 
 async def test_inserts_land_below_the_agent_cell_then_below_the_last_insert(

@@ -36,10 +36,26 @@ export function summarizeOutput(output) {
   return "";
 }
 
-// Every output of a cell, bounded as a whole.
+// The kind the kernel's history uses for an output: "stdout", "stderr" or "display".
+export function outputKind(output) {
+  const kind = output && output.output_type;
+  if (kind === "stream") return output.name === "stderr" ? "stderr" : "stdout";
+  if (kind === "error") return "stderr";
+  return "display";
+}
+
+// Every output of a cell as {kind, text}, bounded as a whole (later ones are cut, then dropped).
 export function summarizeOutputs(outputs, max = OUTPUT_SUMMARY_CHARS) {
-  const parts = (outputs || []).map(summarizeOutput).filter((text) => text !== "");
-  return clipText(parts.join("\n"), max);
+  const summaries = [];
+  let left = max;
+  for (const output of outputs || []) {
+    const text = summarizeOutput(output);
+    if (text === "") continue;
+    if (left <= 0) break;
+    summaries.push({ kind: outputKind(output), text: clipText(text, left) });
+    left -= text.length;
+  }
+  return summaries;
 }
 
 function requireString(request, name) {

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from .history import OutputSummary
+
 if TYPE_CHECKING:
     from .history import ExecutionHistory
 
@@ -78,12 +80,28 @@ class DocumentCell:
     cell_type: CellType
     source: str
     execution_count: int | None
-    outputs: str
-    """A bounded text summary of the cell's outputs as the document shows them."""
+    outputs: tuple[OutputSummary, ...]
+    """The cell's outputs as the document shows them, summarised and bounded like the
+    history's (a stream's text, an error's ``ename: evalue``, "an image (image/png)")."""
     edited_since_run: bool
     """The kernel ran this cell (by id) with another source than the document holds now."""
     ran_in_kernel: bool
     """This kernel's history has an execution of this cell (by id)."""
+
+
+def _outputs(raw: Any) -> tuple[OutputSummary, ...]:
+    summaries: list[OutputSummary] = []
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("kind")
+        summaries.append(
+            OutputSummary(
+                kind="stdout" if kind == "stdout" else "stderr" if kind == "stderr" else "display",
+                text=str(item.get("text", "")),
+            )
+        )
+    return tuple(summaries)
 
 
 class _Comm(Protocol):
@@ -266,7 +284,7 @@ class NotebookDocument:
                     cell_type=kind if kind in _CELL_TYPES else "raw",
                     source=source,
                     execution_count=count if isinstance(count, int) else None,
-                    outputs=str(item.get("outputs", "")),
+                    outputs=_outputs(item.get("outputs")),
                     edited_since_run=ran and latest[cell_id].rstrip() != source.rstrip(),
                     ran_in_kernel=ran,
                 )
