@@ -110,7 +110,12 @@ class NotebookAgent:
         )
         """Insert, edit, delete and run cells (each approved in the run view)."""
         self._run_cells: dict[int, str | None] = {}
-        for made in self.write_tools.tools().values():
+        self._write_tools = self.write_tools.tools()
+        self._pushed: list[str] = []
+        """The tool names the harness was last given."""
+        self._write_pinned: set[str] = set()
+        """Write tools added with ``%tools add`` (offered without a frontend too)."""
+        for made in self._write_tools.values():
             self.tools.add_function(made)
 
     # --- the harness -----------------------------------------------------------------------------
@@ -149,7 +154,7 @@ class NotebookAgent:
         harness = AgentHarness(
             self.session,
             model,
-            tools=self.tools.active(),
+            tools=self._offer(),
             thinking_level=_thinking_level(context.thinking_level),
             stream_fn=self._call_model,
             compaction=_compaction_for(model),
@@ -281,6 +286,8 @@ class NotebookAgent:
         unsubscribe = harness.subscribe(run.view.handle)
         self._active = run
         self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
+        if self._harness is not None and self._pushed != [t.name for t in self._offered_tools()]:
+            self._push_tools()  # a notebook frontend connected or went away since the last run
         try:
             task = asyncio.ensure_future(harness.prompt(text))
             # Messages sent while the run was queued go in as soon as it is underway (steering
@@ -355,6 +362,11 @@ class NotebookAgent:
 
     def add_tool_by_name(self, name: str) -> str:
         """``%tools add NAME``: a built-in, or a function from the notebook namespace."""
+        if name in self._write_tools:
+            self._write_pinned.add(name)
+            self.tools.add_function(self._write_tools[name])
+            self._push_tools()
+            return f"Enabled the notebook tool {name} (also without a notebook frontend)"
         if self.tools.is_builtin(name):
             self.tools.enable_builtin(name)
             self._push_tools()
@@ -393,13 +405,30 @@ class NotebookAgent:
     def remove_tool(self, name: str) -> bool:
         """``%tools remove NAME``; False if no such tool was active."""
         removed = self.tools.remove(name)
+        self._write_pinned.discard(name)
         if removed:
             self._push_tools()
         return removed
 
+    def _offered_tools(self) -> list[AgentTool]:
+        """The active tools the model gets: the write tools only while a notebook frontend is
+        connected (or when added with ``%tools add``), so an executed notebook (nbclient,
+        papermill, a cassette replay) sees the same tools as before unless it asks for them."""
+        connected = self.document.connected
+        return [
+            t
+            for t in self.tools.active()
+            if t.name not in WRITE_TOOL_NAMES or connected or t.name in self._write_pinned
+        ]
+
+    def _offer(self) -> list[AgentTool]:
+        offered = self._offered_tools()
+        self._pushed = [t.name for t in offered]
+        return offered
+
     def _push_tools(self) -> None:
         if self._harness is not None:
-            self._harness.set_tools(self.tools.active())
+            self._harness.set_tools(self._offer())
 
     async def _approve_tool_call(self, event: ToolCallEvent) -> ToolCallResult | None:
         """The ``tool_call`` hook: tools marked ``requires_approval`` wait for Allow / Deny in

@@ -385,10 +385,17 @@ print(json.dumps([[r.tool_name, r.content[0].text, r.details] for r in results])
 
 def test_nbclient_without_a_frontend_is_deterministic(tmp_path: Path) -> None:
     nb = execute(
-        ["%load_ext pi_notebook", FAUX, "%%agent --wait\nAdd a summary cell and run it.", REPORT],
+        [
+            "%load_ext pi_notebook",
+            FAUX,
+            "%tools add insert_cell run_cell",
+            "%%agent --wait\nAdd a summary cell and run it.",
+            REPORT,
+        ],
         tmp_path,
     )
-    results = json.loads(outputs_text(nb.cells[3]))
+    assert "also without a notebook frontend" in outputs_text(nb.cells[2])
+    results = json.loads(outputs_text(nb.cells[4]))
     assert [name for name, _text, _details in results] == ["insert_cell", "run_cell"]
     inserted, ran = results
     assert "no cell was inserted" in inserted[1] and "df.describe()" in inserted[1]
