@@ -4,6 +4,19 @@ the tools that write to it."""
 
 from __future__ import annotations
 
+from .document import DocumentCell, DocumentError, NotebookDocument, NotebookNotConnected
+from .edit_tools import WRITE_TOOL_NAMES, WriteTools
 from .history import ErrorInfo, ExecutionHistory, ExecutionRecord, OutputSummary
 
-__all__ = ["ErrorInfo", "ExecutionHistory", "ExecutionRecord", "OutputSummary"]
+__all__ = [
+    "WRITE_TOOL_NAMES",
+    "DocumentCell",
+    "DocumentError",
+    "ErrorInfo",
+    "ExecutionHistory",
+    "ExecutionRecord",
+    "NotebookDocument",
+    "NotebookNotConnected",
+    "OutputSummary",
+    "WriteTools",
+]
