@@ -8,8 +8,12 @@ This module runs its own JupyterLab with the repository's built labextension on
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,12 +25,18 @@ from .lab import (
     FAUX_IMPORTS,
     LabNotebook,
     LabServer,
+    _free_port,
+    _lab_environment,
+    _stop,
+    _wait_for_server,
     close_notebook,
     open_notebook_page,
     start_lab,
+    write_notebook,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+PlaywrightTimeout = pytest.importorskip("playwright.sync_api").TimeoutError
 
 LABEXTENSION = Path(__file__).resolve().parents[2] / "pi_notebook" / "labextension"
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -422,3 +432,81 @@ def test_interrupting_an_agent_run_cell_reports_interrupted(
     assert "KeyboardInterrupt" in nb.output_text(3)
     assert "finished" not in nb.output_text(3)
     run.locator(".pi-status.pi-status-done").wait_for()  # the run itself went on to its end
+
+
+def test_notebook7_loads_the_same_labextension(tmp_path: Path, browser: Any) -> None:
+    """Jupyter Notebook 7 (when installed; not a dependency) runs the same extension: the agent
+    inserts below its cell and runs the cell there too."""
+    pytest.importorskip("notebook", minversion="7")
+    base = tmp_path
+    data = base / "data" / "labextensions"
+    data.mkdir(parents=True)
+    (data / "pi-notebook-widgets").symlink_to(LABEXTENSION, target_is_directory=True)
+    root = base / "root"
+    root.mkdir()
+    env = _lab_environment(base)
+    env["JUPYTER_PATH"] = os.pathsep.join(
+        p for p in [str(base / "data"), os.environ.get("JUPYTER_PATH", "")] if p
+    )
+    port, token = _free_port(), secrets.token_hex(16)
+    write_notebook(
+        root / "nb7.ipynb",
+        [LOAD, faux_setup(INSERT_AND_RUN), "%%agent\nAdd up 0..9 and run it.", "# later"],
+    )
+    command = [
+        sys.executable,
+        *("-m", "notebook", "--no-browser", "--ip=127.0.0.1", "--allow-root"),
+        f"--port={port}",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+    ]
+    with (base / "notebook.log").open("wb") as log:
+        process = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=root,
+            start_new_session=True,
+        )
+    server = LabServer(f"http://127.0.0.1:{port}", token, root, base / "notebook.log")
+    try:
+        _wait_for_server(server, process)
+        page = browser.new_page(viewport={"width": 1200, "height": 1000})
+        try:
+            page.set_default_timeout(60_000)
+            page.goto(f"{server.url}/notebooks/nb7.ipynb?token={token}")
+            cells = page.locator(".jp-Notebook .jp-Cell")
+
+            def run(index: int, shows: str) -> None:
+                cells.nth(index).locator(".jp-InputArea-editor").click()
+                page.keyboard.press("Shift+Enter")
+                cells.nth(index).locator(".jp-OutputArea", has_text=shows).wait_for()
+
+            cells.first.wait_for(timeout=120_000)
+            # No window.jupyterapp here: until the kernel is connected Shift+Enter runs nothing,
+            # so the first cell is run again until its output shows.
+            loaded = cells.nth(0).locator(".jp-OutputArea", has_text="pi_notebook: session")
+            for _attempt in range(12):
+                cells.nth(0).locator(".jp-InputArea-editor").click()
+                page.keyboard.press("Shift+Enter")
+                with contextlib.suppress(PlaywrightTimeout):
+                    loaded.wait_for(timeout=10_000)
+                    break
+            loaded.wait_for()
+            run(1, "Model: faux")
+            cells.nth(2).locator(".jp-InputArea-editor").click()
+            page.keyboard.press("Shift+Enter")
+            page.locator('.pi-tool[data-tool-call-id="call_insert"] .pi-allow').click()
+            page.locator('.pi-tool[data-tool-call-id="call_run"] .pi-allow').click()
+            reply = page.locator(".pi-transcript .pi-assistant", has_text="I added and ran")
+            reply.wait_for()
+            assert "the total is 45" in reply.inner_text()
+            sources = cells.locator(".jp-InputArea-editor").all_inner_texts()
+            assert sources[3].startswith("total = sum(range(10))")
+            assert sources[4].strip() == "# later"
+            assert "the total is 45" in cells.nth(3).locator(".jp-OutputArea").inner_text()
+        finally:
+            page.close()
+    finally:
+        _stop(process)
