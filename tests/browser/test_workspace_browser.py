@@ -510,3 +510,23 @@ def test_notebook7_loads_the_same_labextension(tmp_path: Path, browser: Any) -> 
             page.close()
     finally:
         _stop(process)
+
+
+INSERT_ONLY = """[
+    faux_assistant_message([faux_tool_call("insert_cell", {"source": "after_reload = 1"},
+                                           id="call_insert")]),
+    faux_assistant_message("Inserted."),
+]"""
+
+
+def test_a_reloaded_page_links_again(open_ws: Callable[..., LabNotebook]) -> None:
+    """After a page reload the kernel's announcement is found among its open comms."""
+    nb = open_ws("ws_reload.ipynb", [LOAD, faux_setup(INSERT_ONLY), "%%agent\nAdd a cell."])
+    nb.run_and_wait(0, 1)
+    nb.save_and_reload()
+    nb.run(2)
+    run = nb.cell(2).locator(".pi-run")
+    run.locator('.pi-tool[data-tool-call-id="call_insert"] .pi-allow').click()
+    nb.wait_until(lambda: len(cells_of(nb)) == 4, "the inserted cell")
+    assert cells_of(nb)[3]["source"] == "after_reload = 1"
+    run.locator(".pi-transcript .pi-assistant", has_text="Inserted.").wait_for()
