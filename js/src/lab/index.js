@@ -21,6 +21,12 @@ function watch(panel, app) {
     comm.onMsg = (msg) => link.handle(msg.content.data);
     comm.onClose = () => links.delete(kernel);
     comm.open({ type: "open" });
+    // Tell the kernel when this view goes away, so it stops sending it requests.
+    const close = () => {
+      if (!comm.isDisposed) comm.close();
+    };
+    panel.disposed.connect(close);
+    window.addEventListener("pagehide", close, { once: true });
     link.hello({ app: app.name, version: app.version, path: panel.context.path });
   };
 
