@@ -130,8 +130,10 @@ def tool_results(nb: LabNotebook) -> list[dict[str, Any]]:
 
 
 def keep(path: Path, name: str) -> None:
-    """Copy a screenshot into docs/ (the feature's pictures in the README)."""
-    shutil.copyfile(path, DOCS / name)
+    """Copy a screenshot into docs/ (the feature's pictures) when ``PI_NOTEBOOK_UPDATE_DOCS=1``;
+    otherwise it stays in test-artifacts/ only, so a test run leaves the checkout clean."""
+    if os.environ.get("PI_NOTEBOOK_UPDATE_DOCS") == "1":
+        shutil.copyfile(path, DOCS / name)
 
 
 INSERT_AND_RUN = """[
