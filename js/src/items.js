@@ -54,6 +54,29 @@ const APPROVAL_TEXT = {
   cancelled: "The approval request was cancelled.",
 };
 
+// What a tool call proposes (a notebook write tool's cell source, or a diff for an edit), shown
+// on its approval card: open while the user decides, folded once they have.
+export function renderPreview(preview, open) {
+  let body;
+  if (preview.diff) {
+    body = h("pre", { class: "pi-pre pi-diff" });
+    for (const line of String(preview.diff).split("\n")) {
+      let kind = "pi-diff-context";
+      if (line.startsWith("+++") || line.startsWith("---")) kind = "pi-diff-file";
+      else if (line.startsWith("@@")) kind = "pi-diff-hunk";
+      else if (line.startsWith("+")) kind = "pi-diff-add";
+      else if (line.startsWith("-")) kind = "pi-diff-del";
+      body.append(h("span", { class: kind, text: `${line}\n` }));
+    }
+  } else {
+    body = h("pre", { class: "pi-pre pi-approval-source", "data-language": preview.language || "", text: preview.source || "" });
+  }
+  const label = preview.diff ? "diff against the cell's source" : preview.language === "markdown" ? "markdown" : "source";
+  const details = h("details", { class: "pi-approval-preview" }, h("summary", { text: label }), body);
+  details.open = Boolean(open);
+  return details;
+}
+
 // One tool call: its name and arguments (streaming in), progress, approval and result.
 export class ToolCard {
   constructor(id, name, { onApproval, onExpand } = {}) {
@@ -113,28 +136,48 @@ export class ToolCard {
   }
 
   renderApproval(approval) {
+    // Re-rendered only when the approval changes: a sync of the card's progress must not
+    // rebuild the buttons under the user's pointer.
+    const key = approval ? JSON.stringify(approval) : "";
+    if (key === this.approvalKey) return;
+    this.approvalKey = key;
     if (!approval) {
       this.approvalEl.replaceChildren();
       return;
     }
+    const preview = approval.preview || null;
     if (approval.state === "pending") {
       const allow = h("button", { class: "pi-button pi-allow", type: "button", text: "Allow" });
       const deny = h("button", { class: "pi-button pi-deny", type: "button", text: "Deny" });
-      const answer = (value) => {
-        allow.disabled = true;
-        deny.disabled = true;
-        if (this.onApproval) this.onApproval(this.id, value);
+      const buttons = [allow, deny];
+      if (preview && preview.always) {
+        buttons.push(h("button", { class: "pi-button pi-allow-always", type: "button", text: "Always allow for this session" }));
+      }
+      const answer = (value, always) => {
+        for (const button of buttons) button.disabled = true;
+        if (!this.onApproval) return;
+        if (always) this.onApproval(this.id, value, true);
+        else this.onApproval(this.id, value);
       };
-      allow.addEventListener("click", () => answer(true));
-      deny.addEventListener("click", () => answer(false));
+      allow.addEventListener("click", () => answer(true, false));
+      deny.addEventListener("click", () => answer(false, false));
+      if (buttons[2]) buttons[2].addEventListener("click", () => answer(true, true));
       const hint = approval.timeout ? ` (no answer within ${approval.timeout} s counts as timed out)` : "";
-      this.approvalEl.replaceChildren(h("span", { class: "pi-approval-question", text: `Run this tool call?${hint}` }), allow, deny);
+      const question = preview ? `${preview.title}?${hint}` : `Run this tool call?${hint}`;
+      this.approvalEl.replaceChildren(
+        h("span", { class: "pi-approval-question", text: question }),
+        ...(preview ? [renderPreview(preview, true)] : []),
+        h("div", { class: "pi-approval-buttons" }, ...buttons),
+      );
       return;
     }
     let text = APPROVAL_TEXT[approval.state] || approval.state;
     if (approval.state === "timed_out") text = `No answer within ${approval.timeout} s: the request timed out.`;
     if (approval.reason) text = `${text} ${approval.reason}`;
-    this.approvalEl.replaceChildren(h("span", { class: `pi-approval-${approval.state}`, text }));
+    this.approvalEl.replaceChildren(
+      h("span", { class: `pi-approval-${approval.state}`, text }),
+      ...(preview ? [renderPreview(preview, false)] : []),
+    );
   }
 
   tick(now) {

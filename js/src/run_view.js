@@ -56,7 +56,8 @@ export class RunView {
     this.live = null; // AssistantView of `current`
     this.liveId = null;
     this.handlers = {
-      onApproval: (id, allow) => this.send({ type: "approval", tool_call_id: id, allow }),
+      onApproval: (id, allow, always = false) =>
+        this.send(always ? { type: "approval", tool_call_id: id, allow, always } : { type: "approval", tool_call_id: id, allow }),
       onExpand: (id) => this.send({ type: "expand", tool_call_id: id }),
     };
     this.build(el);

@@ -141,3 +141,39 @@ describe("transcript items", () => {
     expect(view.el.querySelector(".pi-tool-args-text").textContent).toBe('{"a"');
   });
 });
+
+describe("approval previews (the notebook's write tools)", () => {
+  const running = (approval) => ({ tool_call_id: "c1", tool_name: "edit_cell", args: "{}", started_at: Date.now(), progress: "", progress_bundle: null, progress_images: [], approval });
+
+  it("shows an edit as a coloured diff, and keeps it folded once answered", () => {
+    const answers = [];
+    const card = new ToolCard("c1", "edit_cell", { onApproval: (...args) => answers.push(args) });
+    const preview = { title: "Edit code cell In [2] (ab12: 'x = 1')", language: "python", source: "x = 2", diff: "--- cell (now)\n+++ cell (proposed)\n@@ -1 +1 @@\n-x = 1\n+x = 2", always: false };
+    card.setRunning(running({ state: "pending", timeout: null, reason: "", preview }));
+    expect(card.el.querySelector(".pi-approval-question").textContent).toBe("Edit code cell In [2] (ab12: 'x = 1')?");
+    expect(card.el.querySelector(".pi-diff-del").textContent).toBe("-x = 1\n");
+    expect(card.el.querySelector(".pi-diff-add").textContent).toBe("+x = 2\n");
+    expect(card.el.querySelector(".pi-approval-preview").open).toBe(true);
+    expect(card.el.querySelector(".pi-allow-always")).toBeNull();
+    const allow = card.el.querySelector(".pi-allow");
+    card.setRunning(running({ state: "pending", timeout: null, reason: "", preview })); // a progress sync
+    expect(card.el.querySelector(".pi-allow")).toBe(allow); // the same button: not rebuilt
+    allow.click();
+    expect(answers).toEqual([["c1", true]]);
+    card.setRunning(running({ state: "allowed", timeout: null, reason: "", preview }));
+    expect(card.approvalEl.querySelector(".pi-approval-allowed").textContent).toBe("Allowed.");
+    expect(card.el.querySelector(".pi-approval-preview").open).toBe(false);
+  });
+
+  it("shows the proposed source and offers always-allow where the kernel does", () => {
+    const answers = [];
+    const card = new ToolCard("c2", "run_cell", { onApproval: (...args) => answers.push(args) });
+    const preview = { title: "Run code cell (cd34: 'df.plot()')", language: "python", source: "df.plot()", diff: "", always: true };
+    card.setRunning(running({ state: "pending", timeout: 300, reason: "", preview }));
+    expect(card.el.querySelector(".pi-approval-source").textContent).toBe("df.plot()");
+    expect(card.el.querySelector(".pi-approval-question").textContent).toContain("300 s");
+    card.el.querySelector(".pi-allow-always").click();
+    expect(answers).toEqual([["c2", true, true]]);
+    for (const button of card.el.querySelectorAll(".pi-tool-approval button")) expect(button.disabled).toBe(true);
+  });
+});

@@ -72,11 +72,13 @@ def load_ipython_extension(ip: Any) -> None:
         print(f"pi_notebook: {agent.load_notice}")
     path = agent.session_path
     install(agent)
+    agent.history.install(ip)
     magics = PiMagics(ip, agent)
     ip.register_magics(magics)
     ip.register_magics(McpMagics(ip, agent))
     for problem in load_configured_servers(agent):
         print(f"pi_notebook: MCP configuration skipped: {problem}")
+    agent.document.install()  # a notebook view with the pi_notebook labextension links now
     ip.input_transformers_cleanup.append(rewrite_input)
     _hooks = _Hooks(agent, magics)
     ip.events.register("pre_run_cell", _hooks.pre_run_cell)
@@ -92,6 +94,8 @@ def unload_ipython_extension(ip: Any) -> None:
         return
     agent = current()
     agent.shutdown()
+    agent.history.uninstall()
+    agent.document.uninstall()
     for kind, names in _MAGIC_NAMES.items():
         table = ip.magics_manager.magics[kind]
         for name in names:

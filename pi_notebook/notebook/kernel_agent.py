@@ -47,6 +47,9 @@ from .default_model import (
 from .locations import fallback_session_path, sibling_session_path
 from .notebook_tools import ToolRegistry, builtin_tools
 from .runs import Run
+from .workspace.document import DocumentError, NotebookDocument, NotebookNotConnected
+from .workspace.edit_tools import WRITE_TOOL_NAMES, WriteTools
+from .workspace.history import ExecutionHistory
 
 if TYPE_CHECKING:
     from .tree_view import TreeView
@@ -188,6 +191,23 @@ class NotebookAgent:
         self.cell_key: str | None = None
         """Identifies the cell being executed (its id, or its source); set by a pre-run hook."""
         self.tree_views: list[TreeView] = []
+        self.history = ExecutionHistory()
+        """What ran in this kernel (installed on the shell by ``%load_ext``)."""
+        self.document = NotebookDocument(self.history)
+        """The notebook open in a frontend (linked by the pi_notebook labextension)."""
+        self._waiters = 0
+        self.write_tools = WriteTools(
+            self.document, self.history, waited_on=lambda: self._waiters > 0
+        )
+        """Insert, edit, delete and run cells (each approved in the run view)."""
+        self._run_cells: dict[int, str | None] = {}
+        self._write_tools = self.write_tools.tools()
+        self._pushed: list[str] = []
+        """The tool names the harness was last given."""
+        self._write_pinned: set[str] = set()
+        """Write tools added with ``%tools add`` (offered without a frontend too)."""
+        for made in self._write_tools.values():
+            self.tools.add_function(made)
 
     # --- the harness -----------------------------------------------------------------------------
 
@@ -225,7 +245,7 @@ class NotebookAgent:
         harness = AgentHarness(
             self.session,
             model,
-            tools=self.active_tools(),
+            tools=self._offer(),
             thinking_level=_thinking_level(context.thinking_level),
             stream_fn=self._call_model,
             compaction=_compaction_for(model),
@@ -280,8 +300,12 @@ class NotebookAgent:
 
     async def wait(self) -> AssistantMessage | None:
         """Wait until everything queued so far is done; the last run's final message."""
-        while self._tail is not None and not self._tail.done():
-            await asyncio.wait([asyncio.shield(self._tail)])
+        self._waiters += 1  # a cell waits for the run: the run cannot ask to run cells now
+        try:
+            while self._tail is not None and not self._tail.done():
+                await asyncio.wait([asyncio.shield(self._tail)])
+        finally:
+            self._waiters -= 1
         return self.last_run.result if self.last_run is not None else None
 
     @property
@@ -326,6 +350,7 @@ class NotebookAgent:
         run = Run(len(self.runs) + 1, prompt, view)
         self.runs.append(run)
         key = self.cell_key
+        self._run_cells[run.number] = key[3:] if key and key.startswith("id:") else None
         view.on_stop = self.abort
         view.on_steer = self.steer
         view.on_follow_up = lambda text: self._follow_up_in(run, text)
@@ -370,6 +395,9 @@ class NotebookAgent:
         run.view.set_model(harness.model, harness.thinking_level)
         unsubscribe = harness.subscribe(run.view.handle)
         self._active = run
+        self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
+        if self._harness is not None and self._pushed != [t.name for t in self._offered_tools()]:
+            self._push_tools()  # a notebook frontend connected or went away since the last run
         try:
             task = asyncio.ensure_future(harness.prompt(text))
             # Messages sent while the run was queued go in as soon as it is underway (steering
@@ -460,6 +488,11 @@ class NotebookAgent:
         if self.mcp.is_tool(name):
             self.mcp.enable(name)
             return f"Enabled the MCP tool {name}"
+        if name in self._write_tools:
+            self._write_pinned.add(name)
+            self.tools.add_function(self._write_tools[name])
+            self._push_tools()
+            return f"Enabled the notebook tool {name} (also without a notebook frontend)"
         if self.tools.is_builtin(name):
             self.tools.enable_builtin(name)
             self._push_tools()
@@ -500,18 +533,37 @@ class NotebookAgent:
         if self.mcp.is_tool(name):
             return self.mcp.disable(name)
         removed = self.tools.remove(name)
+        self._write_pinned.discard(name)
         if removed:
             self._push_tools()
         return removed
 
+    def _offered_tools(self) -> list[AgentTool]:
+        """The active tools the model gets: the write tools only while a notebook frontend is
+        connected (or when added with ``%tools add``), so an executed notebook (nbclient,
+        papermill, a cassette replay) sees the same tools as before unless it asks for them."""
+        connected = self.document.connected
+        return [
+            t
+            for t in self.active_tools()
+            if t.name not in WRITE_TOOL_NAMES or connected or t.name in self._write_pinned
+        ]
+
+    def _offer(self) -> list[AgentTool]:
+        offered = self._offered_tools()
+        self._pushed = [t.name for t in offered]
+        return offered
+
     def _push_tools(self) -> None:
         if self._harness is not None:
-            self._harness.set_tools(self.active_tools())
+            self._harness.set_tools(self._offer())
 
     async def _approve_tool_call(self, event: ToolCallEvent) -> ToolCallResult | None:
         """The ``tool_call`` hook: tools marked ``requires_approval`` wait for Allow / Deny in
         the run view (denied after ``approval_timeout`` seconds without an answer)."""
         name = event.tool_name
+        if name in WRITE_TOOL_NAMES:
+            return await self._approve_write(event)
         made = next((t for t in self.active_tools() if t.name == name), None)
         if not getattr(made, "requires_approval", False):
             return None
@@ -526,6 +578,35 @@ class NotebookAgent:
             return ToolCallResult(block=True, reason=reason)
         if not allowed:
             return ToolCallResult(block=True, reason=f"The user denied {name}")
+        return None
+
+    async def _approve_write(self, event: ToolCallEvent) -> ToolCallResult | None:
+        """A notebook write tool: the card shows what it would do (the cell's source, a diff);
+        "always allow" is remembered for the session. Without a frontend nothing is written,
+        so nothing is asked (the tool says what it would have done)."""
+        name, tools = event.tool_name, self.write_tools
+        if not tools.needs_approval(name):
+            return None
+        run = self._active
+        if run is None:
+            return ToolCallResult(block=True, reason=f"{name} needs approval, but no run is shown")
+        try:
+            preview = await tools.preview(name, dict(event.input))
+        except (DocumentError, NotebookNotConnected) as exc:
+            return ToolCallResult(block=True, reason=f"{exc} Nothing was changed.")
+        allowed = await run.view.request_approval(
+            event.tool_call_id, name, event.input, timeout=self.approval_timeout, preview=preview
+        )
+        if allowed is None:
+            reason = f"Nobody approved {name} within {self.approval_timeout:.0f} s"
+            return ToolCallResult(block=True, reason=f"{reason}; the notebook is unchanged.")
+        if not allowed:
+            return ToolCallResult(
+                block=True, reason=f"The user denied {name}; the notebook is unchanged."
+            )
+        if run.view.answered_always(event.tool_call_id):
+            tools.allow_always(name)
+        tools.approve(event.tool_call_id)
         return None
 
     # --- facts for %model / %session -------------------------------------------------------------

@@ -36,6 +36,7 @@ from .coalesce import Coalescer, Scheduler
 from .widget_base import Callback, PiWidget, module_loader
 from .widget_protocol import (
     PROGRESS_CHARS,
+    ApprovalPreview,
     ApprovalState,
     AssistantItem,
     Block,
@@ -185,6 +186,8 @@ class RunView(PiWidget):
         self._finished_tools: set[str] = set()
         self._full_results: dict[str, str] = {}
         self._approvals: dict[str, asyncio.Future[bool]] = {}
+        self._previews: dict[str, ApprovalPreview] = {}
+        self._always: set[str] = set()
         self._queued: list[QueuedMessage] = []
         self._usage = _empty_usage()
         self._context_tokens = 0
@@ -232,9 +235,12 @@ class RunView(PiWidget):
         tool_name: str,
         args: Mapping[str, Any],
         timeout: float | None = None,
+        preview: ApprovalPreview | None = None,
     ) -> bool | None:
         """Ask the user to allow a tool call; True/False once they click, None after ``timeout``
-        seconds without an answer (the card says so). Stopping the run answers False."""
+        seconds without an answer (the card says so). Stopping the run answers False.
+        ``preview`` is what the call would do (shown instead of bare arguments); when it offers
+        "always allow", :meth:`answered_always` tells whether the user chose it."""
         if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be positive or None, got {timeout!r}")
         self._channel.bind()
@@ -243,6 +249,8 @@ class RunView(PiWidget):
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bool] = loop.create_future()
         self._approvals[tool_call_id] = future
+        if preview is not None:
+            self._previews[tool_call_id] = preview
         if tool_call_id not in self._running:
             self._running_entry(tool_call_id, tool_name, args)
         self._set_approval(tool_call_id, "pending", timeout)
@@ -266,6 +274,10 @@ class RunView(PiWidget):
         stays until dismissed, and the text fallback carries it too."""
         self._version += 1
         self._set_notice(f"Not saved to the session file: {reason}")
+
+    def answered_always(self, tool_call_id: str) -> bool:
+        """The user allowed this call with "always allow for this session"."""
+        return tool_call_id in self._always
 
     def fail(self, error: BaseException | str) -> None:
         """Show that the run failed outside the event stream (e.g. its task raised)."""
@@ -487,7 +499,12 @@ class RunView(PiWidget):
         tool = self._running.get(tool_call_id)
         if tool is None:
             return
-        approval: ToolApproval = {"state": state, "timeout": timeout, "reason": reason}
+        approval: ToolApproval = {
+            "state": state,
+            "timeout": timeout,
+            "reason": reason,
+            "preview": self._previews.get(tool_call_id),
+        }
         updated = dict(tool)
         updated["approval"] = approval
         self._running[tool_call_id] = cast(RunningTool, updated)
@@ -659,7 +676,11 @@ class RunView(PiWidget):
                 return
             self._send_text(text.strip(), steer=kind == "steer" and self.is_live)
         elif kind == "approval":
-            self._answer_approval(str(message.get("tool_call_id")), bool(message.get("allow")))
+            self._answer_approval(
+                str(message.get("tool_call_id")),
+                bool(message.get("allow")),
+                always=bool(message.get("always")),
+            )
         elif kind == "expand":
             self._expand(str(message.get("tool_call_id")))
         elif kind == "open_tree":
@@ -679,13 +700,18 @@ class RunView(PiWidget):
         if taken and live and len(self._queued) == before:
             self.note_queued(kind, text)
 
-    def _answer_approval(self, tool_call_id: str, allow: bool) -> None:
+    def _answer_approval(self, tool_call_id: str, allow: bool, *, always: bool = False) -> None:
         future = self._approvals.get(tool_call_id)
         if future is None or future.done():
             return  # answered already, timed out, or the run moved on: the card says which
         tool = self._running.get(tool_call_id)
         timeout = tool["approval"]["timeout"] if tool and tool["approval"] else None
-        self._set_approval(tool_call_id, "allowed" if allow else "denied", timeout)
+        preview = self._previews.get(tool_call_id)
+        always = allow and always and preview is not None and preview["always"]
+        if always:
+            self._always.add(tool_call_id)
+        reason = "Always allowed for this session." if always else ""
+        self._set_approval(tool_call_id, "allowed" if allow else "denied", timeout, reason)
         future.set_result(allow)
 
     def _expand(self, tool_call_id: str) -> None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal, TypeAlias, TypedDict
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 __all__ = [
     "ARGS_PREVIEW_CHARS",
@@ -39,6 +39,7 @@ __all__ = [
     "DISPLAY_TYPES",
     "PROGRESS_CHARS",
     "RESULT_PREVIEW_CHARS",
+    "ApprovalPreview",
     "ApprovalReply",
     "ApprovalState",
     "AssistantItem",
@@ -204,12 +205,30 @@ class CurrentTail(TypedDict):
 ApprovalState: TypeAlias = Literal["pending", "allowed", "denied", "timed_out", "cancelled"]
 
 
+class ApprovalPreview(TypedDict):
+    """What a tool call would do, shown on its approval card (the notebook's write tools:
+    ``notebook/workspace/edit_tools.py``)."""
+
+    title: str
+    """One line, e.g. "Insert a code cell below code cell In [3] (…)"."""
+    language: str
+    """Of ``source``: ``python`` or ``markdown``."""
+    source: str
+    """The cell source it proposes (insert, edit) or acts on (delete, run)."""
+    diff: str
+    """A unified diff against the cell's current source (edits), ``""`` for none."""
+    always: bool
+    """Offer "always allow for this session" (``ApprovalReply.always``)."""
+
+
 class ToolApproval(TypedDict):
     state: ApprovalState
     timeout: float | None
     """Seconds the kernel waits for an answer (``None``: no limit)."""
     reason: str
     """Extra plain words, e.g. "The run was stopped."."""
+    preview: ApprovalPreview | None
+    """What the call would do, when the tool can say (else the card shows its arguments)."""
 
 
 class ToolResultItem(TypedDict):
@@ -282,6 +301,8 @@ class ApprovalReply(TypedDict):
     type: Literal["approval"]
     tool_call_id: str
     allow: bool
+    always: NotRequired[bool]
+    """Allow this tool for the rest of the session (offered when ``preview.always``)."""
 
 
 class ExpandRequest(TypedDict):

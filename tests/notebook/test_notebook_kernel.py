@@ -197,7 +197,10 @@ def test_tools_magic_lists_and_enables_builtins(tmp_path: Path) -> None:
             "%tools remove describe_variable",
             "import pi_notebook\n"
             "names = [t.name for t in pi_notebook.current().tools.active()]\n"
-            "assert names == ['list_variables'], names",
+            "assert names == ['list_variables', 'insert_cell', 'edit_cell', 'delete_cell', "
+            "'run_cell'], names\n"
+            "offered = [t.name for t in pi_notebook.current()._offered_tools()]\n"
+            "assert offered == ['list_variables'], offered  # no frontend: no write tools",
         ],
         tmp_path,
         env=ENV,

@@ -9,7 +9,7 @@ import json
 import re
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -39,7 +39,7 @@ from pi_notebook.ai import (
 )
 from pi_notebook.notebook.run_view import CONTENT_TRAITS, RunView
 from pi_notebook.notebook.widget_base import STATIC
-from pi_notebook.notebook.widget_protocol import RESULT_PREVIEW_CHARS
+from pi_notebook.notebook.widget_protocol import RESULT_PREVIEW_CHARS, ApprovalPreview
 from tests.notebook.test_coalesce import FakeClock, FakeScheduler
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -428,7 +428,12 @@ async def test_an_approval_is_resolved_by_a_click_from_another_thread() -> None:
     view.handle(ToolExecutionStartEvent(tool_call_id="c1", tool_name="rm", args={"path": "x"}))
     asking = asyncio.ensure_future(view.request_approval("c1", "rm", {"path": "x"}, timeout=30))
     await settle(view)
-    assert view.running_tools["c1"]["approval"] == {"state": "pending", "timeout": 30, "reason": ""}
+    assert view.running_tools["c1"]["approval"] == {
+        "state": "pending",
+        "timeout": 30,
+        "reason": "",
+        "preview": None,
+    }
     with pytest.raises(RuntimeError, match="already pending"):
         await view.request_approval("c1", "rm", {})
     click(view, {"type": "approval", "tool_call_id": "c1", "allow": True})
@@ -453,6 +458,46 @@ async def test_an_approval_is_resolved_by_a_click_from_another_thread() -> None:
     assert view.running_tools["c2"]["tool_name"] == "rm"  # a card even before the tool started
     click(view, {"type": "approval", "tool_call_id": "c2", "allow": False})
     assert await asking is False
+
+
+async def test_an_approval_shows_its_preview_and_offers_always_allow() -> None:
+    view = RunView()
+    view.handle(AgentStartEvent())
+    preview: ApprovalPreview = {
+        "title": "Run code cell In [3] (ab12cd34: 'df.plot()')",
+        "language": "python",
+        "source": "df.plot()",
+        "diff": "",
+        "always": True,
+    }
+    asking = asyncio.ensure_future(
+        view.request_approval("c1", "run_cell", {"cell_id": "ab12"}, preview=preview)
+    )
+    await settle(view)
+    assert view.running_tools["c1"]["approval"]["preview"] == preview
+    click(view, {"type": "approval", "tool_call_id": "c1", "allow": True, "always": True})
+    assert await asking is True
+    assert view.answered_always("c1")
+    view.flush()
+    approval = view.running_tools["c1"]["approval"]
+    assert approval["state"] == "allowed"
+    assert approval["reason"] == "Always allowed for this session."
+    assert approval["preview"] == preview  # the settled card still shows what was allowed
+
+    # "always" is only taken where the card offered it, and never with Deny
+    no_always = {**preview, "always": False}
+    asking = asyncio.ensure_future(
+        view.request_approval("c2", "edit_cell", {}, preview=cast(ApprovalPreview, no_always))
+    )
+    await settle(view)
+    click(view, {"type": "approval", "tool_call_id": "c2", "allow": True, "always": True})
+    assert await asking is True
+    assert not view.answered_always("c2")
+    asking = asyncio.ensure_future(view.request_approval("c3", "run_cell", {}, preview=preview))
+    await settle(view)
+    click(view, {"type": "approval", "tool_call_id": "c3", "allow": False, "always": True})
+    assert await asking is False
+    assert not view.answered_always("c3")
 
 
 async def test_an_unanswered_approval_times_out_and_says_so() -> None:

@@ -1,0 +1,65 @@
+// pi_notebook's JupyterLab 4 / Notebook 7 extension: it gives the kernel's agent the open
+// notebook as its workspace. For each notebook whose kernel has loaded pi_notebook, this side
+// opens one comm (target "pi_notebook.workspace") that carries the kernel's requests (read the
+// cells, insert, edit, delete, run a cell) and the replies. The kernel announces itself by
+// opening a comm to this target at `%load_ext pi_notebook` (that comm is only an announcement:
+// every notebook view answers with its own comm, so two views never both apply one request);
+// after a page reload the announcement is found among the kernel's open comms.
+import { INotebookTracker } from "@jupyterlab/notebook";
+import { TARGET, WorkspaceLink } from "./protocol.js";
+import { notebookAdapter } from "./notebook_adapter.js";
+
+function watch(panel, app) {
+  const links = new WeakMap(); // kernel connection -> its open link comm
+
+  const open = (kernel) => {
+    const existing = links.get(kernel);
+    if (existing && !existing.isDisposed) return;
+    const comm = kernel.createComm(TARGET);
+    links.set(kernel, comm);
+    const link = new WorkspaceLink(notebookAdapter(panel), (data) => comm.send(data));
+    comm.onMsg = (msg) => link.handle(msg.content.data);
+    comm.onClose = () => links.delete(kernel);
+    comm.open({ type: "open" });
+    // Tell the kernel when this view goes away, so it stops sending it requests.
+    const close = () => {
+      if (!comm.isDisposed) comm.close();
+    };
+    panel.disposed.connect(close);
+    window.addEventListener("pagehide", close, { once: true });
+    link.hello({ app: app.name, version: app.version, path: panel.context.path });
+  };
+
+  const openIfLoaded = async (kernel) => {
+    const reply = await kernel.requestCommInfo({ target_name: TARGET });
+    if (reply.content.status !== "ok") return;
+    const loaded = Object.values(reply.content.comms).some((info) => info.target_name === TARGET);
+    if (loaded) open(kernel);
+  };
+
+  const onKernel = () => {
+    const kernel = panel.sessionContext.session?.kernel;
+    if (!kernel) return;
+    kernel.registerCommTarget(TARGET, () => open(kernel));
+    const check = () => {
+      if (kernel.connectionStatus === "connected") openIfLoaded(kernel).catch(() => undefined);
+    };
+    kernel.connectionStatusChanged.connect(check);
+    check();
+  };
+  panel.sessionContext.kernelChanged.connect(onKernel);
+  panel.sessionContext.ready.then(onKernel).catch(() => undefined);
+}
+
+const plugin = {
+  id: "pi-notebook:workspace",
+  description: "Lets the pi_notebook agent read, write and run the cells of the open notebook.",
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate(app, tracker) {
+    tracker.forEach((panel) => watch(panel, app));
+    tracker.widgetAdded.connect((_tracker, panel) => watch(panel, app));
+  },
+};
+
+export default plugin;

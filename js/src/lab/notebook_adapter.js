@@ -1,0 +1,63 @@
+// The adapter WorkspaceLink needs, over a JupyterLab NotebookPanel. Cells are read from the
+// notebook's cell models (what the view shows and the file saves) and changed through its shared
+// model, the way the editor's own commands change it; a cell is run with CodeCell.execute, the
+// path Shift+Enter takes, so the kernel sees an ordinary execute_request carrying the cell's id.
+import { CodeCell } from "@jupyterlab/cells";
+
+function notebookModel(panel) {
+  const model = panel.content.model;
+  if (!model) throw new Error("the notebook is not loaded");
+  return model;
+}
+
+function cellModels(panel) {
+  const cells = notebookModel(panel).cells;
+  const list = [];
+  for (let i = 0; i < cells.length; i += 1) list.push(cells.get(i));
+  return list;
+}
+
+function cellIndex(panel, id) {
+  const index = cellModels(panel).findIndex((cell) => cell.id === id);
+  if (index < 0) throw new Error(`no cell with id ${id} in this notebook`);
+  return index;
+}
+
+export function notebookAdapter(panel) {
+  return {
+    cells() {
+      return cellModels(panel).map((cell) => {
+        const json = cell.toJSON();
+        return {
+          id: cell.id,
+          cell_type: json.cell_type,
+          source: cell.sharedModel.getSource(),
+          execution_count: json.cell_type === "code" ? json.execution_count : null,
+          outputs: json.cell_type === "code" ? json.outputs : [],
+        };
+      });
+    },
+    insert(source, afterId, cellType) {
+      const index = afterId === null ? cellModels(panel).length : cellIndex(panel, afterId) + 1;
+      const cell = notebookModel(panel).sharedModel.insertCell(index, { cell_type: cellType, source, metadata: {} });
+      return cell.getId();
+    },
+    edit(id, source) {
+      cellModels(panel)[cellIndex(panel, id)].sharedModel.setSource(source);
+    },
+    remove(id) {
+      notebookModel(panel).sharedModel.deleteCell(cellIndex(panel, id));
+    },
+    outputs(id) {
+      const json = cellModels(panel)[cellIndex(panel, id)].toJSON();
+      return json.cell_type === "code" ? json.outputs : [];
+    },
+    async execute(id) {
+      const widget = panel.content.widgets.find((cell) => cell.model.id === id);
+      if (!widget) throw new Error(`no cell with id ${id} in this notebook`);
+      if (!(widget instanceof CodeCell)) throw new Error(`cell ${id} is not a code cell`);
+      // Not awaited: the kernel learns the outcome from its own execution history.
+      CodeCell.execute(widget, panel.sessionContext).catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,136 @@
+// The workspace channel's front-end half, free of JupyterLab imports so it can be tested alone.
+// The kernel (pi_notebook/notebook/workspace/channel.py) sends requests on a comm; each gets
+// exactly one reply with the same id. The notebook itself is reached through an adapter
+// (lab/notebook_adapter.js) so this file only knows the protocol, never the DOM.
+
+export const TARGET = "pi_notebook.workspace";
+export const PROTOCOL_VERSION = 1;
+export const OUTPUT_SUMMARY_CHARS = 2000;
+export const OUTPUTS_MAX_CHARS = 4_000_000; // a cell's outputs sent whole (its images for the model)
+
+function clipText(text, max) {
+  const value = String(text ?? "");
+  return value.length > max ? `${value.slice(0, max)}… [${value.length - max} more characters]` : value;
+}
+
+function joined(value) {
+  return Array.isArray(value) ? value.join("") : String(value ?? "");
+}
+
+// One output (nbformat JSON) as a short line of text the model can read.
+export function summarizeOutput(output) {
+  const kind = output && output.output_type;
+  if (kind === "stream") return joined(output.text);
+  if (kind === "error") return `${output.ename}: ${output.evalue}`;
+  if (kind === "execute_result" || kind === "display_data") {
+    const data = output.data || {};
+    const image = Object.keys(data).find((mime) => mime.startsWith("image/"));
+    if (typeof data["text/html"] !== "undefined" && /<table/i.test(joined(data["text/html"])) && data["text/plain"]) {
+      return joined(data["text/plain"]);
+    }
+    if (image) return `an image (${image})`;
+    if (typeof data["text/plain"] !== "undefined") return joined(data["text/plain"]);
+    const types = Object.keys(data);
+    return types.length ? `output of type ${types.join(", ")}` : "";
+  }
+  return "";
+}
+
+// The kind the kernel's history uses for an output: "stdout", "stderr" or "display".
+export function outputKind(output) {
+  const kind = output && output.output_type;
+  if (kind === "stream") return output.name === "stderr" ? "stderr" : "stdout";
+  if (kind === "error") return "stderr";
+  return "display";
+}
+
+// Every output of a cell as {kind, text}, bounded as a whole (later ones are cut, then dropped).
+export function summarizeOutputs(outputs, max = OUTPUT_SUMMARY_CHARS) {
+  const summaries = [];
+  let left = max;
+  for (const output of outputs || []) {
+    const text = summarizeOutput(output);
+    if (text === "") continue;
+    if (left <= 0) break;
+    summaries.push({ kind: outputKind(output), text: clipText(text, left) });
+    left -= text.length;
+  }
+  return summaries;
+}
+
+function requireString(request, name) {
+  const value = request[name];
+  if (typeof value !== "string") throw new Error(`the request has no ${name} string`);
+  return value;
+}
+
+// A cell's outputs (nbformat JSON) whole, but none beyond `max` characters in all.
+export function boundedOutputs(outputs, max = OUTPUTS_MAX_CHARS) {
+  const kept = [];
+  let size = 0;
+  for (const output of outputs || []) {
+    const length = JSON.stringify(output).length;
+    if (size + length > max) continue;
+    size += length;
+    kept.push(output);
+  }
+  return kept;
+}
+
+// Answers the kernel's requests against one notebook. `adapter` has cells(), insert(source,
+// afterId, cellType), edit(id, source), remove(id), execute(id) and outputs(id); each throws an
+// Error with a plain-words message when it cannot do what was asked.
+export class WorkspaceLink {
+  constructor(adapter, send) {
+    this.adapter = adapter;
+    this.send = send;
+  }
+
+  hello(info) {
+    this.send({ type: "hello", protocol: PROTOCOL_VERSION, ...info });
+  }
+
+  async handle(data) {
+    if (!data || data.type !== "request") return;
+    const id = data.id;
+    try {
+      const result = await this.run(data);
+      this.send({ type: "reply", id, ok: true, result });
+    } catch (error) {
+      this.send({ type: "reply", id, ok: false, error: String((error && error.message) || error) });
+    }
+  }
+
+  async run(request) {
+    const adapter = this.adapter;
+    switch (request.op) {
+      case "cells":
+        return adapter.cells().map((cell) => ({
+          id: cell.id,
+          cell_type: cell.cell_type,
+          source: cell.source,
+          execution_count: cell.execution_count ?? null,
+          outputs: summarizeOutputs(cell.outputs),
+        }));
+      case "insert": {
+        const cellType = request.cell_type || "code";
+        if (!["code", "markdown", "raw"].includes(cellType)) throw new Error(`unknown cell type ${cellType}`);
+        const after = request.after_cell_id ?? null;
+        return { id: adapter.insert(requireString(request, "source"), after, cellType) };
+      }
+      case "edit":
+        adapter.edit(requireString(request, "cell_id"), requireString(request, "source"));
+        return {};
+      case "delete":
+        adapter.remove(requireString(request, "cell_id"));
+        return {};
+      case "outputs":
+        return boundedOutputs(adapter.outputs(requireString(request, "cell_id")));
+      case "execute":
+        await adapter.execute(requireString(request, "cell_id"));
+        return {};
+      default:
+        throw new Error(`unknown request ${JSON.stringify(request.op)}`);
+    }
+  }
+}

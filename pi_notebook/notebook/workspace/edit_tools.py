@@ -1,0 +1,496 @@
+"""The write tools: the agent inserts, edits, deletes and runs cells of the open notebook.
+
+Each asks for approval in the run view first (the card shows the proposed source, a diff for an
+edit, and for ``run_cell`` an "always allow for this session" button); the approval hook in
+``kernel_agent`` calls :meth:`WriteTools.preview` and :meth:`WriteTools.approve`. A tool acts
+only on a call that was approved (or on a tool always allowed), whoever calls it.
+
+Where cells land: an inserted cell goes right below the ``%%agent`` cell that started the run, or
+below the cell the same run inserted last, never at the user's cursor, so the notebook stays
+top-down reproducible. Running a cell asks the frontend to execute it (the kernel's normal path:
+``In``/``Out``, execution counts and the notebook's outputs are real) and waits for it in the
+kernel's execution history; its result, error and images come back as the tool result.
+
+The deadlock rule: the agent's run and the cell share the kernel, which runs one cell at a time.
+When a cell is waiting for this run (``%%agent --wait``, ``await pi_notebook.current().wait()``,
+also one queued by Run All), a cell the agent asks to run cannot start before that cell ends;
+``run_cell`` says so instead of waiting forever. An interrupt of the agent-run cell is reported
+as "interrupted".
+
+Without a frontend (nbclient, papermill, a terminal) every tool returns a clear, deterministic
+result saying no notebook is connected and what would have been done.
+
+Each result's ``details["notebook"]`` records the change (action, cell id, source...), so the
+session tree shows what every branch did to the notebook.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel, Field
+
+from ...agent.tools import AgentTool, AgentToolResult, ToolUpdateCallback
+from ...ai.abort import AbortSignal
+from ...ai.types import ImageContent, TextContent
+from ..widget_protocol import ApprovalPreview
+from .document import (
+    CellType,
+    DocumentCell,
+    DocumentError,
+    NotebookDocument,
+    NotebookNotConnected,
+)
+from .history import ExecutionHistory, ExecutionRecord
+
+__all__ = [
+    "MAX_RESULT_IMAGES",
+    "RUN_POLL_SECONDS",
+    "WRITE_TOOL_NAMES",
+    "WriteTools",
+    "unified_diff",
+]
+
+WRITE_TOOL_NAMES = ("insert_cell", "edit_cell", "delete_cell", "run_cell")
+MAX_RESULT_IMAGES = 3
+"""Images of a cell's outputs sent back to the model with ``run_cell``'s result."""
+RUN_POLL_SECONDS = 0.2
+"""How often a run waiting for its cell checks whether a cell now waits for the run."""
+_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+_MAX_TEXT = 8_000
+_MAX_DIFF = 20_000
+
+_Body = Callable[[str, dict[str, Any], AbortSignal | None], Awaitable[AgentToolResult]]
+
+
+class _InsertArgs(BaseModel):
+    source: str = Field(description="The new cell's source.")
+    cell_type: Literal["code", "markdown"] = Field(
+        default="code", description="code (the default) or markdown."
+    )
+
+
+class _EditArgs(BaseModel):
+    cell_id: str = Field(description="The id of the cell to change (from list_cells).")
+    source: str = Field(description="The cell's complete new source.")
+
+
+class _CellArgs(BaseModel):
+    cell_id: str = Field(description="The id of the cell (from list_cells or insert_cell).")
+
+
+def unified_diff(old: str, new: str, name: str = "cell") -> str:
+    """``old`` → ``new`` as a unified diff (bounded), ``""`` when they are equal."""
+    lines = difflib.unified_diff(
+        old.splitlines(), new.splitlines(), f"{name} (now)", f"{name} (proposed)", lineterm=""
+    )
+    text = "\n".join(lines)
+    return text if len(text) <= _MAX_DIFF else text[:_MAX_DIFF] + "\n[... diff cut]"
+
+
+def _fence(source: str, language: str = "python") -> str:
+    return f"```{language}\n{source.rstrip()}\n```"
+
+
+def _short(cell_id: str) -> str:
+    return cell_id[:8]
+
+
+def _bounded(text: str, limit: int = _MAX_TEXT) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more]"
+
+
+def _text_result(text: str, notebook: dict[str, Any] | None = None) -> AgentToolResult:
+    return AgentToolResult(
+        content=[TextContent(text=text)],
+        details={"notebook": notebook} if notebook is not None else None,
+    )
+
+
+@dataclass
+class WriteTools:
+    """The write tools of one kernel, and what they remember between calls of a run."""
+
+    document: NotebookDocument
+    history: ExecutionHistory
+    waited_on: Callable[[], bool] = lambda: False
+    """True while some cell awaits the agent's run (``NotebookAgent.wait``)."""
+    anchor_cell_id: str | None = None
+    """The next inserted cell lands below this one (the ``%%agent`` cell, then the run's last
+    inserted cell); None: at the end of the notebook."""
+    always_allowed: set[str] = field(default_factory=set)
+    """Tools the user allowed for the rest of the session ("always allow")."""
+    _approved: set[str] = field(default_factory=set)
+    _run_number: int | None = None
+
+    # --- the run and its approvals ---------------------------------------------------------------
+
+    def begin_run(self, run_number: int, agent_cell_id: str | None) -> None:
+        """Run ``run_number`` (started by the ``%%agent`` cell ``agent_cell_id``) takes the
+        model's turn: a new run inserts below its cell, a follow-up in the same run goes on
+        below the cell it inserted last."""
+        if run_number != self._run_number:
+            self._run_number = run_number
+            self.anchor_cell_id = agent_cell_id
+
+    def needs_approval(self, tool_name: str) -> bool:
+        """Whether a call must be approved: nothing to approve without a frontend (the tool
+        only reports what it would have done), for a tool always allowed, or for a cell that
+        cannot run now anyway (the deadlock rule: the tool says why)."""
+        if tool_name == "run_cell" and self.waited_on():
+            return False
+        return self.document.connected and tool_name not in self.always_allowed
+
+    def approve(self, tool_call_id: str) -> None:
+        """The user allowed this call."""
+        self._approved.add(tool_call_id)
+
+    def allow_always(self, tool_name: str) -> None:
+        self.always_allowed.add(tool_name)
+
+    def _take_approval(self, tool_call_id: str, tool_name: str) -> bool:
+        if tool_name in self.always_allowed:
+            return True
+        if tool_call_id in self._approved:
+            self._approved.discard(tool_call_id)
+            return True
+        return False
+
+    async def preview(self, tool_name: str, args: dict[str, Any]) -> ApprovalPreview:
+        """What the approval card shows for this call (raises ``DocumentError`` for a cell that
+        is not in the notebook, ``NotebookNotConnected`` without a frontend)."""
+        if tool_name == "insert_cell":
+            cell_type = str(args.get("cell_type") or "code")
+            where = await self._anchor_words()
+            return {
+                "title": f"Insert a {cell_type} cell {where}",
+                "language": "markdown" if cell_type == "markdown" else "python",
+                "source": str(args.get("source", "")),
+                "diff": "",
+                "always": False,
+            }
+        cell = await self._cell(str(args.get("cell_id", "")))
+        language = "markdown" if cell.cell_type == "markdown" else "python"
+        label = self._label(cell)
+        if tool_name == "edit_cell":
+            new = str(args.get("source", ""))
+            return {
+                "title": f"Edit {label}",
+                "language": language,
+                "source": new,
+                "diff": unified_diff(cell.source, new) or "(no change)",
+                "always": False,
+            }
+        if tool_name == "delete_cell":
+            return {
+                "title": f"Delete {label}",
+                "language": language,
+                "source": cell.source,
+                "diff": "",
+                "always": False,
+            }
+        return {
+            "title": f"Run {label}",
+            "language": language,
+            "source": cell.source,
+            "diff": "",
+            "always": True,
+        }
+
+    async def _anchor_words(self) -> str:
+        if self.anchor_cell_id is None:
+            return "at the end of the notebook"
+        cells = await self.document.cells()
+        cell = next((c for c in cells if c.id == self.anchor_cell_id), None)
+        if cell is None:
+            return "at the end of the notebook"
+        return f"below {self._label(cell)}"
+
+    @staticmethod
+    def _label(cell: DocumentCell) -> str:
+        count = f"In [{cell.execution_count}] " if cell.execution_count is not None else ""
+        first = next((line for line in cell.source.splitlines() if line.strip()), "")
+        first = first if len(first) <= 40 else first[:39] + "…"
+        return f"{cell.cell_type} cell {count}({_short(cell.id)}: {first!r})"
+
+    async def _cell(self, cell_id: str) -> DocumentCell:
+        cells = await self.document.cells()
+        cell = next((c for c in cells if c.id == cell_id), None)
+        if cell is None:
+            known = ", ".join(c.id for c in cells[:30]) or "none"
+            raise DocumentError(f"There is no cell with id {cell_id!r} (cell ids: {known}).")
+        return cell
+
+    # --- the tools -------------------------------------------------------------------------------
+
+    def tools(self) -> dict[str, AgentTool]:
+        """The four write tools (the approval hook asks before each call)."""
+
+        def make(
+            name: str,
+            description: str,
+            parameters: type[BaseModel],
+            body: _Body,
+        ) -> AgentTool:
+            async def execute(
+                tool_call_id: str,
+                params: dict[str, Any],
+                signal: AbortSignal | None,
+                _on_update: ToolUpdateCallback,
+            ) -> AgentToolResult:
+                return await self._guarded(name, tool_call_id, params, signal, body)
+
+            return AgentTool(
+                name=name,
+                label=name.replace("_", " "),
+                description=description,
+                parameters=parameters,
+                execute=execute,
+                execution_mode="sequential",
+            )
+
+        return {
+            "insert_cell": make(
+                "insert_cell",
+                "Insert a new cell into the open notebook, below the %%agent cell that started "
+                "this run (or below the cell you inserted last). Returns the new cell's id; it "
+                "does not run it (use run_cell). The user approves it first.",
+                _InsertArgs,
+                self._insert,
+            ),
+            "edit_cell": make(
+                "edit_cell",
+                "Replace the whole source of a cell of the open notebook (the user sees a diff "
+                "and approves it first). It does not run the cell.",
+                _EditArgs,
+                self._edit,
+            ),
+            "delete_cell": make(
+                "delete_cell",
+                "Delete a cell of the open notebook (the user approves it first).",
+                _CellArgs,
+                self._delete,
+            ),
+            "run_cell": make(
+                "run_cell",
+                "Run a code cell of the open notebook through the kernel, like Shift+Enter, and "
+                "return its result, error, printed output and images (the user approves it).",
+                _CellArgs,
+                self._run,
+            ),
+        }
+
+    async def _guarded(
+        self,
+        name: str,
+        tool_call_id: str,
+        params: dict[str, Any],
+        signal: AbortSignal | None,
+        body: _Body,
+    ) -> AgentToolResult:
+        if not self.document.connected:
+            return self._not_connected(name, params)
+        if name == "run_cell" and self.waited_on():
+            cell_id = str(params.get("cell_id", ""))
+            words = self._deadlock_words(cell_id, queued=False)
+            return _text_result(words, {"action": "run", "cell_id": cell_id, "applied": False})
+        if not self._take_approval(tool_call_id, name):
+            return _text_result(f"{name} was not approved by the user; nothing was changed.")
+        try:
+            return await body(tool_call_id, params, signal)
+        except NotebookNotConnected as exc:
+            return _text_result(f"{exc} Nothing was changed.")
+        except DocumentError as exc:
+            return _text_result(f"The notebook refused: {exc} Nothing was changed.")
+
+    def _not_connected(self, name: str, params: dict[str, Any]) -> AgentToolResult:
+        head = (
+            "No notebook frontend is connected to this kernel (it runs under nbclient, "
+            "papermill or a terminal, or JupyterLab lacks the pi_notebook extension), so "
+        )
+        source = str(params.get("source", ""))
+        cell_id = str(params.get("cell_id", ""))
+        if name == "insert_cell":
+            kind = str(params.get("cell_type") or "code")
+            text = f"{head}no cell was inserted. The {kind} cell would have been:\n{_fence(source)}"
+        elif name == "edit_cell":
+            text = f"{head}cell {cell_id} was not edited. Its new source would have been:\n"
+            text += _fence(source)
+        elif name == "delete_cell":
+            text = f"{head}cell {cell_id} was not deleted."
+        else:
+            text = f"{head}cell {cell_id} was not run."
+        return _text_result(text, {"action": name.removesuffix("_cell"), "applied": False})
+
+    async def _insert(
+        self, _call: str, params: dict[str, Any], _signal: AbortSignal | None
+    ) -> AgentToolResult:
+        source = str(params["source"])
+        cell_type = cast(CellType, params.get("cell_type") or "code")
+        after = self.anchor_cell_id
+        note = ""
+        try:
+            cell_id = await self.document.insert_cell(
+                source, after_cell_id=after, cell_type=cell_type
+            )
+        except DocumentError:
+            if after is None:
+                raise
+            # the cell it should follow was deleted meanwhile: the end, never the cursor
+            cell_id = await self.document.insert_cell(
+                source, after_cell_id=None, cell_type=cell_type
+            )
+            note = " (the cell it should follow is gone, so it went to the end)"
+            after = None
+        self.anchor_cell_id = cell_id
+        where = f"below cell {after}" if after is not None else "at the end of the notebook"
+        language = "markdown" if cell_type == "markdown" else "python"
+        return _text_result(
+            f"Inserted {cell_type} cell {cell_id} {where}{note}. It has not run yet.\n"
+            + _fence(source, language),
+            {
+                "action": "insert",
+                "applied": True,
+                "cell_id": cell_id,
+                "after_cell_id": after,
+                "cell_type": cell_type,
+                "source": source,
+            },
+        )
+
+    async def _edit(
+        self, _call: str, params: dict[str, Any], _signal: AbortSignal | None
+    ) -> AgentToolResult:
+        cell = await self._cell(str(params["cell_id"]))
+        source = str(params["source"])
+        await self.document.edit_cell(cell.id, source)
+        return _text_result(
+            f"Edited cell {cell.id}. It has not run since the edit.",
+            {
+                "action": "edit",
+                "applied": True,
+                "cell_id": cell.id,
+                "source": source,
+                "diff": unified_diff(cell.source, source),
+            },
+        )
+
+    async def _delete(
+        self, _call: str, params: dict[str, Any], _signal: AbortSignal | None
+    ) -> AgentToolResult:
+        cell = await self._cell(str(params["cell_id"]))
+        await self.document.delete_cell(cell.id)
+        if self.anchor_cell_id == cell.id:
+            self.anchor_cell_id = None
+        return _text_result(
+            f"Deleted {cell.cell_type} cell {cell.id}.",
+            {"action": "delete", "applied": True, "cell_id": cell.id, "source": cell.source},
+        )
+
+    async def _run(
+        self, _call: str, params: dict[str, Any], signal: AbortSignal | None
+    ) -> AgentToolResult:
+        cell = await self._cell(str(params["cell_id"]))
+        if cell.cell_type != "code":
+            return _text_result(f"Cell {cell.id} is a {cell.cell_type} cell; only code runs.")
+        detail: dict[str, Any] = {"action": "run", "cell_id": cell.id, "source": cell.source}
+        mark = self.history.mark
+        await self.document.execute_cell(cell.id)
+        waiting = asyncio.ensure_future(self.history.wait_for(cell.id, started_after=mark))
+        try:
+            while not waiting.done():
+                await asyncio.wait([waiting], timeout=RUN_POLL_SECONDS)
+                if waiting.done():
+                    break
+                if self.waited_on() and not self._started(cell.id, mark):
+                    words = self._deadlock_words(cell.id, queued=True)
+                    return _text_result(words, {**detail, "applied": False, "queued": True})
+                if signal is not None and signal.aborted:
+                    return _text_result(
+                        f"Stopped waiting for cell {cell.id}: the run was stopped. The cell "
+                        "may still be running.",
+                        {**detail, "applied": True},
+                    )
+            record = waiting.result()
+        finally:
+            if not waiting.done():
+                waiting.cancel()
+        images = await self._images(cell.id)
+        text = self._record_words(record)
+        return AgentToolResult(
+            content=[TextContent(text=text), *images],
+            details={
+                "notebook": {
+                    **detail,
+                    "applied": True,
+                    "execution_count": record.execution_count,
+                    "status": record.status,
+                }
+            },
+        )
+
+    def _started(self, cell_id: str, mark: int) -> bool:
+        running = self.history.running
+        return running is not None and running.cell_id == cell_id and running.index >= mark
+
+    @staticmethod
+    def _deadlock_words(cell_id: str, *, queued: bool) -> str:
+        why = (
+            "a cell is waiting for this agent run to finish (%%agent --wait, or "
+            "await pi_notebook.current().wait(), perhaps queued by Run All), and the kernel "
+            "runs one cell at a time"
+        )
+        if queued:
+            return (
+                f"Cell {cell_id} could not run yet: {why}. It is queued and will run after "
+                "that cell ends, so its result is not available in this run. Tell the user; "
+                "do not ask to run it again."
+            )
+        return (
+            f"Cell {cell_id} was not run: {why}, so it could not start before this run ends. "
+            "Tell the user to run it (or to start the agent without --wait)."
+        )
+
+    @staticmethod
+    def _record_words(record: ExecutionRecord) -> str:
+        count = f"In [{record.execution_count}]" if record.execution_count is not None else "It"
+        if record.status == "interrupted":
+            lines = [f"{count} was interrupted (the user stopped the kernel) before it finished."]
+        elif record.status == "error" and record.error is not None:
+            lines = [f"{count} failed with {record.error.ename}: {record.error.evalue}"]
+            if record.error.traceback:
+                lines.append(record.error.traceback)
+        else:
+            lines = [f"{count} ran without error."]
+        for output in record.outputs:
+            lines.append(f"[{output.kind}]\n{output.text}")
+        if record.omitted_outputs:
+            lines.append(f"[... {record.omitted_outputs} more outputs]")
+        if record.result is not None:
+            lines.append(f"Out[{record.execution_count}]:\n{record.result}")
+        return _bounded("\n".join(lines))
+
+    async def _images(self, cell_id: str) -> list[ImageContent]:
+        """The images among the cell's outputs, as the notebook shows them."""
+        try:
+            outputs = await self.document.cell_outputs(cell_id)
+        except (NotebookNotConnected, DocumentError):
+            return []
+        images: list[ImageContent] = []
+        for output in outputs:
+            data = output.get("data")
+            if not isinstance(data, dict):
+                continue
+            mime = next((m for m in _IMAGE_TYPES if isinstance(data.get(m), str | list)), None)
+            if mime is None:
+                continue
+            raw = data[mime]
+            encoded = "".join(raw) if isinstance(raw, list) else str(raw)
+            images.append(ImageContent(data=encoded.replace("\n", ""), mime_type=mime))
+            if len(images) >= MAX_RESULT_IMAGES:
+                break
+        return images
