@@ -12,8 +12,8 @@ the figure is the agent's own latency. Prints a table; passes or fails on nothin
 from __future__ import annotations
 
 import argparse
-import contextlib
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable
