@@ -569,7 +569,13 @@ class MessageBuilder:
         reason: Literal["error", "aborted"] = "aborted" if aborted else "error"
         redactor = self.redactor() if self.redactor is not None else Redactor()
         error_message = redactor.scrub(error_message)
-        message = self._final_message(reason, error_message)
+        try:
+            message = self._final_message(reason, error_message)
+        except Exception as exc:  # a provider bug left a block unbuildable: still end the reply
+            error_message = f"{error_message} (the partial reply was lost: {exc!r})"
+            message = self._message(
+                [], self._usage, reason, error_message, self._response_id, self._response_model
+            )
         self._blocks = list(message.content)
         self._open = []
         self._layout = None
