@@ -73,6 +73,16 @@ _QUEUE_MODES = ("all", "one-at-a-time")
 _TOLERATED = "agent listener failed while a run failure was reported"
 _TOOL_EXECUTION_MODES = ("sequential", "parallel")
 
+def _listener_failed(listener: Any, event: AgentEvent, tolerant: bool) -> None:
+    """Report a listener's exception (being handled) and go on: a broken display must not
+    end the run it displays."""
+    if tolerant:
+        _log.exception(_TOLERATED)
+        return
+    name = getattr(listener, "__qualname__", None) or repr(listener) if listener else "a listener"
+    _log.exception("agent listener %s failed on %s; the run goes on", name, event.type)
+
+
 AgentListener: TypeAlias = Callable[..., Awaitable[None] | None]
 """``listener(event)`` or ``listener(event, signal)``, sync or async."""
 
@@ -278,9 +288,12 @@ class Agent:
         return self._signal
 
     def subscribe(self, listener: AgentListener) -> Callable[[], None]:
-        """Call ``listener(event)`` — or ``listener(event, signal)`` if it takes two arguments —
-        for every event, after the state was updated; async listeners are awaited, all in
-        subscription order. Returns a function that unsubscribes."""
+        """Call ``listener(event)`` for every event, after the state was updated — or
+        ``listener(event, signal)`` if it asks for the run's abort signal (its second parameter
+        is named ``signal``, or positional-only without a default, or ``*args``: see
+        ``listeners``). Async listeners are awaited, all in subscription order. A listener that
+        raises is logged (``pi_notebook.agent.agent``, with its traceback) and skipped for that
+        event: it never fails the run. Returns a function that unsubscribes."""
         entry = (listener, takes_signal(listener))
         self._listeners = (*self._listeners, entry)
 
@@ -320,9 +333,7 @@ class Agent:
             try:
                 outcome = listener(event, signal) if with_signal else listener(event)
             except Exception:
-                if not tolerant:
-                    raise
-                _log.exception(_TOLERATED)
+                _listener_failed(listener, event, tolerant)
                 continue
             if outcome is not None and inspect.isawaitable(outcome):
                 rest = listeners[index + 1 :]
@@ -341,18 +352,14 @@ class Agent:
         try:
             await pending
         except Exception:
-            if not tolerant:
-                raise
-            _log.exception(_TOLERATED)
+            _listener_failed(None, event, tolerant)
         for listener, with_signal in listeners:
             try:
                 outcome = listener(event, signal) if with_signal else listener(event)
                 if outcome is not None and inspect.isawaitable(outcome):
                     await outcome
             except Exception:
-                if not tolerant:
-                    raise
-                _log.exception(_TOLERATED)
+                _listener_failed(listener, event, tolerant)
 
     # --- queues ----------------------------------------------------------------------------------
 
