@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
 from ..ai.abort import AbortController, AbortSignal
-from ..ai.options import ResponseInfo
+from ..ai.options import ResponseInfo, StallNotice
 from ..ai.producer import describe_error
 from ..ai.types import (
     AssistantMessage,
@@ -72,6 +72,7 @@ _BUSY_CONTINUE_MESSAGE = "Agent is already processing. Wait for completion befor
 _QUEUE_MODES = ("all", "one-at-a-time")
 _TOLERATED = "agent listener failed while a run failure was reported"
 _TOOL_EXECUTION_MODES = ("sequential", "parallel")
+
 
 def _listener_failed(listener: Any, event: AgentEvent, tolerant: bool) -> None:
     """Report a listener's exception (being handled) and go on: a broken display must not
@@ -228,8 +229,8 @@ class Agent:
     The hook attributes (``convert_to_llm``, ``transform_context``, ``stream_fn``,
     ``get_api_key``, ``before_tool_call``, ``after_tool_call``, ``prepare_next_turn``) and the
     pass-through options (``session_id``, ``thinking_budgets``, ``transport``,
-    ``max_retry_delay_ms``, ``on_payload``, ``on_response``, ``tool_execution``) are public and
-    read when the next run starts.
+    ``max_retry_delay_ms``, ``on_payload``, ``on_response``, ``on_stall``, ``tool_execution``) are
+    public and read when the next run starts.
     """
 
     def __init__(
@@ -270,6 +271,9 @@ class Agent:
         self.max_retry_delay_ms: int | None = None
         self.on_payload: Callable[[dict[str, Any], Model], Any] | None = None
         self.on_response: Callable[[ResponseInfo, Model], Any] | None = None
+        self.on_stall: Callable[[StallNotice], Any] | None = None
+        """Told when a model request goes silent for ``StreamOptions.stall_ms`` and when data
+        flows again (``StreamOptions.on_stall``): a run view shows "waiting for the model"."""
         self._steering = _MessageQueue(steering_mode)
         self._follow_up = _MessageQueue(follow_up_mode)
         self._listeners: tuple[tuple[AgentListener, bool], ...] = ()
@@ -520,8 +524,16 @@ class Agent:
             max_retry_delay_ms=self.max_retry_delay_ms,
             on_payload=self.on_payload,
             on_response=self.on_response,
-            stream_options={"transport": self.transport} if self.transport else {},
+            stream_options=self._pass_through_options(),
         )
+
+    def _pass_through_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if self.transport:
+            options["transport"] = self.transport
+        if self.on_stall is not None:
+            options["on_stall"] = self.on_stall
+        return options
 
     async def _run_prompt(
         self, messages: list[AgentMessage], *, skip_initial_steering_poll: bool = False

@@ -7,6 +7,7 @@ import asyncio
 import re
 from typing import Any
 
+from pi_notebook.agent import Agent
 from pi_notebook.ai import Context, Model, UserMessage, stream
 from pi_notebook.ai.options import StallNotice
 from tests.loopback import LoopbackServer, Reply, sse_chunks
@@ -86,3 +87,15 @@ async def test_without_a_hook_no_timer_runs_and_nothing_changes() -> None:
         final = await stream(model(server), HELLO).result()
     assert final.stop_reason == "stop"
     assert final.content[0].text == "ok"  # type: ignore[union-attr]
+
+
+async def test_an_agent_passes_its_on_stall_to_every_model_request() -> None:
+    notices: list[StallNotice] = []
+    async with LoopbackServer() as server:
+        chunks = sse_chunks([chunk({"content": "a"}), chunk({"content": "b"}, "stop")], done=True)
+        server.add(Reply.sse(chunks, delay=0.3))
+        agent = Agent(model=model(server))
+        agent.on_stall = notices.append
+        await agent.prompt("hi")
+    assert agent.state.messages[-1].text == "ab"  # type: ignore[union-attr]
+    assert notices and notices[0].stalled and notices[-1].stalled is False
