@@ -229,7 +229,7 @@ class Agent:
     The hook attributes (``convert_to_llm``, ``transform_context``, ``stream_fn``,
     ``get_api_key``, ``before_tool_call``, ``after_tool_call``, ``prepare_next_turn``) and the
     pass-through options (``session_id``, ``thinking_budgets``, ``transport``,
-    ``max_retry_delay_ms``, ``on_payload``, ``on_response``, ``on_stall``, ``tool_execution``) are
+    ``max_retry_delay_ms``, ``on_payload``, ``on_response``, ``on_stall``, ``stall_ms``, ``tool_execution``) are
     public and read when the next run starts.
     """
 
@@ -274,6 +274,8 @@ class Agent:
         self.on_stall: Callable[[StallNotice], Any] | None = None
         """Told when a model request goes silent for ``StreamOptions.stall_ms`` and when data
         flows again (``StreamOptions.on_stall``): a run view shows "waiting for the model"."""
+        self.stall_ms: int | None = None
+        """The silence that counts as a stall (``None``: ``StreamOptions``' default, 5 s)."""
         self._steering = _MessageQueue(steering_mode)
         self._follow_up = _MessageQueue(follow_up_mode)
         self._listeners: tuple[tuple[AgentListener, bool], ...] = ()
@@ -533,6 +535,8 @@ class Agent:
             options["transport"] = self.transport
         if self.on_stall is not None:
             options["on_stall"] = self.on_stall
+        if self.stall_ms is not None:
+            options["stall_ms"] = self.stall_ms
         return options
 
     async def _run_prompt(

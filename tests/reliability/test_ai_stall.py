@@ -96,6 +96,7 @@ async def test_an_agent_passes_its_on_stall_to_every_model_request() -> None:
         server.add(Reply.sse(chunks, delay=0.3))
         agent = Agent(model=model(server))
         agent.on_stall = notices.append
+        agent.stall_ms = 100
         await agent.prompt("hi")
     assert agent.state.messages[-1].text == "ab"  # type: ignore[union-attr]
     assert notices and notices[0].stalled and notices[-1].stalled is False
