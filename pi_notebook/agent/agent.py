@@ -229,8 +229,8 @@ class Agent:
     The hook attributes (``convert_to_llm``, ``transform_context``, ``stream_fn``,
     ``get_api_key``, ``before_tool_call``, ``after_tool_call``, ``prepare_next_turn``) and the
     pass-through options (``session_id``, ``thinking_budgets``, ``transport``,
-    ``max_retry_delay_ms``, ``on_payload``, ``on_response``, ``on_stall``, ``stall_ms``, ``tool_execution``) are
-    public and read when the next run starts.
+    ``max_retry_delay_ms``, ``on_payload``, ``on_response``, ``on_stall``, ``stall_ms``,
+    ``tool_execution``) are public and read when the next run starts.
     """
 
     def __init__(
