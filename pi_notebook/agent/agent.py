@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
 from ..ai.abort import AbortController, AbortSignal
-from ..ai.options import ResponseInfo
+from ..ai.options import ResponseInfo, StallNotice
 from ..ai.producer import describe_error
 from ..ai.types import (
     AssistantMessage,
@@ -74,6 +74,17 @@ _BUSY_CONTINUE_MESSAGE = "Agent is already processing. Wait for completion befor
 _QUEUE_MODES = ("all", "one-at-a-time")
 _TOLERATED = "agent listener failed while a run failure was reported"
 _TOOL_EXECUTION_MODES = ("sequential", "parallel")
+
+
+def _listener_failed(listener: Any, event: AgentEvent, tolerant: bool) -> None:
+    """Report a listener's exception (being handled) and go on: a broken display must not
+    end the run it displays."""
+    if tolerant:
+        _log.exception(_TOLERATED)
+        return
+    name = getattr(listener, "__qualname__", None) or repr(listener) if listener else "a listener"
+    _log.exception("agent listener %s failed on %s; the run goes on", name, event.type)
+
 
 AgentListener: TypeAlias = Callable[..., Awaitable[None] | None]
 """``listener(event)`` or ``listener(event, signal)``, sync or async."""
@@ -227,8 +238,8 @@ class Agent:
     ``get_api_key``, ``before_tool_call``, ``after_tool_call``, ``prepare_request``,
     ``finish_turn``, ``prepare_next_turn``; see ``AgentLoopConfig`` for when each runs) and the
     pass-through options (``session_id``, ``thinking_budgets``, ``transport``,
-    ``max_retry_delay_ms``, ``on_payload``, ``on_response``, ``tool_execution``) are public and
-    read when the next run starts.
+    ``max_retry_delay_ms``, ``on_payload``, ``on_response``, ``on_stall``, ``stall_ms``,
+    ``tool_execution``) are public and read when the next run starts.
     """
 
     def __init__(
@@ -274,6 +285,11 @@ class Agent:
         self.max_retry_delay_ms: int | None = None
         self.on_payload: Callable[[dict[str, Any], Model], Any] | None = None
         self.on_response: Callable[[ResponseInfo, Model], Any] | None = None
+        self.on_stall: Callable[[StallNotice], Any] | None = None
+        """Told when a model request goes silent for ``StreamOptions.stall_ms`` and when data
+        flows again (``StreamOptions.on_stall``): a run view shows "waiting for the model"."""
+        self.stall_ms: int | None = None
+        """The silence that counts as a stall (``None``: ``StreamOptions``' default, 5 s)."""
         self._steering = _MessageQueue(steering_mode)
         self._follow_up = _MessageQueue(follow_up_mode)
         self._listeners: tuple[tuple[AgentListener, bool], ...] = ()
@@ -292,9 +308,12 @@ class Agent:
         return self._signal
 
     def subscribe(self, listener: AgentListener) -> Callable[[], None]:
-        """Call ``listener(event)`` — or ``listener(event, signal)`` if it takes two arguments —
-        for every event, after the state was updated; async listeners are awaited, all in
-        subscription order. Returns a function that unsubscribes."""
+        """Call ``listener(event)`` for every event, after the state was updated — or
+        ``listener(event, signal)`` if it asks for the run's abort signal (its second parameter
+        is named ``signal``, or positional-only without a default, or ``*args``: see
+        ``listeners``). Async listeners are awaited, all in subscription order. A listener that
+        raises is logged (``pi_notebook.agent.agent``, with its traceback) and skipped for that
+        event: it never fails the run. Returns a function that unsubscribes."""
         entry = (listener, takes_signal(listener))
         self._listeners = (*self._listeners, entry)
 
@@ -334,9 +353,7 @@ class Agent:
             try:
                 outcome = listener(event, signal) if with_signal else listener(event)
             except Exception:
-                if not tolerant:
-                    raise
-                _log.exception(_TOLERATED)
+                _listener_failed(listener, event, tolerant)
                 continue
             if outcome is not None and inspect.isawaitable(outcome):
                 rest = listeners[index + 1 :]
@@ -355,18 +372,14 @@ class Agent:
         try:
             await pending
         except Exception:
-            if not tolerant:
-                raise
-            _log.exception(_TOLERATED)
+            _listener_failed(None, event, tolerant)
         for listener, with_signal in listeners:
             try:
                 outcome = listener(event, signal) if with_signal else listener(event)
                 if outcome is not None and inspect.isawaitable(outcome):
                     await outcome
             except Exception:
-                if not tolerant:
-                    raise
-                _log.exception(_TOLERATED)
+                _listener_failed(listener, event, tolerant)
 
     # --- queues ----------------------------------------------------------------------------------
 
@@ -534,8 +547,18 @@ class Agent:
             max_retry_delay_ms=self.max_retry_delay_ms,
             on_payload=self.on_payload,
             on_response=self.on_response,
-            stream_options={"transport": self.transport} if self.transport else {},
+            stream_options=self._pass_through_options(),
         )
+
+    def _pass_through_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if self.transport:
+            options["transport"] = self.transport
+        if self.on_stall is not None:
+            options["on_stall"] = self.on_stall
+        if self.stall_ms is not None:
+            options["stall_ms"] = self.stall_ms
+        return options
 
     async def _run_prompt(
         self, messages: list[AgentMessage], *, skip_initial_steering_poll: bool = False

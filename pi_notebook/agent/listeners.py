@@ -1,4 +1,15 @@
-"""How listeners are called: ``listener(event)`` or ``listener(event, signal)``."""
+"""How listeners are called: ``listener(event)`` or ``listener(event, signal)``.
+
+The choice is explicit, not a guess from the arity: a listener gets the run's abort signal as
+its second argument only if it asks for it by
+
+- naming its second positional parameter ``signal`` (``def on(event, signal): …``), or
+- making its second parameter positional-only with no default (``def on(event, sig, /): …``),
+  or
+- taking ``*args`` after the event (or as its only parameter).
+
+Anything else is called with the event alone: ``lambda e, i=i: …`` keeps its ``i``.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +21,20 @@ __all__ = ["takes_signal"]
 
 
 def takes_signal(listener: Callable[..., Any]) -> bool:
-    """Whether ``listener`` accepts a second positional argument (the run's abort signal)."""
+    """Whether ``listener`` asks for the abort signal as its second argument (see above)."""
     try:
-        parameters = inspect.signature(listener).parameters.values()
+        parameters = list(inspect.signature(listener).parameters.values())
     except (TypeError, ValueError):
         return False
-    positional = 0
-    for parameter in parameters:
+    for position, parameter in enumerate(parameters, start=1):
         if parameter.kind is parameter.VAR_POSITIONAL:
             return True
-        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
-            positional += 1
-    return positional >= 2
+        if parameter.kind not in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+            return False
+        if position == 2:
+            if parameter.name == "signal":
+                return True
+            return parameter.kind is parameter.POSITIONAL_ONLY and (
+                parameter.default is parameter.empty
+            )
+    return False

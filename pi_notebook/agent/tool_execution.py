@@ -13,9 +13,17 @@ preparation gets an immediate error result (its ``tool_execution_end`` follows a
   emitted before the next one starts.
 
 A tool that raises produces an error result carrying the exception text; ``after_tool_call`` may
-then override the result field by field. Abort is cooperative: running tools get the signal; once
-it fired, no further call starts (those already prepared end with "Operation aborted") and the
-remaining calls of the reply are skipped.
+then override the result field by field. Every result is then bounded and made encodable
+(``tool_output.bound_result``): what the model and the session file get is limited, whatever
+kind of tool made it, and a result that cannot be encoded never leaves a call without a result.
+
+Abort ends the calls promptly whatever the tools do: running tools get the signal and
+``ABORT_GRACE_S`` to finish on their own (a cooperative tool's own result is kept); a tool still
+running then is cancelled and abandoned, and its call gets an "Operation aborted" error result.
+A sync tool's worker thread cannot be stopped: it finishes on its own and its late result is
+ignored. Once the signal fired, no further call starts (those already prepared end with
+"Operation aborted") and the remaining calls of the reply are skipped. ``before_tool_call`` (a
+confirmation prompt, say) is abandoned the same way.
 
 A call that ran records how long it took (``duration_ms``, on its ``tool_execution_end`` and its
 result message, as pi 1.6). The calls of a reply cut off by the token limit (stop reason
@@ -25,10 +33,11 @@ result message, as pi 1.6). The calls of a reply cut off by the token limit (sto
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias, TypeVar
 
 from ..ai.abort import AbortSignal
 from ..ai.options import maybe_await
@@ -43,6 +52,7 @@ from .events import (
     ToolExecutionUpdateEvent,
     fast_construct,
 )
+from .tool_output import MAX_TOOL_TEXT_CHARS, bound_result, bound_text
 from .tools import AgentTool, AgentToolResult
 from .types import (
     AfterToolCallContext,
@@ -56,6 +66,7 @@ from .validation import arguments_error_for, validate_tool_arguments
 
 __all__ = [
     "ABORTED_TOOL_MESSAGE",
+    "ABORT_GRACE_S",
     "BLOCKED_TOOL_MESSAGE",
     "ToolBatch",
     "execute_tool_calls",
@@ -65,6 +76,52 @@ __all__ = [
 
 BLOCKED_TOOL_MESSAGE = "Tool execution was blocked"
 ABORTED_TOOL_MESSAGE = "Operation aborted"
+ABORT_GRACE_S: Final = 0.25
+"""Seconds a running tool gets after the abort to finish on its own before it is abandoned."""
+_UNWIND_S: Final = 0.05
+"""Seconds a cancelled tool gets to unwind before it is left behind."""
+
+_log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+_abandoned: set[asyncio.Future[Any]] = set()
+"""Tools that ignored both the signal and the cancellation (kept referenced until they end)."""
+
+
+def _forget(task: asyncio.Future[Any]) -> None:
+    _abandoned.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        _log.debug("an abandoned tool failed late", exc_info=task.exception())
+
+
+async def _unless_aborted(work: Awaitable[_T], signal: AbortSignal | None) -> tuple[bool, _T]:
+    """``(False, result)`` once ``work`` ends (its exception propagates), or ``(True, None)``
+    when ``signal`` fired and ``work`` did not end within ``ABORT_GRACE_S``: it is cancelled
+    then, and abandoned if it does not unwind at once."""
+    if signal is None:
+        return False, await work
+    task = asyncio.ensure_future(work)
+    if not signal.aborted:
+        waiter = asyncio.ensure_future(signal.wait())
+        try:
+            await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            waiter.cancel()
+        if task.done():
+            return False, task.result()
+    done, _ = await asyncio.wait((task,), timeout=ABORT_GRACE_S)
+    if done:
+        return False, task.result()
+    task.cancel()
+    done, _ = await asyncio.wait((task,), timeout=_UNWIND_S)
+    if done:
+        _forget(task)
+    else:
+        _abandoned.add(task)
+        task.add_done_callback(_forget)
+    return True, None  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +155,17 @@ def _elapsed_ms(started: float) -> int:
 
 
 def _error(message: str) -> _Outcome:
-    return _Outcome(AgentToolResult(content=[TextContent(text=message)], details={}), True)
+    text = bound_text(message, MAX_TOOL_TEXT_CHARS)
+    return _Outcome(AgentToolResult(content=[TextContent(text=text)], details={}), True)
+
+
+def _bounded(outcome: _Outcome) -> _Outcome:
+    """``outcome`` within the bounds of ``tool_output`` (an error result if even that fails)."""
+    try:
+        result = bound_result(outcome.result)
+    except Exception as exc:
+        return _error(f"The tool result could not be stored: {describe_error(exc)}")
+    return outcome if result is outcome.result else _Outcome(result, outcome.is_error)
 
 
 class _Batch:
@@ -154,8 +221,10 @@ class _Batch:
             hook = self.config.before_tool_call
             if hook is not None:
                 context = BeforeToolCallContext(self.assistant, call, args, self.context)
-                decision = await maybe_await(hook(context, self.signal))
-                if self.aborted:
+                gave_up, decision = await _unless_aborted(
+                    maybe_await(hook(context, self.signal)), self.signal
+                )
+                if gave_up or self.aborted:
                     return _error(ABORTED_TOOL_MESSAGE)
                 if decision is not None and not isinstance(decision, BeforeToolCallResult):
                     raise TypeError(
@@ -196,7 +265,10 @@ class _Batch:
 
         started = time.perf_counter()
         try:
-            result = await prepared.tool.execute(call.id, prepared.args, self.signal, on_update)
+            running = prepared.tool.execute(call.id, prepared.args, self.signal, on_update)
+            gave_up, result = await _unless_aborted(running, self.signal)
+            if gave_up:
+                return _error(ABORTED_TOOL_MESSAGE)
             duration_ms = _elapsed_ms(started)
             if not isinstance(result, AgentToolResult):
                 raise TypeError(
@@ -213,7 +285,10 @@ class _Batch:
         return outcome
 
     async def finalize(self, prepared: _Prepared, outcome: _Outcome) -> _Outcome:
-        """Apply ``after_tool_call``'s field-wise override, if any."""
+        """Apply ``after_tool_call``'s field-wise override, if any; bound the result."""
+        return _bounded(await self._after(prepared, outcome))
+
+    async def _after(self, prepared: _Prepared, outcome: _Outcome) -> _Outcome:
         hook = self.config.after_tool_call
         if hook is None:
             return outcome

@@ -13,6 +13,7 @@ block shares a single layout. The ``AssistantMessage`` is built only if somebody
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic_core import from_json
@@ -33,6 +34,7 @@ from .events import (
     ToolCallStartEvent,
     partial_event,
 )
+from .redaction import Redactor
 from .types import (
     AssistantContent,
     AssistantMessage,
@@ -305,9 +307,16 @@ class _Layout:
 class MessageBuilder:
     """Builds one assistant reply for ``model`` and pushes its events onto ``stream``."""
 
-    def __init__(self, model: Model, stream: AssistantMessageEventStream) -> None:
+    def __init__(
+        self,
+        model: Model,
+        stream: AssistantMessageEventStream,
+        redactor: Callable[[], Redactor] | None = None,
+    ) -> None:
         self.model = model
         self.stream = stream
+        self.redactor = redactor
+        """Makes the request's ``Redactor`` (called only when the reply fails)."""
         self._usage = _empty_usage()
         self._response_id: str | None = None
         self._response_model: str | None = None
@@ -574,9 +583,20 @@ class MessageBuilder:
         return message
 
     def fail(self, error_message: str, *, aborted: bool = False) -> AssistantMessage:
-        """Finish with an error, keeping whatever content arrived (open blocks are kept as-is)."""
+        """Finish with an error, keeping whatever content arrived (open blocks are kept as-is).
+
+        Every error text of every provider ends here, so this is where the request's credentials
+        are scrubbed from it (error texts quote raw stream lines, URLs and error bodies)."""
         reason: Literal["error", "aborted"] = "aborted" if aborted else "error"
-        message = self._final_message(reason, error_message)
+        redactor = self.redactor() if self.redactor is not None else Redactor()
+        error_message = redactor.scrub(error_message)
+        try:
+            message = self._final_message(reason, error_message)
+        except Exception as exc:  # a provider bug left a block unbuildable: still end the reply
+            error_message = f"{error_message} (the partial reply was lost: {exc!r})"
+            message = self._message(
+                [], self._usage, reason, error_message, self._response_id, self._response_model
+            )
         self._blocks = list(message.content)
         self._open = []
         self._layout = None

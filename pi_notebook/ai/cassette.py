@@ -12,7 +12,8 @@ and how it differs from the closest recording. Environment switches for notebook
 The fingerprint is a hash of what the model sees: provider, model id and API, system prompt,
 messages (timestamps, usage and opaque signatures left out), tools and thinking level. API keys
 never reach the file: they are not part of a request's record, model headers are dropped, and any
-API key (the call's, or one from the environment) in a recorded text is replaced.
+credential of the request (``redaction``: the key, credential headers, URL userinfo) or secret of
+the environment in a recorded text is replaced.
 
 Lines of the file, each with a ``type``: ``cassette`` (the first line: version), ``model`` (a
 model that was recorded, so replay can stand in for it — e.g. the embedded local model, which
@@ -42,6 +43,7 @@ from .event_stream import AssistantMessageEventStream
 from .events import AssistantEventType
 from .options import ResponseInfo, StreamOptions
 from .producer import describe_error, produce_stream
+from .redaction import Redactor, request_redactor
 from .registry import stream_simple
 from .types import AssistantMessage, Context, Message, Model, ThinkingContent, ToolCall
 
@@ -267,8 +269,11 @@ def _storable_model(model: Model) -> Model:
 # --- secrets -------------------------------------------------------------------------------------
 
 
-def _secret_values(options: StreamOptions, environ: Mapping[str, str]) -> list[str]:
+def _secret_values(model: Model, options: StreamOptions, environ: Mapping[str, str]) -> list[str]:
+    """Every credential the request carried (``redaction``) and every secret-looking variable
+    of the environment."""
     values = {options.api_key or ""}
+    values.update(request_redactor(model, options).secrets)
     values.update(v for k, v in environ.items() if _SECRET_NAME.search(k))
     return sorted((v for v in values if len(v) >= _MIN_SECRET), key=len, reverse=True)
 
@@ -307,7 +312,7 @@ def _scrub(text: str, secrets: Sequence[str]) -> str:
         escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
         if escaped != secret:
             text = text.replace(escaped, _REDACTED)
-    return text
+    return Redactor().scrub(text)  # and any URL's user:password@
 
 
 # --- recording -----------------------------------------------------------------------------------
@@ -540,7 +545,7 @@ class Cassette:
         final: AssistantMessage,
         options: StreamOptions,
     ) -> None:
-        secrets = _secret_values(options, os.environ)
+        secrets = _secret_values(model, options, os.environ)
         _annotate(events, final)
         events = _scrub_deltas(events, secrets)
         usage = final.usage

@@ -10,6 +10,7 @@ import email.utils
 import inspect
 import ipaddress
 import json
+import logging
 import random
 import time
 import weakref
@@ -22,7 +23,8 @@ import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
 from .models import PROVIDER_ENV_KEYS, get_env_api_key
-from .options import ResponseInfo, StreamOptions
+from .options import ResponseInfo, StallNotice, StreamOptions
+from .redaction import Redactor
 from .types import Model
 
 __all__ = [
@@ -34,6 +36,8 @@ __all__ = [
     "redact",
     "resolve_api_key",
 ]
+
+_log = logging.getLogger(__name__)
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
     weakref.WeakKeyDictionary()
@@ -106,11 +110,12 @@ def resolve_api_key(
     return None
 
 
-def redact(text: str, secret: str | None) -> str:
-    """``text`` with ``secret`` (an API key) blanked out."""
-    if secret and len(secret) >= 4:
-        return text.replace(secret, "***")
-    return text
+def redact(text: str, secret: str | Redactor | None) -> str:
+    """``text`` with ``secret`` (an API key, or every credential a ``Redactor`` knows) blanked
+    out."""
+    if isinstance(secret, Redactor):
+        return secret.scrub(text)
+    return Redactor([secret]).scrub(text)
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -159,7 +164,7 @@ def _error_details(body: str) -> tuple[str | None, str | None, str | None]:
     )
 
 
-def http_error(status: int, body: str, api_key: str | None) -> ProviderError:
+def http_error(status: int, body: str, api_key: str | Redactor | None) -> ProviderError:
     message, kind, code = _error_details(body)
     if message is None:
         snippet = " ".join(body.split())[:300]
@@ -174,7 +179,9 @@ def http_error(status: int, body: str, api_key: str | None) -> ProviderError:
     return ProviderError(text, status=status, code=code or kind, body=redact(body, api_key))
 
 
-def stream_error(payload: Mapping[str, Any], api_key: str | None = None) -> ProviderError:
+def stream_error(
+    payload: Mapping[str, Any], api_key: str | Redactor | None = None
+) -> ProviderError:
     """An error that arrived inside a stream (after HTTP 200)."""
     error = payload.get("error", payload)
     if isinstance(error, Mapping):
@@ -184,6 +191,16 @@ def stream_error(payload: Mapping[str, Any], api_key: str | None = None) -> Prov
         message, kind = str(error), None
     label = f" ({kind})" if kind else ""
     return ProviderError(redact(f"{message}{label}", api_key), code=str(kind) if kind else None)
+
+
+def redactor_error(redactor: Redactor, error: ProviderError) -> ProviderError:
+    """``error`` with its message and body scrubbed."""
+    return ProviderError(
+        redactor.scrub(str(error)),
+        status=error.status,
+        code=error.code,
+        body=redactor.scrub(error.body),
+    )
 
 
 def _should_retry(status: int, headers: Mapping[str, str], code: str | None) -> bool:
@@ -211,6 +228,88 @@ async def _call_hook(hook: Any, *args: Any) -> Any:
     return result
 
 
+class _Watchdog:
+    """Tracks the time since the last sign of life of a request and tells ``on_stall`` when the
+    silence passes ``stall_ms`` (and again when data flows). One timer per stall period, not per
+    event: an event only stores the time."""
+
+    __slots__ = ("_handle", "_hook", "_period", "_tasks", "last", "stalled")
+
+    def __init__(self, options: StreamOptions) -> None:
+        self._hook = options.on_stall
+        self._period = max(options.stall_ms, 1) / 1000
+        self._handle: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.last = time.monotonic()
+        self.stalled = False
+        if self._hook is not None:
+            self._handle = asyncio.get_running_loop().call_later(self._period, self._check)
+
+    def waited(self) -> float:
+        return time.monotonic() - self.last
+
+    def alive(self) -> None:
+        self.last = time.monotonic()
+        if self.stalled:
+            self.stalled = False
+            self._notify(False)
+
+    def _check(self) -> None:
+        waited = self.waited()
+        if waited >= self._period * 0.999:
+            self.stalled = True
+            self._notify(True, waited)
+            delay = self._period
+        else:
+            delay = self._period - waited
+        self._handle = asyncio.get_running_loop().call_later(delay, self._check)
+
+    def _notify(self, stalled: bool, waited: float | None = None) -> None:
+        notice = StallNotice(stalled=stalled, waited_ms=round((waited or self.waited()) * 1000))
+        try:
+            result = self._hook(notice) if self._hook is not None else None
+            if inspect.isawaitable(result):
+                task = asyncio.ensure_future(result)
+                self._tasks.add(task)
+                task.add_done_callback(self._done)
+        except Exception:
+            _log.exception("on_stall failed")
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            _log.error("on_stall failed", exc_info=task.exception())
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        if self.stalled:
+            self.stalled = False
+            self._notify(False)
+
+
+def _timeout_error(exc: httpx.TimeoutException, waited: float, url: str) -> ProviderError:
+    kind = "read timeout" if isinstance(exc, httpx.ReadTimeout) else type(exc).__name__
+    return ProviderError(
+        f"The server at {url} sent nothing for {waited:.1f} s ({kind}); the reply is incomplete"
+    )
+
+
+async def _watched(
+    events: AsyncIterator[ServerSentEvent], watchdog: _Watchdog, url: str
+) -> AsyncIterator[ServerSentEvent]:
+    """``events``, telling ``watchdog`` of each one; a read timeout says how long it waited."""
+    try:
+        async for event in events:
+            watchdog.alive()
+            yield event
+    except httpx.TimeoutException as exc:
+        raise _timeout_error(exc, watchdog.waited(), url) from None
+    finally:
+        watchdog.stop()
+
+
 @asynccontextmanager
 async def open_sse(
     model: Model,
@@ -223,7 +322,11 @@ async def open_sse(
 ) -> AsyncIterator[AsyncIterator[ServerSentEvent]]:
     """POST ``payload`` and yield the response's SSE events, retrying failures that happen before
     the body starts (429/5xx/overloaded/connection errors), honouring ``retry-after-ms``,
-    ``retry-after`` and ``x-should-retry``, capped by ``options.max_retry_delay_ms``."""
+    ``retry-after`` and ``x-should-retry``, capped by ``options.max_retry_delay_ms``.
+
+    Error texts and bodies are scrubbed of every credential of the request; ``options.on_stall``
+    hears of silences longer than ``options.stall_ms`` (waiting for headers or for events), and
+    a read timeout says how long the server was silent."""
     replaced = await _call_hook(options.on_payload, payload, model)
     if replaced is not None:
         payload = replaced
@@ -239,6 +342,12 @@ async def open_sse(
     if options.timeout_ms is not None:
         seconds = options.timeout_ms / 1000
         timeout = httpx.Timeout(seconds, connect=min(seconds, 10.0))
+    redactor = Redactor.for_request(
+        api_keys=[api_key, options.api_key],
+        model_headers={**(model.headers or {}), **headers},
+        call_headers=options.headers,
+        urls=[url, model.base_url],
+    )
     client = get_client()
     cap = options.max_retry_delay_ms / 1000 if options.max_retry_delay_ms else None
     attempt = 0
@@ -246,23 +355,32 @@ async def open_sse(
         request = client.build_request("POST", url, content=body, headers=all_headers)
         if timeout is not None:
             request.extensions["timeout"] = timeout.as_dict()
+        watchdog = _Watchdog(options)
         try:
             response = await client.send(request, stream=True)
         except httpx.TransportError as exc:
+            watchdog.stop()
             if attempt >= options.max_retries:
+                if isinstance(exc, httpx.ReadTimeout):
+                    error = _timeout_error(exc, watchdog.waited(), url)
+                    raise redactor_error(redactor, error) from None
                 raise ProviderError(
-                    redact(f"Connection to {url} failed: {exc or type(exc).__name__}", api_key)
+                    redactor.scrub(f"Connection to {url} failed: {exc or type(exc).__name__}")
                 ) from None
             await asyncio.sleep(_backoff(attempt))
             attempt += 1
             continue
+        except BaseException:
+            watchdog.stop()
+            raise
+        watchdog.alive()
         try:
             await _call_hook(
                 options.on_response, ResponseInfo(response.status_code, response.headers), model
             )
             if response.status_code >= 400:
                 text = (await response.aread()).decode("utf-8", errors="replace")
-                error = http_error(response.status_code, text, api_key)
+                error = http_error(response.status_code, text, redactor)
                 if attempt >= options.max_retries or not _should_retry(
                     response.status_code, response.headers, error.code
                 ):
@@ -282,18 +400,22 @@ async def open_sse(
                 text = (await response.aread()).decode("utf-8", errors="replace")
                 message, _kind, _code = _error_details(text)
                 raise ProviderError(
-                    redact(
+                    redactor.scrub(
                         f"Expected an event stream, got {response.headers.get('content-type')!r}: "
-                        f"{message or ' '.join(text.split())[:300]}",
-                        api_key,
+                        f"{message or ' '.join(text.split())[:300]}"
                     ),
                     status=response.status_code,
-                    body=redact(text, api_key),
+                    body=redactor.scrub(text),
                 )
             else:
-                yield EventSource(response).aiter_sse()
+                events = _watched(EventSource(response).aiter_sse(), watchdog, url)
+                try:
+                    yield events
+                finally:
+                    await events.aclose()  # type: ignore[attr-defined]
                 return
         finally:
+            watchdog.stop()
             await response.aclose()
         await asyncio.sleep(wait)
         attempt += 1

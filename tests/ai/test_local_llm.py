@@ -183,6 +183,19 @@ def test_the_model_describes_the_server(local_model: Model) -> None:
 
 
 @pytest.mark.local_llm
+def test_the_server_samples_with_penalties_and_caps_the_output(local_model: Model) -> None:
+    """Issue 11: with llama.cpp's defaults SmolLM2 looped one sentence for 2,048 tokens."""
+    base = local_model.base_url.removesuffix("/v1")
+    props = httpx.get(base + "/props", timeout=30).json()
+    params = props["default_generation_settings"]["params"]
+    assert params["repeat_penalty"] == pytest.approx(local.SAMPLING["penalty_repeat"])
+    assert params["frequency_penalty"] == pytest.approx(local.SAMPLING["penalty_freq"])
+    assert params["dry_multiplier"] == pytest.approx(local.SAMPLING["dry_multiplier"])
+    assert params["temperature"] == pytest.approx(local.SAMPLING["temp"])
+    assert local_model.max_tokens == local.MAX_OUTPUT_TOKENS <= local_model.context_window // 4
+
+
+@pytest.mark.local_llm
 def test_one_server_per_process_and_registered(local_model: Model) -> None:
     again = local.start_local_model()
     assert again.base_url == local_model.base_url

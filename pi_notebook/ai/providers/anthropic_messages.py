@@ -67,6 +67,19 @@ def map_stop_reason(
     return None, f"Unknown stop reason from the provider: {reason!r}"
 
 
+def _str(value: Any, what: str) -> str:
+    """``value`` if it is a string; a malformed event otherwise (``feed`` turns it into an error
+    event: a number or an object here would break the reply's text later, where nothing can
+    report it)."""
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"{what} is {type(value).__name__}, not a string")
+
+
+def _opt_str(value: Any, what: str) -> str:
+    return "" if value is None else _str(value, what)
+
+
 class _Block:
     """One Anthropic content block we model: its kind, our content index, and scratch state."""
 
@@ -153,7 +166,7 @@ class AnthropicStreamParser:
             case "message_delta":
                 delta = event.get("delta") or {}
                 if delta.get("stop_reason"):
-                    self._stop_reason = delta["stop_reason"]
+                    self._stop_reason = _str(delta["stop_reason"], "message_delta stop_reason")
                 self._update_usage(event.get("usage"))
             case "message_stop":
                 self._message_stop()
@@ -164,12 +177,24 @@ class AnthropicStreamParser:
 
     def _message_start(self, message: Mapping[str, Any]) -> None:
         builder = self._builder
-        builder.response_id = message.get("id") or builder.response_id
+        response_id = message.get("id")
+        if isinstance(response_id, str) and response_id:
+            builder.response_id = response_id
         response_model = message.get("model")
         if isinstance(response_model, str) and response_model != builder.model.id:
             builder.response_model = response_model
         self._update_usage(message.get("usage"))
         builder.start()
+        # Some servers (and replays) send whole blocks and the stop reason up front.
+        stop_reason = message.get("stop_reason")
+        if stop_reason is not None:
+            self._stop_reason = _str(stop_reason, "message_start stop_reason")
+        content = message.get("content")
+        if isinstance(content, list):
+            for index, block in enumerate(content):
+                if isinstance(block, Mapping):
+                    self._block_start(index, block)
+                    self._block_stop(index)
 
     def _update_usage(self, usage: Mapping[str, Any] | None) -> None:
         # Usage is cumulative: each report overwrites the counts it carries.
@@ -185,17 +210,20 @@ class AnthropicStreamParser:
         builder = self._builder
         match block.get("type"):
             case "text":
+                text = _opt_str(block.get("text"), "a text block's text")
                 ours = _Block("text", builder.text_start())
-                if block.get("text"):
-                    builder.text_delta(ours.content_index, block["text"])
+                if text:
+                    builder.text_delta(ours.content_index, text)
             case "thinking":
+                text = _opt_str(block.get("thinking"), "a thinking block's thinking")
+                signature = _opt_str(block.get("signature"), "a thinking block's signature")
                 ours = _Block("thinking", builder.thinking_start())
-                if block.get("thinking"):
-                    builder.thinking_delta(ours.content_index, block["thinking"])
-                if block.get("signature"):
-                    ours.signature.append(block["signature"])
+                if text:
+                    builder.thinking_delta(ours.content_index, text)
+                if signature:
+                    ours.signature.append(signature)
             case "redacted_thinking":
-                builder.redacted_thinking(str(block.get("data") or ""))
+                builder.redacted_thinking(_opt_str(block.get("data"), "redacted_thinking data"))
                 self._blocks.pop(index, None)
                 return
             case "tool_use":
@@ -220,15 +248,15 @@ class AnthropicStreamParser:
         builder = self._builder
         match delta.get("type"):
             case "text_delta" if block.kind == "text":
-                if text := delta["text"]:
+                if text := _str(delta["text"], "text_delta text"):
                     builder.text_delta(block.content_index, text)
             case "thinking_delta" if block.kind == "thinking":
-                if text := delta["thinking"]:
+                if text := _str(delta["thinking"], "thinking_delta thinking"):
                     builder.thinking_delta(block.content_index, text)
             case "signature_delta" if block.kind == "thinking":
-                block.signature.append(delta["signature"])
+                block.signature.append(_str(delta["signature"], "signature_delta signature"))
             case "input_json_delta" if block.kind == "toolCall":
-                if fragment := delta["partial_json"]:
+                if fragment := _str(delta["partial_json"], "input_json_delta partial_json"):
                     block.has_deltas = True
                     builder.toolcall_delta(block.content_index, fragment)
             case _:

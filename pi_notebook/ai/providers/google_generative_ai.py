@@ -370,8 +370,11 @@ class GeminiStreamParser:
 
     def _set_usage(self, usage: Mapping[str, Any]) -> None:
         cached = _int(usage.get("cachedContentTokenCount"))
+        # The results of tools Gemini ran itself (search, code execution) are input too:
+        # totalTokenCount counts them.
+        prompt = _int(usage.get("promptTokenCount")) + _int(usage.get("toolUsePromptTokenCount"))
         self.builder.set_usage(
-            input=max(0, _int(usage.get("promptTokenCount")) - cached),
+            input=max(0, prompt - cached),
             output=_int(usage.get("candidatesTokenCount")) + _int(usage.get("thoughtsTokenCount")),
             cache_read=cached,
         )

@@ -10,7 +10,9 @@ chunks that writes the reply through a ``MessageBuilder``. It is tolerant where 
 - tool calls accumulated by ``index``; without ``index``, a new ``id`` opens a call and an id-less
   fragment continues the last one; a reused index with a new id is a new call; names may arrive
   late or split; several calls may share a chunk; arguments are raw JSON text split anywhere;
-- usage on a ``choices: []`` chunk, on every chunk, or under ``choices[0].usage``;
+- ``content`` as a string, or as a list of text and thinking parts (Mistral);
+- usage on a ``choices: []`` chunk, on every chunk, or under ``choices[0].usage``; reasoning
+  tokens inside ``completion_tokens`` (OpenAI) or on top of them (xAI), told apart by the total;
 - ``finish_reason`` is advice: tool calls present means tool use, whatever it says.
 
 It is strict where success would be a lie: an ``{"error": …}`` payload after HTTP 200 and a stream
@@ -41,7 +43,13 @@ from .openai_completions_request import (
     resolve_compat,
 )
 
-__all__ = ["TRUNCATED_MESSAGE", "CompletionsStreamParser", "map_finish_reason", "stream"]
+__all__ = [
+    "TRUNCATED_MESSAGE",
+    "CompletionsStreamParser",
+    "map_finish_reason",
+    "output_tokens",
+    "stream",
+]
 
 TRUNCATED_MESSAGE = "The stream ended unexpectedly (no finish_reason and no [DONE]): truncated"
 
@@ -74,8 +82,43 @@ def map_finish_reason(
     return _FINISH_REASONS.get(finish_reason or "stop", "stop"), None
 
 
+def _part_texts(value: Any) -> list[str]:
+    """The non-empty texts of a part's nested content: a string, or a list of text parts."""
+    if isinstance(value, str):
+        return [value] if value else []
+    if not isinstance(value, list):
+        return []
+    texts: list[str] = []
+    for item in value:
+        text = (
+            item
+            if isinstance(item, str)
+            else item.get("text")
+            if isinstance(item, Mapping)
+            else None
+        )
+        if isinstance(text, str) and text:
+            texts.append(text)
+    return texts
+
+
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def output_tokens(usage: Mapping[str, Any]) -> int:
+    """Output tokens, reasoning included. OpenAI's ``completion_tokens`` include the reasoning
+    tokens; xAI's do not (``completion_tokens_details.reasoning_tokens`` come on top). The total
+    tells them apart: it is prompt + completion + reasoning only when reasoning is extra."""
+    completion = _count(usage.get("completion_tokens"))
+    details = usage.get("completion_tokens_details")
+    reasoning = _count(details.get("reasoning_tokens")) if isinstance(details, Mapping) else 0
+    if reasoning:
+        prompt = _count(usage.get("prompt_tokens"))
+        total = _count(usage.get("total_tokens"))
+        if total == prompt + completion + reasoning and total != prompt + completion:
+            return completion + reasoning
+    return completion
 
 
 class _Call:
@@ -171,13 +214,36 @@ class CompletionsStreamParser:
                 break
         for key in ("content", "refusal"):
             value = delta.get(key)
-            if isinstance(value, str) and value:
-                self._content(value)
+            if isinstance(value, str):
+                if value:
+                    self._content(value)
+            elif isinstance(value, list):
+                self._content_parts(value)
         fragments = delta.get("tool_calls")
         if isinstance(fragments, list):
             for fragment in fragments:
                 if isinstance(fragment, Mapping):
                     self._tool_fragment(fragment)
+
+    def _content_parts(self, parts: list[Any]) -> None:
+        """``content`` as a list of parts (Mistral's reasoning models): ``{"type": "text",
+        "text": …}`` and ``{"type": "thinking", "thinking": [{"type": "text", "text": …}, …]}``
+        (or a plain string)."""
+        for part in parts:
+            if isinstance(part, str):
+                if part:
+                    self._content(part)
+                continue
+            if not isinstance(part, Mapping):
+                continue
+            kind = part.get("type")
+            if kind == "thinking":
+                for thought in _part_texts(part.get("thinking")):
+                    self._reasoning(None, thought)
+            elif kind == "text" or (kind is None and "text" in part):
+                text = part.get("text")
+                if isinstance(text, str) and text:
+                    self._content(text)
 
     def _close_text_and_thinking(self) -> None:
         if self._text is not None:
@@ -187,7 +253,7 @@ class CompletionsStreamParser:
             self._builder.thinking_end(self._thinking)
             self._thinking = None
 
-    def _reasoning(self, key: str, text: str) -> None:
+    def _reasoning(self, key: str | None, text: str) -> None:
         if self._thinking is None:
             self._close_text_and_thinking()
             self._thinking = self._builder.thinking_start(signature=key)
@@ -249,7 +315,7 @@ class CompletionsStreamParser:
         prompt = _count(usage.get("prompt_tokens"))
         self._builder.set_usage(
             input=max(0, prompt - cache_read - cache_write),
-            output=_count(usage.get("completion_tokens")),  # already includes reasoning tokens
+            output=output_tokens(usage),
             cache_read=cache_read,
             cache_write=cache_write,
         )
