@@ -19,6 +19,7 @@ __all__ = [
     "LOCAL_ALIASES",
     "PROVIDER_DEFAULTS",
     "NoModelError",
+    "check_model_ref",
     "model_from_api_keys",
     "resolve_default_model",
     "resolve_model",
@@ -57,6 +58,21 @@ def model_from_api_keys(environ: Mapping[str, str] | None = None) -> Model | Non
         if get_env_api_key(provider, environ) is not None:
             return get_model(provider, model_id)
     return None
+
+
+def check_model_ref(ref: str) -> None:
+    """Raise the error :func:`resolve_model` would for ``ref``, without starting anything (a
+    magic checks its argument before it queues the switch). An unknown provider's message
+    names ``local`` too, which is not in the catalogue."""
+    if ref.strip() in LOCAL_ALIASES:
+        return
+    try:
+        parse_model(ref)
+    except KeyError as exc:
+        text = str(exc.args[0]) if exc.args else str(exc)
+        if text.startswith("Unknown provider"):
+            text += f", or {LOCAL_ALIASES[0]} (the embedded local model)"
+        raise KeyError(text) from None
 
 
 async def resolve_model(ref: str) -> Model:

@@ -23,6 +23,10 @@ harness sees model X. Behind a streaming run ``settled()`` returns at once: they
 so ``%steer why is it slow?`` would look up an object named ``slow``. Lines of the text-taking
 magics (``%steer``, ``%follow_up``, ``%compact``) are turned into explicit
 ``run_line_magic`` calls first, so their text reaches the magic as typed.
+
+4. An empty ``%%agent`` cell. IPython refuses a cell magic whose body is empty with its own
+message before the magic runs; a blank body reaches the magic. Both get :data:`EMPTY_PROMPT`:
+the empty cell is rewritten into raising that ``UsageError`` (shown as one line, no traceback).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from __future__ import annotations
 import shlex
 
 __all__ = [
+    "EMPTY_PROMPT",
     "QUEUED_MAGICS",
     "SETTLE_LINE",
     "TEXT_MAGICS",
@@ -44,6 +49,7 @@ WAIT_FLAG = "--wait"
 TEXT_MAGICS = ("steer", "follow_up", "compact")
 QUEUED_MAGICS = ("model", "compact", "fork", "label")
 SETTLE_LINE = "await __import__('pi_notebook').current().settled()\n"
+EMPTY_PROMPT = "The cell is empty: write the prompt below %%agent."
 
 
 def rewrite_input(lines: list[str]) -> list[str]:
@@ -89,7 +95,8 @@ def rewrite_text_magics(lines: list[str]) -> list[str]:
 
 
 def rewrite_wait_cell(lines: list[str]) -> list[str]:
-    """Rewrite ``%%agent --wait`` cells into a magic call plus an ``await``."""
+    """Rewrite ``%%agent --wait`` cells into a magic call plus an ``await`` (and an empty
+    ``%%agent`` cell into raising :data:`EMPTY_PROMPT`)."""
     if not lines:
         return lines
     first = lines[0].strip()
@@ -102,6 +109,11 @@ def rewrite_wait_cell(lines: list[str]) -> list[str]:
         tokens = shlex.split(head)
     except ValueError:
         return lines  # let the magic itself report the bad arguments
+    if not "".join(lines[1:]).strip():
+        return [
+            "raise __import__('IPython').core.error.UsageError("
+            f"{EMPTY_PROMPT!r}) from None\n"
+        ]
     if WAIT_FLAG not in tokens:
         return lines
     rest = shlex.join(t for t in tokens if t != WAIT_FLAG)

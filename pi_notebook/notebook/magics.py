@@ -25,7 +25,8 @@ from ..ai.cassette import Cassette, CassetteError
 from ..ai.models import clamp_thinking_level, supported_thinking_levels
 from ..ai.types import ThinkingLevel, UserMessage
 from ..harness import Session
-from .default_model import NoModelError
+from .default_model import NoModelError, check_model_ref
+from .input_rewrite import EMPTY_PROMPT
 from .interpolate import InterpolationError, interpolate
 from .kernel_agent import NotebookAgent, open_session
 
@@ -173,13 +174,10 @@ class PiMagics(Magics):
         args = _parse(self.agent, line)
         prompt = _fill(cell, self.pi.namespace).strip()
         if not prompt:
-            raise UsageError("The cell is empty: write the prompt below %%agent.")
+            raise UsageError(EMPTY_PROMPT)
         if args.model:
             try:
-                if args.model not in ("local", "local/smollm2-135m"):
-                    from ..ai.models import parse_model
-
-                    parse_model(args.model)
+                check_model_ref(args.model)
             except (KeyError, ValueError) as exc:
                 raise UsageError(_reason(exc)) from None
         self.pi.refresh_function_tools()
@@ -390,13 +388,10 @@ class PiMagics(Magics):
                 print(f"{self.pi.cassette.mode}ing model replies: {self.pi.cassette.path}")
             return
         ref = args.model
-        if ref not in ("local", "local/smollm2-135m"):
-            from ..ai.models import parse_model
-
-            try:
-                parse_model(ref)
-            except (KeyError, ValueError) as exc:
-                raise UsageError(_reason(exc)) from None
+        try:
+            check_model_ref(ref)
+        except (KeyError, ValueError) as exc:
+            raise UsageError(_reason(exc)) from None
 
         async def switch() -> str:
             chosen = await self.pi.resolve_model(ref)

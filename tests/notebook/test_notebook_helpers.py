@@ -97,3 +97,16 @@ def test_text_magics_keep_their_question_marks() -> None:
     # %%agent bodies are not touched (IPython passes them verbatim)
     body = ["%%agent\n", "%steer inside a prompt?\n"]
     assert rewrite_input(body) == rewrite_wait_cell(body) == body
+
+
+def test_an_empty_agent_cell_raises_the_magics_own_usage_error() -> None:
+    from IPython.core.error import UsageError
+
+    from pi_notebook.notebook.input_rewrite import EMPTY_PROMPT
+
+    for cell in (["%%agent\n"], ["%%agent --wait"], ["%%agent\n", "  \n"]):
+        (line,) = rewrite_wait_cell(cell)
+        with pytest.raises(UsageError, match="The cell is empty"):
+            exec(line, {})
+    assert EMPTY_PROMPT.startswith("The cell is empty")
+    assert rewrite_wait_cell(["%%agent\n", "hi\n"]) == ["%%agent\n", "hi\n"]
