@@ -25,6 +25,7 @@ from typing import Any, Final
 from pydantic import BaseModel
 from pydantic_core import to_json
 
+from ..agent.tool_output import MAX_TOOL_TEXT_CHARS, bound_text
 from ..agent.tools import AgentToolResult
 from ..ai.types import ImageContent, TextContent
 
@@ -39,7 +40,7 @@ __all__ = [
     "truncate_text",
 ]
 
-DEFAULT_MAX_OUTPUT_CHARS: Final = 50_000
+DEFAULT_MAX_OUTPUT_CHARS: Final = MAX_TOOL_TEXT_CHARS
 NO_OUTPUT: Final = "(no output)"
 DATAFRAME_ROWS: Final = 50
 """Rows of a DataFrame shown to the model; the rest is summarised."""
@@ -80,17 +81,8 @@ def is_cheap_to_convert(value: Any) -> bool:
 
 
 def truncate_text(text: str, max_chars: int | None) -> str:
-    """``text`` cut to about ``max_chars``: the head and the tail kept, a note in between."""
-    if max_chars is None or len(text) <= max_chars:
-        return text
-    tail = max_chars // 5
-    head = max_chars - tail
-    cut = len(text) - head - tail
-    note = (
-        f"\n\n[... {cut} characters cut: the output had {len(text)} characters,"
-        f" the limit is {max_chars} ...]\n\n"
-    )
-    return f"{text[:head]}{note}{text[len(text) - tail :] if tail else ''}"
+    """``text`` cut to about ``max_chars`` (``None``: not cut) with the core's bound."""
+    return text if max_chars is None else bound_text(text, max_chars)
 
 
 def sniff_image_type(data: bytes) -> str | None:
