@@ -168,6 +168,12 @@ class MessageUpdateEvent(_AgentEventBase):
     type: Literal["message_update"] = "message_update"
     assistant_message_event: AssistantMessageEvent
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # ``message_update`` shares one fields set: copy it before pydantic adds to it.
+        if self.__pydantic_fields_set__ is _UPDATE_FIELDS_SET:
+            _set(self, "__pydantic_fields_set__", set(_UPDATE_FIELDS_SET))
+        super().__setattr__(name, value)
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def message(self) -> AssistantMessage:
@@ -176,11 +182,16 @@ class MessageUpdateEvent(_AgentEventBase):
         return partial
 
 
+_UPDATE_FIELDS_SET = {"type", "assistant_message_event"}
+"""Every ``message_update``'s ``__pydantic_fields_set__`` until one is assigned to (then copied)."""
+
+
 def message_update(event: AssistantMessageEvent) -> MessageUpdateEvent:
     """The ``message_update`` for a provider delta event (built once per streamed delta)."""
     update = _new(MessageUpdateEvent)
     _set(update, "__dict__", {"type": "message_update", "assistant_message_event": event})
-    _set(update, "__pydantic_fields_set__", {"type", "assistant_message_event"})
+    # Shared: one GC-tracked object fewer per delta (bench.agent_loop_bench text_100k, gen-2 GC).
+    _set(update, "__pydantic_fields_set__", _UPDATE_FIELDS_SET)
     _set(update, "__pydantic_extra__", {})
     _set(update, "__pydantic_private__", None)
     return update

@@ -99,3 +99,37 @@ async def test_listeners_run_in_order_and_an_async_one_holds_the_run(faux: FauxP
     assert kinds == [kind for kind in kinds[::3] for _ in range(3)]  # each event to all three
     assert [entry.split(":", 1)[0] for entry in log[:3]] == ["first", "slow", "last"]
     assert kinds[-1] == "agent_end" and agent.state.error_message is None
+
+
+def test_shared_fields_sets_match_the_plain_events_and_copy_on_write() -> None:
+    """``partial_event`` and ``message_update`` share one fields set per class (one GC-tracked
+    object fewer per delta); the plain, validated events are the reference."""
+    from pi_notebook.agent.events import MessageUpdateEvent, message_update
+    from pi_notebook.ai.events import TextDeltaEvent, partial_event
+
+    reply = AssistantMessage(content=[TextContent(text="hi")], model="m", provider="p", api="a")
+    fields = {"type": "text_delta", "content_index": 0, "delta": "hi"}
+
+    class Source:
+        def materialize_at(self, chunks: int) -> AssistantMessage:
+            return reply
+
+    first = partial_event(TextDeltaEvent, dict(fields), Source(), 1)
+    second = partial_event(TextDeltaEvent, dict(fields), Source(), 1)
+    plain = TextDeltaEvent(partial=reply, type="text_delta", content_index=0, delta="hi")
+    assert first.model_fields_set == plain.model_fields_set | {"type"}
+    assert first.model_dump() == plain.model_dump()
+
+    first.delta = "changed"
+    first.note = "an extra key"  # type: ignore[attr-defined]
+    assert "note" in first.model_fields_set
+    assert "note" not in second.model_fields_set
+    assert second.delta == "hi"
+
+    update, other = message_update(second), message_update(second)
+    reference = MessageUpdateEvent(type="message_update", assistant_message_event=second)
+    assert update.model_fields_set == reference.model_fields_set
+    assert update.model_dump() == reference.model_dump()
+    update.note = "an extra key"  # type: ignore[attr-defined]
+    assert "note" in update.model_fields_set
+    assert "note" not in other.model_fields_set
