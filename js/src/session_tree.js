@@ -98,6 +98,7 @@ export class SessionTreeView {
     this.indexById = new Map();
     this.path = new Set();
     this.leafId = null;
+    this.revealedLeaf = null;
     this.build(el);
     this.listeners = [];
     const on = (names, fn) => {
@@ -119,6 +120,21 @@ export class SessionTreeView {
     this.revealLeaf();
     this.renderDetail();
     this.renderNotice();
+    this.keepLeafInViewOnceShown();
+  }
+
+  // A view is built before the page lays it out (a new output, a reopened notebook): scrolling
+  // then does nothing, and the current node would sit out of sight until "Go to current". So
+  // the leaf is revealed again the first time the tree gets a height.
+  keepLeafInViewOnceShown() {
+    if (typeof ResizeObserver === "undefined") return;
+    this.resizeObserver = new ResizeObserver(() => {
+      if (this.scroller.clientHeight === 0) return;
+      this.resizeObserver.disconnect();
+      this.resizeObserver = null;
+      this.revealLeaf();
+    });
+    this.resizeObserver.observe(this.scroller);
   }
 
   send(message) {
@@ -168,6 +184,8 @@ export class SessionTreeView {
     this.computePath();
     this.renderToolbar();
     this.renderList();
+    // a new branch: the leaf may have moved before its node arrived
+    if (this.leafId !== this.revealedLeaf) this.revealLeaf();
   }
 
   computePath() {
@@ -209,6 +227,7 @@ export class SessionTreeView {
     if (!this.leafId) return;
     if (reveal(this.tree, this.leafId, this.folded)) this.renderList();
     const index = this.indexById.get(this.leafId);
+    if (index !== undefined) this.revealedLeaf = this.leafId;
     if (scroll && index !== undefined) this.list.scrollToIndex(index);
     else this.list.render();
   }
@@ -352,6 +371,7 @@ export class SessionTreeView {
 
   dispose() {
     for (const [event, fn] of this.listeners) this.model.off(event, fn);
+    this.resizeObserver?.disconnect();
   }
 }
 

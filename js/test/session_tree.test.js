@@ -146,6 +146,41 @@ describe("SessionTreeView", () => {
     expect(spacer.style.height).toBe(`${2000 * 24}px`);
   });
 
+  it("scrolls to the current node once the page lays the tree out, and after a new branch", () => {
+    // jsdom has no layout: a ResizeObserver stand-in and a settable height play the page.
+    const observers = [];
+    globalThis.ResizeObserver = class {
+      constructor(callback) { this.callback = callback; observers.push(this); }
+      observe() {}
+      disconnect() { this.disconnected = true; }
+    };
+    try {
+      const rows = generate(2000);
+      const { model, view } = mount(treeState(rows));
+      let height = 0;
+      Object.defineProperty(view.scroller, "clientHeight", { get: () => height });
+      view.scroller.scrollTop = 0; // built before layout: its scroll was lost
+      observers[0].callback();
+      expect(view.scroller.scrollTop).toBe(0); // still no height: nothing to do yet
+      height = 240;
+      observers[0].callback();
+      const leafRow = view.indexById.get("n1999");
+      expect(leafRow).toBeGreaterThan(100);
+      expect(view.scroller.scrollTop).toBeGreaterThan((leafRow - 10) * 24);
+      expect(view.scroller.scrollTop).toBeLessThanOrEqual(leafRow * 24);
+      expect(observers[0].disconnected).toBe(true);
+      // a new branch: the leaf moves to a node that arrives with the next sync
+      view.scroller.scrollTop = 0;
+      const branch = [...rows, row("x1", "n3", "user", "a new branch")];
+      model.update({ leaf_id: "x1" });
+      model.update({ nodes: table(branch) });
+      const index = view.indexById.get("x1");
+      expect(view.scroller.scrollTop).toBeGreaterThan((index - 10) * 24);
+    } finally {
+      delete globalThis.ResizeObserver;
+    }
+  });
+
   it("selects a node, shows its detail when it arrives, and sends the actions", () => {
     const rows = [row("a", null, "user", "hi"), row("b", "a", "assistant", "hello", { model: "faux/m", tokens: 1500, cost: 0.002 })];
     const { model, el } = mount(treeState(rows));
