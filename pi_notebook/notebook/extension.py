@@ -17,6 +17,8 @@ __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 _MAGIC_NAMES = {
     "cell": ("agent",),
     "line": (
+        "fix",
+        "agent_context",
         "steer",
         "follow_up",
         "abort",

@@ -49,7 +49,9 @@ from .notebook_tools import ToolRegistry, builtin_tools
 from .runs import Run
 from .workspace.document import DocumentError, NotebookDocument, NotebookNotConnected
 from .workspace.edit_tools import WRITE_TOOL_NAMES, WriteTools
-from .workspace.history import ExecutionHistory
+from .workspace.history import ExecutionHistory, ExecutionRecord
+from .workspace.read_tools import read_tools
+from .workspace.summary import CUSTOM_TYPE, summarize_changes
 
 if TYPE_CHECKING:
     from .tree_view import TreeView
@@ -206,8 +208,19 @@ class NotebookAgent:
         """The tool names the harness was last given."""
         self._write_pinned: set[str] = set()
         """Write tools added with ``%tools add`` (offered without a frontend too)."""
+        for made in read_tools(self.history, lambda: self.document).values():
+            self.tools.add_builtin(made, enabled=True)
         for made in self._write_tools.values():
-            self.tools.add_function(made)
+            self.tools.add_builtin(made, enabled=True)  # offered while a notebook is connected
+        self.context_enabled = os.environ.get("PI_NOTEBOOK_CONTEXT", "on").strip().lower() not in (
+            "off",
+            "0",
+            "false",
+            "no",
+        )
+        """Send the change summary before each run (``%agent_context on|off``;
+        ``PI_NOTEBOOK_CONTEXT=off`` starts with it off)."""
+        self._context_mark = 0
 
     # --- the harness -----------------------------------------------------------------------------
 
@@ -351,15 +364,50 @@ class NotebookAgent:
         self.runs.append(run)
         key = self.cell_key
         self._run_cells[run.number] = key[3:] if key and key.startswith("id:") else None
+        changes = self._take_changes()
         view.on_stop = self.abort
         view.on_steer = self.steer
         view.on_follow_up = lambda text: self._follow_up_in(run, text)
-        future = self.enqueue(lambda: self._execute(run, key, model_ref, thinking))
+        future = self.enqueue(lambda: self._execute(run, key, model_ref, thinking, changes))
         run.start(lambda _run: future)
         return run
 
+    def _take_changes(self) -> tuple[list[ExecutionRecord], int, int] | None:
+        """The records since the agent's previous turn (None when the summary is off); the
+        next turn's summary starts after this cell."""
+        since, until = self._context_mark, self.history.mark
+        self._context_mark = until
+        if not self.context_enabled:
+            return None
+        return self.history.records(since=since), since, until
+
+    async def _append_change_summary(
+        self, changes: tuple[list[ExecutionRecord], int, int] | None
+    ) -> None:
+        """Put the change summary into the session right before the prompt (a
+        ``custom_message`` entry: the model sees it, ``%tree`` shows it)."""
+        if changes is None:
+            return
+        records, since, until = changes
+        document = None
+        if self.document is not None and self.document.connected:
+            try:
+                document = await self.document.cells()
+            except Exception:  # the frontend went away: the kernel's records still stand
+                document = None
+        summary = summarize_changes(records, since=since, until=until, document=document)
+        if summary is not None:
+            self.session.append_custom_message(
+                CUSTOM_TYPE, summary.text, display=True, details=summary.details
+            )
+
     async def _execute(
-        self, run: Run, cell_key: str | None, model_ref: str | None, thinking: ThinkingLevel | None
+        self,
+        run: Run,
+        cell_key: str | None,
+        model_ref: str | None,
+        thinking: ThinkingLevel | None,
+        changes: tuple[list[ExecutionRecord], int, int] | None = None,
     ) -> AssistantMessage | None:
         if run.cancelled:
             return None
@@ -370,6 +418,7 @@ class NotebookAgent:
             harness.set_thinking_level(thinking)
         self._branch_for_cell(cell_key)
         await self._start_mcp()
+        await self._append_change_summary(changes)
         return await self._prompt(run, run.prompt)
 
     async def _start_mcp(self) -> None:
@@ -490,7 +539,7 @@ class NotebookAgent:
             return f"Enabled the MCP tool {name}"
         if name in self._write_tools:
             self._write_pinned.add(name)
-            self.tools.add_function(self._write_tools[name])
+            self.tools.enable_builtin(name)
             self._push_tools()
             return f"Enabled the notebook tool {name} (also without a notebook frontend)"
         if self.tools.is_builtin(name):

@@ -29,6 +29,7 @@ from .default_model import NoModelError, check_model_ref
 from .input_rewrite import EMPTY_PROMPT
 from .interpolate import InterpolationError, interpolate
 from .kernel_agent import NotebookAgent, open_session
+from .workspace.fix import fix_prompt
 
 __all__ = ["PiMagics"]
 
@@ -111,8 +112,8 @@ def _fill(text: str, namespace: dict[str, Any]) -> str:
 
 @magics_class
 class PiMagics(Magics):
-    """%%agent, %steer, %follow_up, %abort, %fork, %model, %thinking, %tools, %compact, %tree,
-    %session, %label."""
+    """%%agent, %fix, %agent_context, %steer, %follow_up, %abort, %fork, %model, %thinking,
+    %tools, %compact, %tree, %session, %label."""
 
     def __init__(self, shell: Any, agent: NotebookAgent) -> None:
         super().__init__(shell)
@@ -183,6 +184,40 @@ class PiMagics(Magics):
         self.pi.refresh_function_tools()
         run = self.pi.start_run(prompt, model_ref=args.model, thinking=args.thinking)
         run.view.show()
+
+    # --- the workspace ---------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("instructions", nargs="*", help="Extra instructions for the fix ({name} is filled).")
+    @argument("--model", metavar="PROVIDER/ID", help="The model for this run (e.g. local).")
+    @line_magic
+    def fix(self, line: str) -> None:
+        """Ask the agent to explain and fix the last cell that failed. With the notebook's
+        write tools it edits the cell (asking for approval); otherwise it shows the fixed cell.
+        Wait for it with `await pi_notebook.current().wait()`."""
+        args = _parse(self.fix, line)
+        record = self.pi.history.last_error()
+        if record is None:
+            print("No cell has failed since pi_notebook was loaded: nothing to fix.")
+            return
+        instructions = _fill(" ".join(args.instructions), self.pi.namespace)
+        names = [t.name for t in self.pi.tools.active()]
+        prompt = fix_prompt(record, instructions, tool_names=names)
+        self.pi.refresh_function_tools()
+        run = self.pi.start_run(prompt, model_ref=args.model)
+        run.view.show()
+
+    @magic_arguments()
+    @argument("state", nargs="?", choices=("on", "off"), help="Turn the change summary on or off.")
+    @line_magic
+    def agent_context(self, line: str) -> None:
+        """Show, or turn on/off, the change summary: before each run the agent is told which
+        cells ran since its last turn (stored in the session; %tree shows it)."""
+        args = _parse(self.agent_context, line)
+        if args.state is not None:
+            self.pi.context_enabled = args.state == "on"
+        state = "on" if self.pi.context_enabled else "off"
+        print(f"agent context: {state} (the cells run between turns are summarised for the agent)")
 
     # --- steering --------------------------------------------------------------------------------
 

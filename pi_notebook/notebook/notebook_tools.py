@@ -1,13 +1,17 @@
-"""Tools that look into the kernel: built-in ones (off until ``%tools add``) and the registry of
-notebook functions made into tools with ``@pi_notebook.tool`` or ``%tools add``.
+"""Tools that look into the kernel: built-in ones and the registry of notebook functions made
+into tools with ``@pi_notebook.tool`` or ``%tools add``.
 
-Built-ins see the live user namespace:
+Built-ins see the live user namespace; the read-only ones are on by default (``%tools remove
+NAME`` turns one off, ``%tools add NAME`` back on), ``run_python`` is off until added:
 
 - ``list_variables``: the notebook's variables with their types and shapes;
 - ``describe_variable``: one variable's summary (DataFrame shape, dtypes and head; array shape
   and dtype; length and a preview of sequences and mappings; otherwise a bounded repr);
 - ``run_python``: run code in the kernel namespace and return its output — it always asks for
   approval in the run view first.
+
+The workspace adds its read tools (``workspace.read_tools``) and the frontend's write tools to
+the same registry with ``add_builtin``.
 """
 
 from __future__ import annotations
@@ -17,15 +21,23 @@ import contextlib
 import io
 import traceback
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..agent.tools import AgentTool
 from ..tools import FunctionTool, tool
 
-__all__ = ["BUILTIN_TOOL_NAMES", "ToolRegistry", "builtin_tools", "describe_value"]
+__all__ = [
+    "BUILTIN_TOOL_NAMES",
+    "READ_ONLY_BUILTINS",
+    "ToolRegistry",
+    "builtin_tools",
+    "describe_value",
+]
 
 BUILTIN_TOOL_NAMES = ("list_variables", "describe_variable", "run_python")
+READ_ONLY_BUILTINS = ("list_variables", "describe_variable")
+"""Built-ins that only read, and so are on by default."""
 _PREVIEW = 2_000
 
 
@@ -129,10 +141,20 @@ def builtin_tools(namespace: Callable[[], dict[str, Any]]) -> dict[str, Function
 class ToolRegistry:
     """The notebook's tools by name, and which of them the agent may use."""
 
-    def __init__(self, builtins: Mapping[str, AgentTool]) -> None:
+    def __init__(
+        self, builtins: Mapping[str, AgentTool], enabled: Iterable[str] = READ_ONLY_BUILTINS
+    ) -> None:
         self._builtins = dict(builtins)
         self._functions: dict[str, AgentTool] = {}
-        self._enabled_builtins: set[str] = set()
+        self._enabled_builtins: set[str] = {name for name in enabled if name in self._builtins}
+
+    def add_builtin(self, made: AgentTool, *, enabled: bool) -> None:
+        """Offer another built-in (a workspace tool), on or off to begin with."""
+        self._builtins[made.name] = made
+        if enabled:
+            self._enabled_builtins.add(made.name)
+        else:
+            self._enabled_builtins.discard(made.name)
 
     def add_function(self, made: AgentTool) -> bool:
         """Register (or replace) a notebook function's tool; True if it replaced one."""
@@ -163,7 +185,7 @@ class ToolRegistry:
 
     def active(self) -> list[AgentTool]:
         """What the agent gets: enabled built-ins, then notebook functions."""
-        enabled = [self._builtins[n] for n in BUILTIN_TOOL_NAMES if n in self._enabled_builtins]
+        enabled = [t for n, t in self._builtins.items() if n in self._enabled_builtins]
         return [*enabled, *self._functions.values()]
 
     def listing(self) -> list[tuple[str, str, bool, str]]:

@@ -56,7 +56,8 @@ def test_wait_interpolation_and_the_session_file(tmp_path: Path) -> None:
             LOAD,
             "topic = 'kernels'",
             "%%agent --wait\nWrite one line about {topic} and {{braces}}",
-            ROLES + "assert roles() == ['user', 'assistant'], roles()\n"
+            # 'custom': the summary of the cells run before the prompt (the topic cell)
+            ROLES + "assert roles() == ['custom', 'user', 'assistant'], roles()\n"
             "assert agent.last_run.state == 'done'\n"
             "assert agent.last_run.result.text == 'Kernels run code.'",
         ],
@@ -192,21 +193,24 @@ def test_tools_magic_lists_and_enables_builtins(tmp_path: Path) -> None:
             setup(None),
             LOAD,
             "%tools list",
-            "%tools add list_variables describe_variable",
+            "%tools remove describe_variable read_history",
             "%tools list",
-            "%tools remove describe_variable",
+            "%tools add describe_variable run_python",
             "import pi_notebook\n"
             "names = [t.name for t in pi_notebook.current().tools.active()]\n"
-            "assert names == ['list_variables', 'insert_cell', 'edit_cell', 'delete_cell', "
-            "'run_cell'], names\n"
+            "reads = ['list_variables', 'describe_variable', 'run_python', 'list_cells', "
+            "'read_cell', 'read_last_error']\n"
+            "writes = ['insert_cell', 'edit_cell', 'delete_cell', 'run_cell']\n"
+            "assert names == reads + writes, names\n"
             "offered = [t.name for t in pi_notebook.current()._offered_tools()]\n"
-            "assert offered == ['list_variables'], offered  # no frontend: no write tools",
+            "assert offered == reads, offered  # no frontend: no write tools",
         ],
         tmp_path,
         env=ENV,
     )
     assert "[off] run_python (built-in)" in outputs_text(nb.cells[2])
-    assert "[on ] describe_variable (built-in)" in outputs_text(nb.cells[4])
+    assert "[on ] describe_variable (built-in)" in outputs_text(nb.cells[2])  # read-only: on
+    assert "[off] describe_variable (built-in)" in outputs_text(nb.cells[4])
 
 
 @pytest.mark.parametrize(

@@ -165,21 +165,58 @@ def summarize_value(value: Any, formatter: Callable[[Any], Any] | None = None) -
     return _bounded(f"{label}:\n{text}" if label else text)
 
 
+def _package_of(filename: str) -> str:
+    """``pandas`` for ``.../site-packages/pandas/core/frame.py``: a library frame's name that is
+    the same on every machine."""
+    parts = Path(filename).parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts and parts.index(marker) + 1 < len(parts):
+            return parts[parts.index(marker) + 1].removesuffix(".py")
+    return Path(filename).stem
+
+
+def _local_path(filename: str) -> str | None:
+    """A frame's file relative to the working directory (the user's own modules), or None."""
+    if filename.startswith("<"):
+        return filename
+    path = Path(filename)
+    if "site-packages" in path.parts or "dist-packages" in path.parts:
+        return None
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (OSError, ValueError):
+        return None
+
+
 def _error_info(exc: BaseException, code_names: dict[str, int]) -> ErrorInfo:
-    """Type, message and the cell's last frames (IPython's machinery left out)."""
+    """Type, message and the traceback of the notebook's own frames; library frames in between
+    are counted by package, so the text is the same on every machine (a replayed prompt must
+    match its recording) and the model reads the user's code, not pandas' internals."""
     internal = _internal_dirs()
-    frames = [
-        frame
-        for frame in traceback.extract_tb(exc.__traceback__)
-        if not frame.filename.startswith(internal)
-    ][-_TRACEBACK_FRAMES:]
     lines: list[str] = []
-    for frame in frames:
+    skipped: list[str] = []
+
+    def flush() -> None:
+        if skipped:
+            packages = ", ".join(dict.fromkeys(skipped))
+            lines.append(f"  [... {len(skipped)} frames in {packages}]")
+            skipped.clear()
+
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(internal)
+    ]
+    for frame in frames[-_TRACEBACK_FRAMES:]:
         count = code_names.get(frame.filename)
-        where = f"Cell In[{count}]" if count is not None else frame.filename
+        local = _local_path(frame.filename)
+        if count is None and local is None:
+            skipped.append(_package_of(frame.filename))
+            continue
+        flush()
+        where = f"Cell In[{count}]" if count is not None else local
         lines.append(f"  {where}, line {frame.lineno}, in {frame.name}")
         if frame.line:
             lines.append(f"    {frame.line.strip()}")
+    flush()
     lines.extend(line.rstrip("\n") for line in traceback.format_exception_only(type(exc), exc))
     text = strip_ansi("\n".join(lines))
     if len(text) > MAX_TRACEBACK_CHARS:

@@ -1,0 +1,44 @@
+"""``%fix``: the prompt that asks the agent to explain and fix the last failing cell.
+
+The prompt carries the failing cell (source, exception, trimmed traceback) so even a model
+without tools can answer. With the frontend's write tools active the agent edits the cell (and
+each edit asks for approval); without them, or with no notebook connected, it shows the fixed
+cell in a code block, so an executed notebook gets the same, deterministic answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .history import ExecutionRecord
+from .render import cell_label, describe_error
+
+__all__ = ["WRITE_TOOL_HINTS", "fix_prompt"]
+
+WRITE_TOOL_HINTS = ("edit_cell", "insert_cell")
+"""Tool names that mean the agent can write the fix into the notebook itself."""
+
+
+def fix_prompt(
+    record: ExecutionRecord, instructions: str = "", *, tool_names: Iterable[str] = ()
+) -> str:
+    """The ``%fix`` prompt for the failed ``record``."""
+    label = cell_label(record)
+    where = f" (cell id {record.cell_id})" if record.cell_id else ""
+    can_write = any(name in WRITE_TOOL_HINTS for name in tool_names)
+    how = (
+        "Then fix it: edit that cell with the edit_cell tool so it runs (keep the user's "
+        "intent), or insert a new cell if the fix belongs in its own cell."
+        if can_write
+        else "Then give the corrected cell in one ```python code block, complete, so it can "
+        "replace the failing cell as it is."
+    )
+    parts = [
+        f"The cell {label}{where} failed.",
+        f"```python\n{record.source.rstrip()}\n```",
+        describe_error(record),
+        "Explain in one or two sentences why it failed. " + how,
+    ]
+    if instructions.strip():
+        parts.append(f"The user adds: {instructions.strip()}")
+    return "\n\n".join(parts)
