@@ -14,6 +14,7 @@ PACKAGES = [
     "pi_notebook.tools",
     "pi_notebook.harness",
     "pi_notebook.mcp",
+    "pi_notebook.notebook.workspace",
 ]
 
 REQUIRED = {
