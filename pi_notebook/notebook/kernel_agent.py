@@ -208,10 +208,10 @@ class NotebookAgent:
         """The tool names the harness was last given."""
         self._write_pinned: set[str] = set()
         """Write tools added with ``%tools add`` (offered without a frontend too)."""
-        for made in read_tools(self.history, lambda: self.document).values():
-            self.tools.add_builtin(made, enabled=True)
-        for made in self._write_tools.values():
-            self.tools.add_builtin(made, enabled=True)  # offered while a notebook is connected
+        for reader in read_tools(self.history, lambda: self.document).values():
+            self.tools.add_builtin(reader, enabled=True)
+        for writer in self._write_tools.values():
+            self.tools.add_builtin(writer, enabled=True)  # offered while a notebook is connected
         self.context_enabled = os.environ.get("PI_NOTEBOOK_CONTEXT", "on").strip().lower() not in (
             "off",
             "0",
