@@ -445,7 +445,7 @@ class NotebookAgent:
         unsubscribe = harness.subscribe(run.view.handle)
         self._active = run
         self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
-        if self._harness is not None and self._pushed != [t.name for t in self._offered_tools()]:
+        if self._harness is not None and self._pushed != [t.name for t in self.offered_tools()]:
             self._push_tools()  # a notebook frontend connected or went away since the last run
         try:
             task = asyncio.ensure_future(harness.prompt(text))
@@ -587,7 +587,7 @@ class NotebookAgent:
             self._push_tools()
         return removed
 
-    def _offered_tools(self) -> list[AgentTool]:
+    def offered_tools(self) -> list[AgentTool]:
         """The active tools the model gets: the write tools only while a notebook frontend is
         connected (or when added with ``%tools add``), so an executed notebook (nbclient,
         papermill, a cassette replay) sees the same tools as before unless it asks for them."""
@@ -599,7 +599,7 @@ class NotebookAgent:
         ]
 
     def _offer(self) -> list[AgentTool]:
-        offered = self._offered_tools()
+        offered = self.offered_tools()
         self._pushed = [t.name for t in offered]
         return offered
 

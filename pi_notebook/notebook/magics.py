@@ -201,7 +201,7 @@ class PiMagics(Magics):
             print("No cell has failed since pi_notebook was loaded: nothing to fix.")
             return
         instructions = _fill(" ".join(args.instructions), self.pi.namespace)
-        names = [t.name for t in self.pi.tools.active()]
+        names = [t.name for t in self.pi.offered_tools()]  # what the model will get
         prompt = fix_prompt(record, instructions, tool_names=names)
         self.pi.refresh_function_tools()
         run = self.pi.start_run(prompt, model_ref=args.model)
