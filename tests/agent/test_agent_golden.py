@@ -109,12 +109,15 @@ class RecordedReply:
             out.done(self.stop_reason)  # type: ignore[arg-type]
 
 
-def recorded(scenario: str) -> tuple[list[RecordedReply], list[list[str]]]:
-    """The replies of ``scenario``'s model calls, and the roles each call was shown."""
+def recorded(
+    scenario: str, rows: list[dict[str, Any]] | None = None
+) -> tuple[list[RecordedReply], list[list[str]]]:
+    """The replies of ``scenario``'s model calls, and the roles each call was shown, from
+    ``rows`` (a recording in this file's format; pi 0.73's by default)."""
     replies: list[RecordedReply] = []
     roles: list[list[str]] = []
     current: list[tuple[str, int, str]] | None = None
-    for row in FULL:
+    for row in FULL if rows is None else rows:
         if row["scenario"] != scenario:
             continue
         if row["kind"] == "llm_call":

@@ -71,30 +71,7 @@ def rows_of(scenario: str, kind: str) -> list[dict[str, Any]]:
 
 def recorded(scenario: str) -> list[RecordedReply]:
     """The replies pi 1.6 was given (the same deltas its scripted model streamed)."""
-    replies: list[RecordedReply] = []
-    current: list[tuple[str, int, str]] | None = None
-    for row in FULL:
-        if row["scenario"] != scenario:
-            continue
-        if row["kind"] == "llm_call":
-            current = []
-        elif row["kind"] == "event" and current is not None:
-            if row["type"] == "message_update":
-                current.append(
-                    (row["assistantMessageEvent"], row["contentIndex"], row.get("delta", ""))
-                )
-            elif row["type"] == "message_end" and row["message"]["role"] == "assistant":
-                message = row["message"]
-                replies.append(
-                    RecordedReply(
-                        current,
-                        message["stopReason"],
-                        message.get("errorMessage"),
-                        message["content"].split("|") if message["content"] else [],
-                    )
-                )
-                current = None
-    return replies
+    return old.recorded(scenario, FULL)[0]
 
 
 def without_system(items: list[Any], role: Callable[[Any], str]) -> list[Any]:
