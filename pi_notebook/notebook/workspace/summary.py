@@ -54,8 +54,8 @@ def summarize_changes(
     """The summary of ``records`` (those in ``[since, until)``), or None when nothing but
     conversation cells ran and there is no document to describe."""
     ran = [r for r in records if since <= r.index < until and not is_conversation_cell(r)]
-    if not ran and not document:
-        return None
+    if not ran and not (document and since == 0):
+        return None  # nothing new: the document itself is sent once, then read with list_cells
     shown = ran[-MAX_CELLS:]
     older = len(ran) - len(shown)
     first_turn = since == 0
