@@ -13,7 +13,7 @@ loaded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -21,9 +21,8 @@ import pytest
 from .lab import (
     LabNotebook,
     LabServer,
-    close_notebook,
     launch_chromium,
-    open_notebook_page,
+    notebook_opener,
     start_lab,
 )
 
@@ -55,15 +54,5 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def open_notebook(lab: LabServer, browser: Any) -> Iterator[Callable[..., LabNotebook]]:
     """``open_notebook(name, cells)`` → a :class:`LabNotebook` whose kernel is idle."""
-    opened: list[LabNotebook] = []
-
-    def open_(name: str, cells: Sequence[str]) -> LabNotebook:
-        notebook = open_notebook_page(browser, lab, name, cells)
-        opened.append(notebook)
-        return notebook
-
-    yield open_
-    errors = [error for notebook in opened for error in notebook.page_errors]
-    for notebook in opened:
-        close_notebook(notebook)
-    assert not errors, "uncaught errors in the page:\n" + "\n".join(errors)
+    with notebook_opener(browser, lab) as open_:
+        yield open_

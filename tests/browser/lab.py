@@ -378,3 +378,21 @@ def close_notebook(notebook: LabNotebook) -> None:
         notebook.page.context.close()
     with contextlib.suppress(Exception):
         notebook.server.shut_down_sessions([notebook.name])
+
+
+@contextlib.contextmanager
+def notebook_opener(browser: Any, server: LabServer) -> Iterator[Callable[..., LabNotebook]]:
+    """``open_(name, cells)`` → a :class:`LabNotebook` whose kernel is idle; on exit every
+    opened notebook is closed, and uncaught errors in their pages fail the test."""
+    opened: list[LabNotebook] = []
+
+    def open_(name: str, cells: Sequence[str]) -> LabNotebook:
+        notebook = open_notebook_page(browser, server, name, cells)
+        opened.append(notebook)
+        return notebook
+
+    yield open_
+    errors = [error for notebook in opened for error in notebook.page_errors]
+    for notebook in opened:
+        close_notebook(notebook)
+    assert not errors, "uncaught errors in the page:\n" + "\n".join(errors)

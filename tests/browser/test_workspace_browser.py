@@ -14,7 +14,7 @@ import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,7 @@ from .lab import (
     _lab_environment,
     _stop,
     _wait_for_server,
-    close_notebook,
-    open_notebook_page,
+    notebook_opener,
     start_lab,
     write_notebook,
 )
@@ -86,18 +85,8 @@ def workspace_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServe
 
 @pytest.fixture
 def open_ws(workspace_lab: LabServer, browser: Any) -> Iterator[Callable[..., LabNotebook]]:
-    opened: list[LabNotebook] = []
-
-    def open_(name: str, cells: Sequence[str]) -> LabNotebook:
-        notebook = open_notebook_page(browser, workspace_lab, name, cells)
-        opened.append(notebook)
-        return notebook
-
-    yield open_
-    errors = [error for notebook in opened for error in notebook.page_errors]
-    for notebook in opened:
-        close_notebook(notebook)
-    assert not errors, "uncaught errors in the page:\n" + "\n".join(errors)
+    with notebook_opener(browser, workspace_lab) as open_:
+        yield open_
 
 
 def faux_setup(responses: str) -> str:
