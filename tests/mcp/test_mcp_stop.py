@@ -121,3 +121,71 @@ async def test_a_harness_stops_one_call_and_keeps_error_results_whole(tmp_path: 
             assert (await marked(mark)).startswith("slow cancelled after ")
     finally:
         faux.unregister()
+
+
+async def test_the_run_view_card_stop_reaches_the_agent(tmp_path: Path) -> None:
+    """The front end's ``stop_tool`` message (delivered on another thread, as a subshell does)
+    stops that call through ``on_stop_tool``; a stop of a call waiting for approval refuses it."""
+    import threading
+
+    from pi_notebook.agent.types import BeforeToolCallContext, BeforeToolCallResult
+    from pi_notebook.ai import AbortSignal
+    from pi_notebook.notebook.run_view import RunView
+
+    mark = tmp_path / "mark"
+    faux = register_faux_provider()
+    view = RunView()
+
+    def click(message: dict[str, Any]) -> None:
+        thread = threading.Thread(target=view._handle_custom_msg, args=(message, []))
+        thread.start()
+        thread.join()
+
+    async def until(check: Any) -> None:
+        for _ in range(500):
+            view.flush()
+            if check():
+                return
+            await asyncio.sleep(0.02)
+        raise AssertionError("the view never got there")
+
+    async def ask(ctx: BeforeToolCallContext, _s: AbortSignal | None) -> BeforeToolCallResult:
+        if ctx.tool_call.name != "mcp__demo__echo":
+            return BeforeToolCallResult()
+        allowed = await view.request_approval(ctx.tool_call.id, ctx.tool_call.name, ctx.args)
+        return BeforeToolCallResult(block=not allowed, reason="denied")
+
+    try:
+        faux.set_responses(
+            [
+                faux_assistant_message([SLOW, ECHO], stop_reason="toolUse"),
+                faux_assistant_message([faux_text("both stopped")]),
+            ]
+        )
+        async with McpServers([with_mark(stdio_config(), mark)], environ=ENV) as servers:
+            agent = Agent(
+                model=faux.get_model(), tools=await servers.load_tools(), before_tool_call=ask
+            )
+            assert view.controls["stop_tool"] is False
+            view.on_stop_tool = agent.cancel_tool_call
+            view.flush()
+            assert view.controls["stop_tool"] is True
+            agent.subscribe(view.handle)
+            run = asyncio.ensure_future(agent.prompt("count and echo"))
+            # the echo call waits for an approval: its card's stop refuses it and ends it
+            await until(lambda: (view.running_tools.get("echo") or {}).get("approval"))
+            click({"type": "stop_tool", "tool_call_id": "echo"})
+            # the count runs once the preparation pass is over; stop it while it reports progress
+            await until(lambda: (view.running_tools.get("slow") or {}).get("progress"))
+            click({"type": "stop_tool", "tool_call_id": "slow"})
+            click({"type": "stop_tool", "tool_call_id": "no-such-call"})  # ignored
+            await run
+            view.flush()
+            results = {i["tool_call_id"]: i for i in view.messages if i["kind"] == "tool_result"}
+            assert results["slow"]["is_error"] and results["slow"]["text"] == CANCELLED_TOOL_MESSAGE
+            assert results["echo"]["is_error"] and results["echo"]["text"] == CANCELLED_TOOL_MESSAGE
+            assert results["echo"]["approval"]["state"] == "denied"
+            assert view.status == "done" and view.notice == ""
+            assert (await marked(mark)).startswith("slow cancelled after ")
+    finally:
+        faux.unregister()
