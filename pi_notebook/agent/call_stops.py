@@ -9,7 +9,6 @@ model sees it) and the run carries on with the other calls and turns.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Final
 
 from ..ai.abort import AbortController, AbortSignal
@@ -21,21 +20,25 @@ CANCELLED_TOOL_MESSAGE: Final = "Tool call aborted by the user"
 
 
 class _Call:
-    __slots__ = ("controller", "detach", "stopped")
+    __slots__ = ("controller", "run_signal", "stopped")
 
-    def __init__(self, controller: AbortController, detach: Callable[[], None]) -> None:
+    def __init__(self, controller: AbortController, run_signal: AbortSignal | None) -> None:
         self.controller = controller
-        self.detach = detach
+        self.run_signal = run_signal
         self.stopped = False
 
 
 class ToolCallStops:
-    """The calls that can be stopped one by one: those between preparation and their result."""
+    """The calls that can be stopped one by one: those between preparation and their result.
 
-    __slots__ = ("_calls",)
+    One listener per run signal fans an abort out to that run's open calls (a listener per call
+    would make a batch of n parallel calls cost n² to detach)."""
+
+    __slots__ = ("_calls", "_watched")
 
     def __init__(self) -> None:
         self._calls: dict[str, _Call] = {}
+        self._watched: AbortSignal | None = None
 
     @property
     def running(self) -> frozenset[str]:
@@ -47,20 +50,26 @@ class ToolCallStops:
         ``stop(tool_call_id)``."""
         self.close(tool_call_id)  # a repeated id: the newest call is the one a stop reaches
         controller = AbortController()
-        detach: Callable[[], None] = _nothing
         if run_signal is not None:
-            detach = run_signal.add_listener(lambda s: controller.abort(s.reason))
-        self._calls[tool_call_id] = _Call(controller, detach)
+            if run_signal.aborted:
+                controller.abort(run_signal.reason)
+            elif run_signal is not self._watched:
+                self._watched = run_signal
+                run_signal.add_listener(self._run_aborted)
+        self._calls[tool_call_id] = _Call(controller, run_signal)
         return controller.signal
+
+    def _run_aborted(self, run_signal: AbortSignal) -> None:
+        for call in list(self._calls.values()):
+            if call.run_signal is run_signal:
+                call.controller.abort(run_signal.reason)
 
     def close(self, tool_call_id: str, *, abort: bool = False) -> None:
         """The call has its result: it can no longer be stopped. ``abort=True`` (the call's
         task was cancelled) fires its signal first, so whatever the tool started stops too."""
         call = self._calls.pop(tool_call_id, None)
-        if call is not None:
-            call.detach()
-            if abort:
-                call.controller.abort(CANCELLED_TOOL_MESSAGE)
+        if call is not None and abort:
+            call.controller.abort(CANCELLED_TOOL_MESSAGE)
 
     def stop(self, tool_call_id: str) -> bool:
         """Abort one call's signal; ``False`` when no such call is open (ended, never ran)."""
@@ -75,7 +84,3 @@ class ToolCallStops:
         """Whether ``stop`` reached this (still open) call."""
         call = self._calls.get(tool_call_id)
         return call is not None and call.stopped
-
-
-def _nothing() -> None:
-    return None
