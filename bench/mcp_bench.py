@@ -2,10 +2,12 @@
 same server (tests/mcp/demo_server.py), over stdio and Streamable HTTP on 127.0.0.1.
 
 Prints the time to start and list tools, and the median latency of an ``echo`` call, for both;
-the difference is what pi_notebook adds (timeout watch, progress, content mapping). Never passes
-or fails on time.
+the difference is what pi_notebook adds (timeout watch, progress, content mapping). Then the
+card stop: an ``Agent`` runs a long ``slow`` count, ``cancel_tool_call`` stops it at its first
+progress notification, and the time to the call's error result (``tool_execution_end``) and to
+the server writing down its cancellation are printed. Never passes or fails on time.
 
-    python3 -m bench.mcp_bench [--calls 200]
+    python3 -m bench.mcp_bench [--calls 200] [--stops 20]
 """
 
 from __future__ import annotations
@@ -62,7 +64,45 @@ async def sdk(target: Any, count: int) -> tuple[float, float]:
     return started, latency
 
 
-async def main(count: int) -> None:
+async def stop_latency(config: McpServerConfig, reps: int) -> tuple[float, float]:
+    """Median ms from ``Agent.cancel_tool_call`` to the call's end, and to the server's note."""
+    import tempfile
+
+    from pi_notebook.agent import Agent
+    from pi_notebook.ai import faux_assistant_message, faux_tool_call, register_faux_provider
+
+    faux = register_faux_provider()
+    ended: list[float] = []
+    noted: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        mark = Path(tmp) / "mark"
+        env = {**config.env, "DEMO_MARK_FILE": str(mark)}
+        async with McpServers([config.model_copy(update={"env": env})], environ=ENV) as servers:
+            agent = Agent(model=faux.get_model(), tools=await servers.load_tools())
+            for _ in range(reps):
+                mark.unlink(missing_ok=True)
+                call = faux_tool_call("mcp__demo__slow", {"steps": 10_000, "delay": 0.01})
+                faux.set_responses([faux_assistant_message([call]), faux_assistant_message("ok")])
+                stopped_at: list[float] = []
+
+                def on_event(event: Any, stopped_at: list[float] = stopped_at) -> None:
+                    if event.type == "tool_execution_update" and not stopped_at:
+                        stopped_at.append(time.perf_counter())
+                        agent.cancel_tool_call(event.tool_call_id)
+                    elif event.type == "tool_execution_end" and stopped_at:
+                        ended.append(time.perf_counter() - stopped_at[0])
+
+                unsubscribe = agent.subscribe(on_event)
+                await agent.prompt("count")
+                unsubscribe()
+                while not (mark.exists() and mark.read_text()):
+                    await asyncio.sleep(0.001)
+                noted.append(time.perf_counter() - stopped_at[0])
+    faux.unregister()
+    return statistics.median(ended) * 1000, statistics.median(noted) * 1000
+
+
+async def main(count: int, stops: int) -> None:
     from mcp import StdioServerParameters
 
     process = subprocess.Popen(
@@ -93,9 +133,17 @@ async def main(count: int) -> None:
     for transport, name, (started, latency) in rows:
         print(f"{transport:<10} {name:<22} {started:>14.1f} {latency:>15.2f}")
     print(f"({count} calls each after 5 warm-up calls)")
+    stdio = McpServerConfig(name="demo", command=sys.executable, args=[str(DEMO), "stdio"])
+    ended, noted = await stop_latency(stdio, stops)
+    print(
+        f"card stop (stdio): {ended:.2f} ms to the call's error result, "
+        f"{noted:.2f} ms to the server's cancellation (median of {stops})"
+    )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200)
-    asyncio.run(main(parser.parse_args().calls))
+    parser.add_argument("--stops", type=int, default=20)
+    arguments = parser.parse_args()
+    asyncio.run(main(arguments.calls, arguments.stops))

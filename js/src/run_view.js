@@ -51,6 +51,7 @@ export class RunView {
     this.now = now;
     this.clearTimer = clearInterval;
     this.cards = new Map();
+    this.toolStops = new Map(); // tool call id → the stop button on its running card
     this.itemIds = [];
     this.itemIdSet = new Set();
     this.live = null; // AssistantView of `current`
@@ -199,6 +200,7 @@ export class RunView {
     this.sendButton.textContent = live ? "Steer" : "Follow up";
     this.input.placeholder = live ? "Steer the running agent…" : "Ask a follow-up…";
     this.controlsEl.hidden = this.stopButton.hidden && this.input.hidden;
+    this.renderRunning();
   }
 
   renderMessages() {
@@ -250,10 +252,37 @@ export class RunView {
 
   renderRunning() {
     const running = this.model.get("running_tools") || {};
+    const canStop = Boolean((this.model.get("controls") || {}).stop_tool) && this.isLive;
     for (const [id, entry] of Object.entries(running)) {
       const card = this.cards.get(id);
-      if (card) card.setRunning(entry);
+      if (!card) continue;
+      card.setRunning(entry);
+      if (canStop && !card.finished) this.showToolStop(id, card);
     }
+    for (const [id, button] of this.toolStops) {
+      const card = this.cards.get(id);
+      if (canStop && running[id] && card && !card.finished && card.el.contains(button)) continue;
+      button.remove();
+      this.toolStops.delete(id);
+    }
+  }
+
+  // A running call's own stop: the kernel aborts that call only; the run goes on.
+  showToolStop(id, card) {
+    if (this.toolStops.has(id)) return;
+    const button = h("button", {
+      class: "pi-button pi-tool-stop",
+      type: "button",
+      text: "Stop",
+      title: "Stop this tool call (the run goes on)",
+      onclick: (event) => {
+        event.stopPropagation();
+        button.disabled = true;
+        this.send({ type: "stop_tool", tool_call_id: id });
+      },
+    });
+    (card.el.querySelector(".pi-tool-head") || card.el).append(button);
+    this.toolStops.set(id, button);
   }
 
   renderQueued() {

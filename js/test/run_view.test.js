@@ -135,6 +135,34 @@ describe("RunView", () => {
     expect(el.querySelectorAll(".pi-tool").length).toBe(1);
   });
 
+  it("gives a running tool card its own stop, which sends stop_tool for that call only", () => {
+    const running = (id, progress) => ({ tool_call_id: id, tool_name: "slow", args: "", started_at: Date.now(), progress, progress_bundle: null, progress_images: [], approval: null });
+    const calls = [{ type: "toolCall", id: "t1", name: "slow", args: "{}", complete: true }, { type: "toolCall", id: "t2", name: "echo", args: "{}", complete: true }];
+    const { model, el } = mount(baseState({ status: "running_tools", controls: { stop: true, steer: true, follow_up: true, tree: true, stop_tool: true } }));
+    model.update({ messages: [assistant("m1", calls, "toolUse")], running_tools: { t1: running("t1", "step 1"), t2: running("t2", "") } });
+    const card = (id) => el.querySelector(`.pi-tool[data-tool-call-id="${id}"]`);
+    expect(card("t1").querySelectorAll(".pi-tool-stop").length).toBe(1);
+    model.update({ running_tools: { t1: running("t1", "step 2"), t2: running("t2", "") } }); // a progress sync keeps one button
+    expect(card("t1").querySelectorAll(".pi-tool-stop").length).toBe(1);
+    card("t1").querySelector(".pi-tool-stop").click();
+    expect(model.sent).toEqual([{ type: "stop_tool", tool_call_id: "t1" }]);
+    expect(card("t1").querySelector(".pi-tool-stop").disabled).toBe(true);
+    expect(card("t2").querySelector(".pi-tool-stop").disabled).toBe(false);
+    // the stopped call ends with its error result: its button goes, the other call's stays
+    model.update({ messages: [...model.get("messages"), toolResult("m2", "t1", "Tool call aborted by the user", { is_error: true })], running_tools: { t2: running("t2", "") } });
+    expect(card("t1").querySelector(".pi-tool-stop")).toBeNull();
+    expect(card("t1").classList.contains("pi-tool-error")).toBe(true);
+    expect(card("t2").querySelector(".pi-tool-stop")).not.toBeNull();
+    model.update({ status: "done", running_tools: {} });
+    expect(el.querySelector(".pi-tool-stop")).toBeNull();
+  });
+
+  it("shows no card stop when the kernel has no handler for it", () => {
+    const { model, el } = mount(baseState({ status: "running_tools" }));
+    model.update({ messages: [assistant("m1", [{ type: "toolCall", id: "t1", name: "slow", args: "{}", complete: true }], "toolUse")], running_tools: { t1: { tool_call_id: "t1", tool_name: "slow", args: "", started_at: Date.now(), progress: "", progress_bundle: null, progress_images: [], approval: null } } });
+    expect(el.querySelector(".pi-tool-stop")).toBeNull();
+  });
+
   it("moves tool cards from the live message to the finished one", () => {
     const { model, el } = mount(baseState({ status: "streaming" }));
     model.set("current", assistant("m1", [{ type: "toolCall", id: "t1", name: "ls", args: '{"pa', complete: false }], null));

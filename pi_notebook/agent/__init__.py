@@ -8,6 +8,7 @@ importing that layer.
 import typing as _typing
 
 from .agent import Agent, AgentListener, AgentState
+from .call_stops import CANCELLED_TOOL_MESSAGE, ToolCallStops
 from .events import (
     AgentEndEvent,
     AgentEvent,
@@ -69,6 +70,7 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_FROM_TOOLS])
 
 __all__ = [
+    "CANCELLED_TOOL_MESSAGE",
     "AfterToolCallContext",
     "AfterToolCallResult",
     "Agent",
@@ -95,6 +97,7 @@ __all__ = [
     "RequestUpdate",
     "StreamFn",
     "ToolArgumentsError",
+    "ToolCallStops",
     "ToolExecute",
     "ToolExecutionEndEvent",
     "ToolExecutionMode",

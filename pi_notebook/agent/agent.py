@@ -33,6 +33,7 @@ from ..ai.types import (
     Usage,
     UserMessage,
 )
+from .call_stops import ToolCallStops
 from .events import (
     AgentEndEvent,
     AgentEvent,
@@ -295,6 +296,7 @@ class Agent:
         self._listeners: tuple[tuple[AgentListener, bool], ...] = ()
         self._active: _ActiveRun | None = None
         self._signal: AbortSignal | None = None
+        self._tool_stops = ToolCallStops()
 
     # --- state and subscriptions -----------------------------------------------------------------
 
@@ -475,6 +477,13 @@ class Agent:
         if self._active is not None:
             self._active.controller.abort()
 
+    def cancel_tool_call(self, tool_call_id: str) -> bool:
+        """Stop one running tool call; the run goes on. The call ends with an error result
+        (``CANCELLED_TOOL_MESSAGE``) the model sees; a tool that honours its signal (an MCP
+        call sends ``notifications/cancelled``) is told at once. ``False`` when that call is
+        not running (it ended, or never started)."""
+        return self._active is not None and self._tool_stops.stop(tool_call_id)
+
     async def wait_for_idle(self) -> None:
         """Return once no run is active."""
         active = self._active
@@ -541,6 +550,7 @@ class Agent:
             get_steering_messages=steering,
             get_follow_up_messages=self._follow_up.drain,
             tool_execution=self.tool_execution,
+            tool_call_stops=self._tool_stops,
             reasoning=None if state.thinking_level == "off" else state.thinking_level,
             session_id=self.session_id,
             thinking_budgets=self.thinking_budgets,

@@ -20,6 +20,9 @@ kind of tool made it, and a result that cannot be encoded never leaves a call wi
 Abort ends the calls promptly whatever the tools do: running tools get the signal and
 ``ABORT_GRACE_S`` to finish on their own (a cooperative tool's own result is kept); a tool still
 running then is cancelled and abandoned, and its call gets an "Operation aborted" error result.
+With ``AgentLoopConfig.tool_call_stops`` set, each call has its own signal too: stopping one call
+(``ToolCallStops.stop``) ends it the same way with a ``CANCELLED_TOOL_MESSAGE`` error result, and
+the other calls and the run go on.
 A sync tool's worker thread cannot be stopped: it finishes on its own and its late result is
 ignored. Once the signal fired, no further call starts (those already prepared end with
 "Operation aborted") and the remaining calls of the reply are skipped. ``before_tool_call`` (a
@@ -43,6 +46,7 @@ from ..ai.abort import AbortSignal
 from ..ai.options import maybe_await
 from ..ai.producer import describe_error
 from ..ai.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, now_ms
+from .call_stops import CANCELLED_TOOL_MESSAGE
 from .events import (
     EventSink,
     MessageEndEvent,
@@ -145,6 +149,7 @@ class _Prepared:
     call: ToolCall
     tool: AgentTool
     args: dict[str, Any]
+    signal: AbortSignal | None
 
 
 _Finished: TypeAlias = tuple[_Outcome, ToolResultMessage]
@@ -171,7 +176,7 @@ def _bounded(outcome: _Outcome) -> _Outcome:
 class _Batch:
     """Shared state of one batch: the reply, the working context, config, signal and sink."""
 
-    __slots__ = ("assistant", "config", "context", "signal", "sink", "tools")
+    __slots__ = ("assistant", "config", "context", "signal", "sink", "stops", "tools")
 
     def __init__(
         self,
@@ -186,6 +191,7 @@ class _Batch:
         self.config = config
         self.signal = signal
         self.sink = sink
+        self.stops = config.tool_call_stops
         self.tools: dict[str, AgentTool] = {}
         for tool in context.tools:
             self.tools.setdefault(tool.name, tool)
@@ -205,8 +211,26 @@ class _Batch:
 
     # --- the three steps of a call ---------------------------------------------------------------
 
+    def stopped_error(self, call: ToolCall) -> _Outcome:
+        """The result of a call ended by an abort: of the run, or of this call alone."""
+        if self.stops is not None and not self.aborted and self.stops.stopped(call.id):
+            return _error(CANCELLED_TOOL_MESSAGE)
+        return _error(ABORTED_TOOL_MESSAGE)
+
     async def prepare(self, call: ToolCall) -> _Prepared | _Outcome:
         """Everything before execution; an ``_Outcome`` means the call will not run."""
+        if self.stops is None:
+            return await self._prepare(call, self.signal)
+        try:
+            prepared = await self._prepare(call, self.stops.open(call.id, self.signal))
+        except BaseException:
+            self.stops.close(call.id, abort=True)
+            raise
+        if isinstance(prepared, _Outcome):
+            self.stops.close(call.id)
+        return prepared
+
+    async def _prepare(self, call: ToolCall, signal: AbortSignal | None) -> _Prepared | _Outcome:
         tool = self.tools.get(call.name)
         if tool is None:
             return _error(f"Tool {call.name} not found")
@@ -222,10 +246,10 @@ class _Batch:
             if hook is not None:
                 context = BeforeToolCallContext(self.assistant, call, args, self.context)
                 gave_up, decision = await _unless_aborted(
-                    maybe_await(hook(context, self.signal)), self.signal
+                    maybe_await(hook(context, signal)), signal
                 )
-                if gave_up or self.aborted:
-                    return _error(ABORTED_TOOL_MESSAGE)
+                if gave_up or (signal is not None and signal.aborted):
+                    return self.stopped_error(call)
                 if decision is not None and not isinstance(decision, BeforeToolCallResult):
                     raise TypeError(
                         "before_tool_call must return a BeforeToolCallResult or None, "
@@ -235,17 +259,29 @@ class _Batch:
                     blocked = _error(decision.reason or BLOCKED_TOOL_MESSAGE)
                     blocked.result.terminate = decision.terminate
                     return blocked
-            if self.aborted:
-                return _error(ABORTED_TOOL_MESSAGE)
+            if signal is not None and signal.aborted:
+                return self.stopped_error(call)
         except Exception as exc:
             return _error(describe_error(exc))
-        return _Prepared(call, tool, args)
+        return _Prepared(call, tool, args, signal)
 
     async def execute(self, prepared: _Prepared) -> _Outcome:
         """Run the tool; its progress updates are delivered before this returns."""
-        if self.aborted:
-            return _error(ABORTED_TOOL_MESSAGE)
-        call = prepared.call
+        stops = self.stops
+        if stops is None:
+            return await self._execute(prepared)
+        try:
+            outcome = await self._execute(prepared)
+        except BaseException:  # cancelled: the call's signal fires for what the tool started
+            stops.close(prepared.call.id, abort=True)
+            raise
+        stops.close(prepared.call.id)
+        return outcome
+
+    async def _execute(self, prepared: _Prepared) -> _Outcome:
+        call, signal = prepared.call, prepared.signal
+        if signal is not None and signal.aborted:
+            return self.stopped_error(call)
         sink = self.sink
         accepting = True
 
@@ -265,19 +301,20 @@ class _Batch:
 
         started = time.perf_counter()
         try:
-            running = prepared.tool.execute(call.id, prepared.args, self.signal, on_update)
-            gave_up, result = await _unless_aborted(running, self.signal)
+            running = prepared.tool.execute(call.id, prepared.args, signal, on_update)
+            gave_up, result = await _unless_aborted(running, signal)
             if gave_up:
-                return _error(ABORTED_TOOL_MESSAGE)
+                return self.stopped_error(call)
             duration_ms = _elapsed_ms(started)
             if not isinstance(result, AgentToolResult):
                 raise TypeError(
                     f"Tool {call.name} returned {type(result).__name__}, "
                     "expected an AgentToolResult"
                 )
-            outcome = _Outcome(result, False, duration_ms)
+            outcome = _Outcome(result, result.is_error, duration_ms)
         except Exception as exc:
-            failed = _error(describe_error(exc))
+            stopped = self.stops is not None and self.stops.stopped(call.id) and not self.aborted
+            failed = _error(CANCELLED_TOOL_MESSAGE if stopped else describe_error(exc))
             outcome = _Outcome(failed.result, True, _elapsed_ms(started))
         finally:
             accepting = False  # updates after the tool settled are ignored
@@ -314,6 +351,7 @@ class _Batch:
                 content=result.content if override.content is None else override.content,
                 details=result.details if override.details is None else override.details,
                 terminate=result.terminate if override.terminate is None else override.terminate,
+                is_error=result.is_error,
             )
         except Exception as exc:
             failed = _error(describe_error(exc))

@@ -74,7 +74,9 @@ def bound_result(result: AgentToolResult) -> AgentToolResult:
     details = _bound_details(result.details)
     if content is result.content and details is result.details:
         return result
-    return AgentToolResult(content=content, details=details, terminate=result.terminate)
+    return AgentToolResult(
+        content=content, details=details, terminate=result.terminate, is_error=result.is_error
+    )
 
 
 def _bound_content(

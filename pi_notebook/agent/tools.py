@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from ..ai.abort import AbortSignal
 from ..ai.types import ImageContent, TextContent, Tool
@@ -20,13 +20,22 @@ __all__ = [
 
 class AgentToolResult(BaseModel):
     """What a tool returns: ``content`` goes to the model, ``details`` stays for display/logs;
-    ``terminate=True`` on every result of a batch ends the run without another model call."""
+    ``terminate=True`` on every result of a batch ends the run without another model call.
+
+    ``is_error=True`` reports a failure without raising (pi 1.6's ``isError``): the model sees
+    ``content`` as an error result, and ``details`` (images, structured data) are kept, which a
+    raised exception's text-only result would lose."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     content: list[TextContent | ImageContent] = Field(default_factory=list)
     details: Any = None
     terminate: bool = False
+    is_error: bool = Field(
+        default=False,
+        validation_alias=AliasChoices("is_error", "isError"),
+        serialization_alias="isError",
+    )
 
 
 ToolUpdateCallback: TypeAlias = Callable[[AgentToolResult], None]

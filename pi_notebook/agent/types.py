@@ -32,6 +32,7 @@ from ..ai.types import (
     ToolResultMessage,
     UserMessage,
 )
+from .call_stops import ToolCallStops
 from .tools import AgentTool, AgentToolResult
 
 __all__ = [
@@ -300,6 +301,9 @@ class AgentLoopConfig:
     - ``should_stop_after_turn(ctx)``: deprecated, kept for 0.79-era callers (pi removed it in
       0.87): after ``turn_end``, ``True`` ends the run. Use ``finish_turn``.
 
+    ``tool_call_stops`` lets the runner stop one tool call while the run goes on
+    (``ToolCallStops.stop``); without it a call stops only with the run.
+
     The remaining fields are stream options handed to the stream function on every call;
     ``stream_options`` carries any other option by name (e.g. ``transport``, ``metadata``).
     """
@@ -317,6 +321,7 @@ class AgentLoopConfig:
     get_steering_messages: GetQueuedMessages | None = None
     get_follow_up_messages: GetQueuedMessages | None = None
     tool_execution: ToolExecutionMode = "parallel"
+    tool_call_stops: ToolCallStops | None = None
     reasoning: ThinkingLevel | None = None
     api_key: str | None = None
     session_id: str | None = None

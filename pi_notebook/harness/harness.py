@@ -36,6 +36,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar, get_args, overload
 
+from ..agent.call_stops import ToolCallStops
 from ..agent.events import (
     AgentEndEvent,
     AgentEvent,
@@ -341,6 +342,7 @@ class AgentHarness:
 
         self._phase: HarnessPhase = "idle"
         self._controller: AbortController | None = None
+        self._tool_stops = ToolCallStops()
         self._operation: asyncio.Future[None] | None = None
         self._turn: _TurnSnapshot | None = None
         self._steer: list[UserMessage] = []
@@ -686,6 +688,11 @@ class AgentHarness:
             )
         return cleared
 
+    def cancel_tool_call(self, tool_call_id: str) -> bool:
+        """Stop one running tool call (a tool card's stop); the run goes on and the model sees
+        an error result for that call. ``False`` when the call is not running."""
+        return self._controller is not None and self._tool_stops.stop(tool_call_id)
+
     # --- a run -----------------------------------------------------------------------------------
 
     async def _user_run(
@@ -768,6 +775,7 @@ class AgentHarness:
             get_steering_messages=self._drain_steer,
             get_follow_up_messages=self._drain_follow_up,
             tool_execution=self._tool_execution,
+            tool_call_stops=self._tool_stops,
             reasoning=None if level == "off" else level,
             session_id=snapshot.session_id,
         )

@@ -17,7 +17,7 @@ from .connection import McpCallError, McpConnection, McpStartError, RemoteTool
 from .content import to_tool_result
 from .naming import mcp_tool_name
 from .servers import McpServers
-from .tool import McpTool, McpToolError
+from .tool import McpTool
 
 __all__ = [
     "DEFAULT_TIMEOUT_MS",
@@ -28,7 +28,6 @@ __all__ = [
     "McpServers",
     "McpStartError",
     "McpTool",
-    "McpToolError",
     "RemoteTool",
     "config_paths",
     "load_mcp_config",

@@ -353,8 +353,9 @@ class McpConnection:
         """Call ``name``; the SDK's ``CallToolResult`` (``is_error`` results included).
 
         Starts the server if it is not running. ``timeout`` (seconds; the configured one when
-        None) restarts on every progress notification. An abort, or the timeout, cancels the
-        request (the SDK sends ``notifications/cancelled``). Raises ``McpCallError``."""
+        None) restarts on every progress notification. ``signal`` firing (the run's abort, or
+        the tool card's stop of this one call), or the timeout, cancels the request (the SDK
+        sends ``notifications/cancelled``). Raises ``McpCallError``."""
         from mcp import MCPError
         from mcp.types import CONNECTION_CLOSED
 
@@ -399,7 +400,8 @@ class McpConnection:
                     return result
         except asyncio.CancelledError:
             if signal is not None and signal.aborted:
-                raise McpCallError(f"{name} on {self.name} was cancelled (run aborted)") from None
+                why = signal.reason if isinstance(signal.reason, str) else "run aborted"
+                raise McpCallError(f"{name} on {self.name} was cancelled ({why})") from None
             call.cancel()
             raise
         except MCPError as exc:

@@ -14,7 +14,7 @@ from typing import Any
 from ..agent.tools import AgentToolResult
 from ..ai.types import ImageContent, TextContent
 
-__all__ = ["MAX_RESOURCE_CHARS", "MAX_RESULT_CHARS", "content_text", "to_tool_result"]
+__all__ = ["MAX_RESOURCE_CHARS", "MAX_RESULT_CHARS", "to_tool_result"]
 
 MAX_RESOURCE_CHARS = 4_000
 """An embedded text resource is cut to this many characters for the model."""
@@ -60,15 +60,12 @@ def _block(block: Any) -> TextContent | ImageContent:
     return TextContent(text=_cut(f"[{kind or 'content'}: {json.dumps(dumped)}]", 2_000))
 
 
-def content_text(content: list[TextContent | ImageContent]) -> str:
-    """The text blocks of ``content`` joined (what an error result tells the model)."""
-    return "\n".join(b.text for b in content if isinstance(b, TextContent))
-
-
 def to_tool_result(result: Any, server: str, tool: str) -> AgentToolResult:
-    """``result`` (an SDK ``CallToolResult``) as an ``AgentToolResult``.
+    """``result`` (an SDK ``CallToolResult``) as an ``AgentToolResult``; ``isError`` makes it
+    an error result with the same content.
 
     ``details`` is ``{"server", "tool"}`` plus ``structuredContent`` when the server sent it."""
+    is_error = bool(getattr(result, "is_error", False))
     content = [_block(b) for b in getattr(result, "content", None) or ()]
     structured = getattr(result, "structured_content", None)
     if not content and structured is not None:
@@ -85,4 +82,6 @@ def to_tool_result(result: Any, server: str, tool: str) -> AgentToolResult:
     details: dict[str, Any] = {"server": server, "tool": tool}
     if structured is not None:
         details["structuredContent"] = structured
-    return AgentToolResult(content=bounded, details=details)
+    if is_error and not bounded:
+        bounded = [TextContent(text=f"{tool} on {server} reported an error without a message")]
+    return AgentToolResult(content=bounded, details=details, is_error=is_error)

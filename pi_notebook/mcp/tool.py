@@ -2,8 +2,10 @@
 
 Calling it calls the server (starting it if needed); progress notifications become
 ``on_update`` partial results (the run view's tool card shows them); the run's abort signal
-cancels the request. A result with ``isError`` and a failed call both end as an error tool result
-the model sees, with the server's text.
+cancels the request, and so does the tool card's own stop (the call's signal). A result with
+``isError`` is returned as an error result (``AgentToolResult.is_error``) with all its content
+and ``structuredContent``; a failed call (timeout, transport, protocol) raises, which ends as an
+error result with the reason.
 """
 
 from __future__ import annotations
@@ -15,16 +17,12 @@ from pydantic import Field
 from ..agent.tools import AgentTool, AgentToolResult, ToolUpdateCallback
 from ..ai.abort import AbortSignal
 from ..ai.types import TextContent
-from .content import content_text, to_tool_result
+from .content import to_tool_result
 
 if TYPE_CHECKING:
     from .connection import McpConnection, RemoteTool
 
-__all__ = ["McpTool", "McpToolError", "make_mcp_tool", "progress_text"]
-
-
-class McpToolError(RuntimeError):
-    """The server answered with ``isError``: the message is its text, for the model."""
+__all__ = ["McpTool", "make_mcp_tool", "progress_text"]
 
 
 class McpTool(AgentTool):
@@ -58,10 +56,7 @@ def make_mcp_tool(connection: McpConnection, remote: RemoteTool, name: str) -> M
         result = await connection.call_tool(
             remote.name, params, signal=signal, on_progress=progress
         )
-        converted = to_tool_result(result, server, remote.name)
-        if getattr(result, "is_error", False):
-            raise McpToolError(content_text(converted.content) or f"{remote.name} failed")
-        return converted
+        return to_tool_result(result, server, remote.name)
 
     return McpTool(
         name=name,

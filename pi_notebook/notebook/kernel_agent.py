@@ -366,6 +366,7 @@ class NotebookAgent:
         self._run_cells[run.number] = key[3:] if key and key.startswith("id:") else None
         changes = self._take_changes()
         view.on_stop = self.abort
+        view.on_stop_tool = self.cancel_tool_call
         view.on_steer = self.steer
         view.on_follow_up = lambda text: self._follow_up_in(run, text)
         future = self.enqueue(lambda: self._execute(run, key, model_ref, thinking, changes))
@@ -510,6 +511,11 @@ class NotebookAgent:
         else:
             run.cancel_before_start()
         return True
+
+    def cancel_tool_call(self, tool_call_id: str) -> bool:
+        """Stop one running tool call of the live run (its card's stop); the run goes on and
+        the model sees an error result. False when that call is not running."""
+        return self._harness is not None and self._harness.cancel_tool_call(tool_call_id)
 
     # --- tools -----------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ synced at most 20 times a second (:mod:`~pi_notebook.notebook.coalesce`): the in
 reply lives in ``current``, finished messages are appended to ``messages`` once. The state
 protocol is in :mod:`~pi_notebook.notebook.widget_protocol`.
 
-Buttons in the view call callbacks its owner sets (``on_stop``, ``on_steer``,
+Buttons in the view call callbacks its owner sets (``on_stop``, ``on_stop_tool``, ``on_steer``,
 ``on_follow_up``, ``on_open_tree``); a callback may return ``False`` to say it did not take the
 request. Comm messages may arrive on any thread (JupyterLab sends them over kernel subshells), so
 the handlers only hop onto the kernel's event loop with ``loop.call_soon_threadsafe``; callbacks
@@ -152,6 +152,9 @@ class RunView(PiWidget):
     error = traitlets.Unicode("").tag(sync=True)
 
     on_stop: Callback[Callable[[], object]] = Callback("Called when the user clicks Stop.")
+    on_stop_tool: Callback[Callable[[str], object]] = Callback(
+        "Called with the tool call id when the user stops one running tool call (its card)."
+    )
     on_steer: Callback[Callable[[str], object]] = Callback(
         "Called with the text of a steering message sent while the run is live."
     )
@@ -635,6 +638,7 @@ class RunView(PiWidget):
     def _controls(self) -> RunControls:
         return {
             "stop": self.on_stop is not None,
+            "stop_tool": self.on_stop_tool is not None,
             "steer": self.on_steer is not None,
             "follow_up": self.on_follow_up is not None,
             "tree": self.on_open_tree is not None,
@@ -681,6 +685,8 @@ class RunView(PiWidget):
                 bool(message.get("allow")),
                 always=bool(message.get("always")),
             )
+        elif kind == "stop_tool":
+            self._stop_tool(str(message.get("tool_call_id")))
         elif kind == "expand":
             self._expand(str(message.get("tool_call_id")))
         elif kind == "open_tree":
@@ -713,6 +719,18 @@ class RunView(PiWidget):
         reason = "Always allowed for this session." if always else ""
         self._set_approval(tool_call_id, "allowed" if allow else "denied", timeout, reason)
         future.set_result(allow)
+
+    def _stop_tool(self, tool_call_id: str) -> None:
+        """One card's stop: the owner aborts that call; an approval it waits for is refused."""
+        if tool_call_id not in self._running:
+            return  # it ended already: its card shows the result
+        self._channel.call("Stop the tool call", self.on_stop_tool, tool_call_id)
+        future = self._approvals.get(tool_call_id)
+        if future is not None and not future.done():
+            tool = self._running[tool_call_id]
+            timeout = tool["approval"]["timeout"] if tool["approval"] else None
+            self._set_approval(tool_call_id, "denied", timeout, "The call was stopped.")
+            future.set_result(False)
 
     def _expand(self, tool_call_id: str) -> None:
         text = self._full_results.get(tool_call_id)

@@ -69,6 +69,7 @@ __all__ = [
     "SelectRequest",
     "SteerRequest",
     "StopRequest",
+    "StopToolRequest",
     "TextBlock",
     "ThinkingBlock",
     "ToolApproval",
@@ -132,6 +133,8 @@ class RunHeader(TypedDict):
 
 class RunControls(TypedDict):
     stop: bool
+    stop_tool: bool
+    """A running tool card has its own stop (``StopToolRequest``)."""
     steer: bool
     follow_up: bool
     tree: bool
@@ -287,6 +290,11 @@ class StopRequest(TypedDict):
     type: Literal["stop"]
 
 
+class StopToolRequest(TypedDict):
+    type: Literal["stop_tool"]
+    tool_call_id: str
+
+
 class SteerRequest(TypedDict):
     type: Literal["steer"]
     text: str
@@ -320,6 +328,7 @@ class DismissNoticeRequest(TypedDict):
 
 RunRequest: TypeAlias = (
     StopRequest
+    | StopToolRequest
     | SteerRequest
     | FollowUpRequest
     | ApprovalReply

@@ -3,7 +3,8 @@
 ``python demo_server.py stdio`` serves on stdin/stdout; ``python demo_server.py http`` serves
 Streamable HTTP on 127.0.0.1 (a free port, printed as ``PORT <n>`` on stdout). Its tools cover
 what the client must handle: paginated listing (3 tools a page), a list change, images, other
-content kinds with structured content, ``isError``, progress, a call that never ends (its
+content kinds with structured content, ``isError`` with every content kind, progress (a
+cancelled count is written to ``$DEMO_MARK_FILE``), a call that never ends (its
 cancellation is written to ``$DEMO_MARK_FILE``), a crash, and the check of a secret passed in
 the environment or a header (only a verdict goes back, never the secret). A stdio server writes
 its pid to ``$DEMO_PID_FILE``.
@@ -66,6 +67,11 @@ TOOLS = [
         input_schema={"type": "object", "properties": {"sha256": {"type": "string"}}},
     ),
     types.Tool(name="bad.name/with spaces", description="A name to sanitise.", input_schema=OBJECT),
+    types.Tool(
+        name="fail_quietly",
+        description="An error with only structured content.",
+        input_schema=OBJECT,
+    ),
 ]
 EXTRA = types.Tool(name="extra", description="Appeared after grow.", input_schema=OBJECT)
 
@@ -126,13 +132,41 @@ async def call_tool(
             ],
             structured_content={"answer": 42, "unit": "things"},
         )
-    if name == "fail":
-        return types.CallToolResult(content=text("the disk is on fire"), is_error=True)
+    if name == "fail":  # an error result with every content kind
+        return types.CallToolResult(
+            content=[
+                types.TextContent(type="text", text="the disk is on fire"),
+                types.ImageContent(type="image", data=PNG, mime_type="image/png"),
+                types.AudioContent(type="audio", data=PNG, mime_type="audio/wav"),
+                types.ResourceLink(type="resource_link", name="log", uri="file:///var/log/disk"),
+                types.EmbeddedResource(
+                    type="resource",
+                    resource=types.TextResourceContents(
+                        uri="file:///smart.txt", mime_type="text/plain", text="reallocated: 812"
+                    ),
+                ),
+            ],
+            structured_content={"device": "sda", "temperature_c": 93},
+            is_error=True,
+        )
+    if name == "fail_quietly":  # isError with nothing but structured content
+        return types.CallToolResult(
+            content=[], structured_content={"reason": "quota"}, is_error=True
+        )
     if name == "slow":
         steps = int(args.get("steps", 3))
-        for i in range(steps):
-            await ctx.session.report_progress(i + 1, steps, f"step {i + 1}")
-            await anyio.sleep(float(args.get("delay", 0.05)))
+        done = 0
+        try:
+            for i in range(steps):
+                await ctx.session.report_progress(i + 1, steps, f"step {i + 1}")
+                await anyio.sleep(float(args.get("delay", 0.05)))
+                done = i + 1
+        except anyio.get_cancelled_exc_class():
+            mark = os.environ.get("DEMO_MARK_FILE")
+            if mark:
+                with open(mark, "a", encoding="utf-8") as f:
+                    f.write(f"slow cancelled after {done} of {steps}\n")
+            raise
         return types.CallToolResult(content=text(f"counted to {steps}"))
     if name == "hang":
         mark = os.environ.get("DEMO_MARK_FILE")

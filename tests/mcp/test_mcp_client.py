@@ -30,7 +30,6 @@ from pi_notebook.mcp import (
     McpServers,
     McpStartError,
     McpTool,
-    McpToolError,
 )
 
 from .conftest import SECRET, http_config, stdio_config
@@ -60,8 +59,8 @@ async def test_lists_every_page_with_schema_and_description(
         assert servers.tools() == []  # nothing starts before first use
         tools = await servers.load_tools()
         names = [t.name for t in tools]
-        # 10 tools over 4 pages of 3
-        assert len(names) == 10
+        # 11 tools over 4 pages of 3
+        assert len(names) == 11
         assert names[0] == "mcp__demo__echo"
         assert "mcp__demo__bad_name_with_spaces" in names
         echo = by_remote(tools)["echo"]
@@ -94,8 +93,24 @@ async def test_is_error_becomes_an_error_result_the_model_sees(
 ) -> None:
     async with McpServers([demo_config], environ=ENV) as servers:
         tools = by_remote(await servers.load_tools())
-        with pytest.raises(McpToolError, match="the disk is on fire"):
-            await call(tools["fail"])
+        failed = await call(tools["fail"])
+        assert failed.is_error  # returned, not raised: nothing of it is lost
+        first, picture, *rest = failed.content
+        assert first == TextContent(text="the disk is on fire")
+        assert isinstance(picture, ImageContent) and picture.mime_type == "image/png"
+        assert [b.text for b in rest if isinstance(b, TextContent)] == [
+            "[audio: audio/wav, 72 bytes]",
+            "[resource link: log <file:///var/log/disk>]",
+            "[resource <file:///smart.txt> (text/plain)]\nreallocated: 812",
+        ]
+        assert failed.details == {
+            "server": "demo",
+            "tool": "fail",
+            "structuredContent": {"device": "sda", "temperature_c": 93},
+        }
+        quiet = await call(tools["fail_quietly"])
+        assert quiet.is_error and quiet.details["structuredContent"] == {"reason": "quota"}
+        assert quiet.content == [TextContent(text='{"reason": "quota"}')]
         assert servers.get("demo").state == "ready"  # a tool error is not a server failure
 
 
@@ -246,7 +261,7 @@ async def test_names_unique_across_servers_and_switchable() -> None:
     async with McpServers([a, b], environ=ENV) as servers:
         tools = await servers.load_tools()
         names = [t.name for t in tools]
-        assert len(names) == len(set(names)) == 20
+        assert len(names) == len(set(names)) == 22
         first = next(t for t in tools if t.server == "x.y")
         second = next(t for t in tools if t.server == "x_y")
         assert first.name == "mcp__x_y__echo"

@@ -219,3 +219,63 @@ def test_stop_cancels_the_call_and_kernel_shutdown_ends_the_server(tmp_path: Pat
             break
         time.sleep(0.05)
     assert not _alive(pid)
+
+
+def test_a_card_stop_from_the_front_end_stops_one_call(tmp_path: Path) -> None:
+    """The run view's ``stop_tool`` comm message, sent by the client as the front end does,
+    while a demo-server count reports progress: that call is cancelled on the server, the model
+    sees "aborted by the user", the run goes on to its next turn."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    (tmp_path / "demo_server.py").write_text(DEMO.read_text())
+    mark = tmp_path / "mark"
+    count = "faux_assistant_message([faux_tool_call('mcp__demo__slow', {'steps': 400, 'delay': 0.05}, id='count')], stop_reason='toolUse')"  # noqa: E501
+    sources = [
+        setup(count, "faux_assistant_message('The count was stopped.')"),
+        LOAD,
+        f"%mcp add demo --env DEMO_MARK_FILE={mark} -- {sys.executable} demo_server.py stdio",
+        "%%agent\nCount to 400.",
+        "import asyncio\n"
+        "pi = __import__('pi_notebook').current()\n"
+        "while pi.active_run is None or not pi.active_run.view.running_tools.get('count', {})"
+        ".get('progress'):\n"
+        "    await asyncio.sleep(0.05)\n"
+        "print(pi.active_run.view.model_id, pi.active_run.view.controls['stop_tool'])",
+        "await pi.wait()\n"
+        "import pathlib\n"
+        f"mark = pathlib.Path({str(mark)!r})\n"
+        "for _ in range(200):\n"
+        "    if mark.exists(): break\n"
+        "    await asyncio.sleep(0.05)\n"
+        "print(mark.read_text().strip())\n"
+        + TOOL_RESULTS
+        + "for r in results: print(r.tool_call_id, r.is_error, r.content[0].text)\n"
+        "print(pi.last_run.state, pi.session.build_context().messages[-1].content[0].text)",
+    ]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    saved = dict(os.environ)
+    os.environ.update({"PYDEVD_DISABLE_FILE_VALIDATION": "1", **ENV})
+    os.environ.pop("PI_NOTEBOOK_MODEL", None)
+    try:
+        client = NotebookClient(
+            nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        )
+        with client.setup_kernel():
+            for index in range(5):
+                client.execute_cell(nb.cells[index], index)
+            model_id, can_stop = outputs_text(nb.cells[4]).split()
+            assert can_stop == "True"
+            kc = client.kc
+            assert kc is not None
+            data = {"method": "custom", "content": {"type": "stop_tool", "tool_call_id": "count"}}
+            kc.shell_channel.send(kc.session.msg("comm_msg", {"comm_id": model_id, "data": data}))
+            client.execute_cell(nb.cells[5], 5)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    lines = outputs_text(nb.cells[5]).strip().splitlines()
+    assert lines[0].startswith("slow cancelled after ")
+    assert lines[1] == "count True Tool call aborted by the user"
+    assert lines[2] == "done The count was stopped."

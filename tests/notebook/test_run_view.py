@@ -407,11 +407,23 @@ async def test_callback_failures_and_bad_requests_become_notices() -> None:
 
 async def test_controls_show_which_callbacks_are_set() -> None:
     view = RunView()
-    assert view.controls == {"stop": False, "steer": False, "follow_up": False, "tree": False}
+    assert view.controls == {
+        "stop": False,
+        "stop_tool": False,
+        "steer": False,
+        "follow_up": False,
+        "tree": False,
+    }
     view.on_stop = lambda: None
     view.on_open_tree = lambda: None
     view.flush()
-    assert view.controls == {"stop": True, "steer": False, "follow_up": False, "tree": True}
+    assert view.controls == {
+        "stop": True,
+        "stop_tool": False,
+        "steer": False,
+        "follow_up": False,
+        "tree": True,
+    }
     view.on_stop = None
     view.flush()
     assert view.controls["stop"] is False
