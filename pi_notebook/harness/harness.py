@@ -80,6 +80,7 @@ from .compaction import (
     CompactionError,
     CompactionResult,
     CompactionSettings,
+    has_projected_context_edit,
     prepare_compaction,
     should_compact,
 )
@@ -90,6 +91,7 @@ from .entries import (
     CustomMessageEntry,
     LeafEntry,
     MessageEntry,
+    SessionEntry,
     iso_to_ms,
 )
 from .event_bus import EventBus, HarnessListener
@@ -142,7 +144,11 @@ from .messages import HarnessMessage, convert_to_llm
 from .prompts import DEFAULT_SYSTEM_PROMPT
 from .resources import Resources, format_prompt_template_invocation, format_skill_invocation
 from .session import Session
-from .tokens import estimate_context_tokens
+from .tokens import (
+    calculate_context_tokens,
+    estimate_context_tokens,
+    estimate_projected_context_tokens,
+)
 
 __all__ = [
     "AbortResult",
@@ -1003,10 +1009,33 @@ class AgentHarness:
         same_model = reply.provider == model.provider and reply.model == model.id
         if same_model and is_context_overflow(reply, model.context_window):
             return "overflow" if allow_overflow else None
-        tokens = estimate_context_tokens(self._session.build_context().messages).tokens
-        if should_compact(tokens, model.context_window, settings):
+        tokens = self._threshold_tokens(reply, branch, latest)
+        if tokens is not None and should_compact(tokens, model.context_window, settings):
             return "threshold"
         return None
+
+    def _threshold_tokens(
+        self, reply: AssistantMessage, branch: list[SessionEntry], latest: CompactionEntry | None
+    ) -> int | None:
+        """The context size pi 1.6 compares with the threshold after a run: with a context edit
+        in the context, the projected estimate; after a failed or usage-less reply, the estimate
+        from the last usable usage (``None`` when that usage predates the latest compaction);
+        else the reply's own usage."""
+        messages = self._session.build_context().messages
+        if has_projected_context_edit(branch):
+            return estimate_projected_context_tokens(messages, branch).tokens
+        direct = calculate_context_tokens(reply.usage)
+        if reply.stop_reason != "error" and direct > 0:
+            return direct
+        estimate = estimate_context_tokens(messages)
+        if estimate.last_usage_index is not None and latest is not None:
+            measured = messages[estimate.last_usage_index]
+            try:
+                if measured.timestamp <= iso_to_ms(latest.timestamp):
+                    return None  # usage of the context before the compaction
+            except ValueError:
+                pass
+        return estimate.tokens
 
     async def _settle_context(
         self, messages: list[AgentMessage], controller: AbortController
@@ -1102,7 +1131,8 @@ class AgentHarness:
     ) -> CompactionResult:
         api_key = await self._resolve_api_key()
         branch = self._session.get_branch()
-        preparation = prepare_compaction(branch, self._compaction)
+        context = self._session.build_context().messages
+        preparation = prepare_compaction(branch, self._compaction, context)
         if preparation is None:
             raise AgentHarnessError("compaction", "Nothing to compact")
         event = SessionBeforeCompactEvent(preparation, branch, custom_instructions, signal)
