@@ -92,6 +92,7 @@ from .entries import (
     LeafEntry,
     MessageEntry,
     SessionEntry,
+    ThinkingLevelChangeEntry,
     iso_to_ms,
 )
 from .event_bus import EventBus, HarnessListener
@@ -698,6 +699,7 @@ class AgentHarness:
         self, message: UserMessage, images: list[ImageContent], controller: AbortController
     ) -> AssistantMessage:
         self._last_run_messages = []
+        self._record_thinking_level()
         snapshot = await self._snapshot()
         prompts: list[AgentMessage] = [message]
         if self._next_turn:
@@ -726,6 +728,23 @@ class AgentHarness:
         if reply is None:
             raise AgentHarnessError("invalid_state", "The run ended without an assistant message")
         return reply
+
+    def _record_thinking_level(self) -> None:
+        """Record the live thinking level on the branch when the branch's last
+        ``thinking_level_change`` says another one, as pi 1.6 does when a run starts: after
+        navigating the tree that entry may be another branch's, and a reopened session would
+        resume at the wrong level. A branch that never recorded one gets none."""
+        recorded = next(
+            (
+                entry.thinking_level
+                for entry in reversed(self._session.get_branch())
+                if isinstance(entry, ThinkingLevelChangeEntry)
+            ),
+            None,
+        )
+        if recorded is not None and recorded != self._thinking_level:
+            level = self._thinking_level
+            self._persist(lambda: self._session.append_thinking_level_change(level))
 
     async def _snapshot(self) -> _TurnSnapshot:
         context = self._session.build_context()
@@ -1268,7 +1287,8 @@ class AgentHarness:
             written = self._persist(
                 lambda: session.append_branch_summary(
                     text,
-                    from_id=new_leaf if new_leaf is not None else "root",
+                    # pi 1.6: the leaf the summarised branch was left at ("root": none)
+                    from_id=old_leaf if old_leaf is not None else "root",
                     details=details,
                     from_hook=from_hook,
                 )
