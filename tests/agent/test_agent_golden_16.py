@@ -6,10 +6,9 @@ requested with and whether each tool result is timed), the tool-result texts, ea
 roles and reasoning level, the payload of every tool event and of every message_end, turn_end and
 agent_end, and ``state.error_message``.
 
-One difference is deliberate and asserted as such: pi 1.6 keeps the system prompt and tools as a
-leading ``system`` message in the transcript (no event reports it); our ``Agent`` keeps them beside
-the transcript, so roles are compared without ``system``. Tool validation texts are pi-schema's,
-as in 1.6 ("missing", "expected >= 1").
+As in pi 1.6, the system prompt and tools are a leading ``system`` message of the transcript (no
+event reports it): it is in the final roles and in what each model call sees. Tool validation
+texts are pi-schema's, as in 1.6 ("missing", "expected >= 1").
 """
 
 from __future__ import annotations
@@ -39,6 +38,7 @@ from pi_notebook.ai import (
     Context,
     Model,
     StreamOptions,
+    SystemMessage,
     ToolResultMessage,
     UserMessage,
     produce_stream,
@@ -69,14 +69,17 @@ def recorded(scenario: str) -> list[RecordedReply]:
     return old.recorded(scenario, FULL)[0]
 
 
-def without_system(items: list[Any], role: Callable[[Any], str]) -> list[Any]:
-    return [item for item in items if role(item) != "system"]
-
-
 # --- rendering as the 1.6 recorder did -----------------------------------------------------------
 
 
 def render(message: AgentMessage) -> dict[str, Any]:
+    if isinstance(message, SystemMessage):
+        out: dict[str, Any] = {"role": "system", "content": message.text}
+        if message.tools_added:
+            out["toolsAdded"] = [tool.name for tool in message.tools_added]
+        if message.tools_removed:
+            out["toolsRemoved"] = [tool.name for tool in message.tools_removed]
+        return out
     out = render_message(message)
     if isinstance(message, AssistantMessage) and message.thinking_level is not None:
         out["thinkingLevel"] = message.thinking_level
@@ -180,7 +183,9 @@ async def prepare_request(rec: Recorder) -> Agent:
     def prepare(request: RequestContext, signal: AbortSignal | None) -> RequestUpdate | None:
         nonlocal requests
         requests += 1
-        rec.hook("prepare_request", f"{request.thinking_level}:{len(request.context.messages)}")
+        # the generator counts what is not a system message
+        counted = sum(1 for m in request.context.messages if not isinstance(m, SystemMessage))
+        rec.hook("prepare_request", f"{request.thinking_level}:{counted}")
         return RequestUpdate(thinking_level="high") if requests == 2 else None
 
     agent = rec.agent(tools=[ECHO], thinking_level="low", prepare_request=prepare)
@@ -309,11 +314,11 @@ async def test_scenario_matches_pi_16(name: str) -> None:
     messages = agent.state.messages
 
     assert compact(rec.items) == golden["sequence"]
-    assert [role_label(m) for m in messages] == without_system(golden["finalRoles"], str)
+    assert [role_label(m) for m in messages] == golden["finalRoles"]
     assert agent.state.error_message == golden.get("errorMessage")
     final = rows_of(name, "final")[0]
     rendered = [render(m) for m in messages]
-    pi_rendered = without_system(final["messages"], lambda m: m["role"])
+    pi_rendered = final["messages"]
     assert rendered == pi_rendered
     assert not agent.state.is_streaming and final["isStreaming"] is False
     assert agent.has_queued_messages() is final["queued"]
@@ -346,8 +351,4 @@ async def test_scenario_matches_pi_16(name: str) -> None:
 
     if not name.startswith("faux-"):
         calls = rows_of(name, "llm_call")
-        assert rec.calls == [
-            ([r for r in call["roles"] if r != "system"], call["reasoning"]) for call in calls
-        ]
-
-
+        assert rec.calls == [(call["roles"], call["reasoning"]) for call in calls]
