@@ -92,8 +92,10 @@ def validate_tool_arguments(tool: Tool, arguments: Mapping[str, Any]) -> dict[st
     given: Any = arguments
     if isinstance(given, Mapping):
         given = {key: _copy(value) for key, value in given.items()}
-    coerced = validator.coerce(_copy(given))
-    if not validator.is_valid(coerced):
+    else:
+        given = _copy(given)
+    valid, coerced = validator.parse(given)
+    if not valid:
         raise ToolArgumentsError(tool.name, validator.errors(coerced), arguments)
     return coerced  # type: ignore[no-any-return]
 
@@ -154,9 +156,21 @@ class SchemaValidator:
 
     def coerce(self, value: Any) -> Any:
         """pi-schema's coercion of ``value``; containers in it may be changed in place."""
+        return self.parse(value)[1]
+
+    def parse(self, value: Any) -> tuple[bool, Any]:
+        """Coerce ``value``, then check it (pi-schema's ``parse``): whether the result is valid,
+        and the result.
+
+        A value that is already valid and holds no float comes back as it is without the three
+        passes: none of pi's rules changes such a value (a float may be an integral number an
+        ``integer`` schema accepts, which pi truncates to an int)."""
+        if not _holds_float(value) and self._checker.is_valid(value):
+            return True, value
         value = self._drop_optional_nulls(self.schema, self._resolver, value)
         value = self._convert(self.schema, self._resolver, value, ())
-        return self._coerce_types(self.schema, self._resolver, value)
+        value = self._coerce_types(self.schema, self._resolver, value)
+        return self._checker.is_valid(value), value
 
     # checks of subschemas, cached per (schema node, scope)
 
@@ -470,6 +484,17 @@ class _Nothing:
 
 
 _NO: Final = _Nothing()
+
+
+def _holds_float(value: Any) -> bool:
+    kind = type(value)
+    if kind is float:
+        return True
+    if kind is dict:
+        return any(_holds_float(item) for item in value.values())
+    if kind is list:
+        return any(_holds_float(item) for item in value)
+    return kind not in _ATOMS  # something else: take the full path
 
 
 def _scope(node: Mapping[str, Any], resolver: _Resolver) -> _Resolver:
