@@ -5,8 +5,12 @@
 While a run is active, ``steer`` queues messages injected after the current turn and
 ``follow_up`` queues messages that start a new turn when the run would otherwise end.
 
-Each run works on a snapshot (system prompt, a copy of the transcript and tools, a config built
-from the agent's fields); changes made during a run apply to the next one. A run that fails (a
+As in pi 1.6 the system prompt and the tool declarations live in the transcript: an agent built
+with a system prompt or tools starts ``state.messages`` with a ``SystemMessage`` holding them
+(no event reports it), ``state.system_prompt`` is the prompt replayed from the transcript's
+system messages, and tools assigned later are declared by a system-message patch before the next
+run. Each run works on a snapshot (a copy of the transcript and tools, a config built from the
+agent's fields); changes made during a run apply to the next one. A run that fails (a
 hook or listener raising, a stream function breaking its contract) ends with a failure message
 reported as message_start, message_end, turn_end, agent_end (pi 0.79 and 1.6), and ``prompt``
 returns normally with ``state.error_message`` set.
@@ -24,12 +28,19 @@ from typing import Any, Literal, TypeAlias
 from ..ai.abort import AbortController, AbortSignal
 from ..ai.options import ResponseInfo, StallNotice
 from ..ai.producer import describe_error
+from ..ai.system_message import (
+    current_system_message,
+    system_message_patch,
+    system_message_text,
+)
 from ..ai.types import (
     AssistantMessage,
     ImageContent,
     Model,
+    SystemMessage,
     TextContent,
     ThinkingLevel,
+    Tool,
     Usage,
     UserMessage,
 )
@@ -98,8 +109,10 @@ def _placeholder_model() -> Model:
 class AgentState:
     """What the agent is and is doing.
 
-    ``system_prompt``, ``model`` and ``thinking_level`` are plain fields; assigning ``tools`` or
-    ``messages`` stores a copy of the list. ``is_streaming``, ``streaming_message`` (the message
+    ``model`` and ``thinking_level`` are plain fields; assigning ``tools`` or ``messages`` stores
+    a copy of the list. ``system_prompt`` is the prompt the transcript's system messages replay
+    to (pi 1.6); assigning it rewrites the content of the leading system message (adding one
+    when there is none). ``is_streaming``, ``streaming_message`` (the message
     being received, including the partial assistant reply), ``pending_tool_calls`` (ids of tool
     calls between start and end) and ``error_message`` (of the last failed reply) are read-only.
     """
@@ -112,7 +125,6 @@ class AgentState:
         "_streaming",
         "_tools",
         "model",
-        "system_prompt",
         "thinking_level",
     )
 
@@ -124,15 +136,36 @@ class AgentState:
         tools: Iterable[AgentTool],
         messages: Iterable[AgentMessage],
     ) -> None:
-        self.system_prompt = system_prompt
         self.model = model
         self.thinking_level: ThinkingLevel = thinking_level
         self._tools = list(tools)
         self._messages = list(messages)
+        first = self._messages[0] if self._messages else None
+        if not isinstance(first, SystemMessage) and (system_prompt or self._tools):
+            declared = [_declaration(tool) for tool in self._tools]
+            leading = SystemMessage(
+                content=system_prompt, tools_added=declared or None, timestamp=0
+            )
+            self._messages.insert(0, leading)
         self._is_streaming = False
         self._streaming: AgentMessage | MessageUpdateEvent | None = None
         self._pending_tool_calls: set[str] = set()
         self._error_message: str | None = None
+
+    @property
+    def system_prompt(self) -> str:
+        if not any(isinstance(m, SystemMessage) for m in self._messages):
+            return ""
+        replayed = current_system_message(self._messages)
+        return system_message_text(replayed) if replayed is not None else ""
+
+    @system_prompt.setter
+    def system_prompt(self, prompt: str) -> None:
+        first = self._messages[0] if self._messages else None
+        if isinstance(first, SystemMessage):
+            self._messages[0] = first.model_copy(update={"content": prompt})
+        elif prompt:
+            self._messages.insert(0, SystemMessage(content=prompt, timestamp=0))
 
     @property
     def tools(self) -> list[AgentTool]:
@@ -452,7 +485,7 @@ class Agent:
         if self._active is not None:
             raise RuntimeError(_BUSY_CONTINUE_MESSAGE)
         messages = self._state.messages
-        if not messages:
+        if all(isinstance(m, SystemMessage) for m in messages):
             raise ValueError("No messages to continue from")
         if messages[-1].role == "assistant":
             queued = self._steering.drain()
@@ -491,9 +524,11 @@ class Agent:
             await asyncio.shield(active.done)
 
     def reset(self) -> None:
-        """Forget the transcript, run status and queues (model, tools, system prompt stay)."""
+        """Forget the transcript, run status and queues (model, tools, and the system prompt and
+        tool declarations replayed into one leading system message, stay)."""
         state = self._state
-        state._messages = []
+        baseline = current_system_message(state._messages)
+        state._messages = [] if baseline is None else [baseline]
         state._is_streaming = False
         state._streaming = None
         state._pending_tool_calls = set()
@@ -523,8 +558,15 @@ class Agent:
         )
 
     def _snapshot(self) -> AgentContext:
+        """The run's context: the transcript (tool changes declared first) and the tools; the
+        prompt travels in the transcript's system messages."""
         state = self._state
-        return AgentContext(state.system_prompt, list(state.messages), list(state.tools))
+        declared = [_declaration(tool) for tool in state.tools]
+        if declared or any(isinstance(m, SystemMessage) for m in state.messages):
+            patch = system_message_patch(state.messages, tools=declared)
+            if patch is not None:
+                state._messages.append(patch)
+        return AgentContext("", list(state.messages), list(state.tools))
 
     def _config(self, *, skip_initial_steering_poll: bool = False) -> AgentLoopConfig:
         state = self._state
@@ -628,3 +670,10 @@ class Agent:
             pending = self._deliver(event, tolerant=True)
             if pending is not None:
                 await pending
+
+
+def _declaration(tool: Tool) -> Tool:
+    """A tool as the transcript declares it (pi's ``toToolDeclaration``): no implementation."""
+    if type(tool) is Tool:
+        return tool
+    return Tool.model_construct(**{name: getattr(tool, name) for name in Tool.model_fields})

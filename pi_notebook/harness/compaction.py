@@ -39,6 +39,7 @@ from ..ai.types import (
 from .entries import (
     BranchSummaryEntry,
     CompactionEntry,
+    ContextEditEntry,
     CustomMessageEntry,
     MessageEntry,
     SessionEntry,
@@ -58,7 +59,7 @@ from .prompts import (
     history_summary_prompt,
     turn_prefix_summary_prompt,
 )
-from .tokens import estimate_context_tokens, estimate_tokens, js_json_stringify
+from .tokens import estimate_projected_context_tokens, estimate_tokens, js_json_stringify
 
 __all__ = [
     "TOOL_RESULT_MAX_CHARS",
@@ -404,10 +405,15 @@ class CompactionPreparation:
 
 
 def prepare_compaction(
-    path: Sequence[SessionEntry], settings: CompactionSettings
+    path: Sequence[SessionEntry],
+    settings: CompactionSettings,
+    context: Sequence[object] | None = None,
 ) -> CompactionPreparation | None:
     """Plan the compaction of a root → leaf path; ``None`` if there is nothing to compact (an
     empty path, or one that ends with a compaction).
+
+    ``tokens_before`` is pi 1.6's projected estimate of ``context`` (the session's context at the
+    leaf; by default the path's messages, without context edits).
 
     After an earlier compaction only the part from its ``first_kept_entry_id`` on is considered
     again, and its summary is updated rather than replaced.
@@ -427,7 +433,8 @@ def prepare_compaction(
             (i for i, e in enumerate(path) if e.id == previous.first_kept_entry_id),
             previous_index + 1,
         )
-    tokens_before = estimate_context_tokens(build_context_messages(path)).tokens
+    messages = build_context_messages(path) if context is None else context
+    tokens_before = estimate_projected_context_tokens(messages, path).tokens
     cut = find_cut_point(path, start, len(path), settings.keep_recent_tokens)
     if cut.first_kept_entry_index >= len(path):
         raise CompactionError("invalid_session", "The branch has no entry to keep")
@@ -468,8 +475,24 @@ def _summary_messages(entries: Iterable[SessionEntry]) -> list[HarnessMessage]:
 
 
 def should_compact(context_tokens: int, context_window: int, settings: CompactionSettings) -> bool:
-    """Whether a context of ``context_tokens`` calls for automatic compaction."""
+    """Whether a context of ``context_tokens`` calls for automatic compaction (more than
+    ``context_window - reserve_tokens``)."""
     return settings.enabled and context_tokens > context_window - settings.reserve_tokens
+
+
+def has_projected_context_edit(path: Sequence[SessionEntry]) -> bool:
+    """Whether a context edit is among the entries the context at the end of ``path`` is built
+    from (after the newest compaction: its kept entries and everything after it)."""
+    last = next(
+        (i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], CompactionEntry)), -1
+    )
+    start = 0
+    if last >= 0:
+        compaction = path[last]
+        assert isinstance(compaction, CompactionEntry)
+        kept = compaction.first_kept_entry_id
+        start = next((i for i in range(last) if path[i].id == kept), last)
+    return any(isinstance(entry, ContextEditEntry) for entry in path[start:])
 
 
 # --- the model calls -----------------------------------------------------------------------------

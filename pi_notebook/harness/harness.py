@@ -81,6 +81,7 @@ from .compaction import (
     CompactionError,
     CompactionResult,
     CompactionSettings,
+    has_projected_context_edit,
     prepare_compaction,
     should_compact,
 )
@@ -91,6 +92,8 @@ from .entries import (
     CustomMessageEntry,
     LeafEntry,
     MessageEntry,
+    SessionEntry,
+    ThinkingLevelChangeEntry,
     iso_to_ms,
 )
 from .event_bus import EventBus, HarnessListener
@@ -143,7 +146,11 @@ from .messages import HarnessMessage, convert_to_llm
 from .prompts import DEFAULT_SYSTEM_PROMPT
 from .resources import Resources, format_prompt_template_invocation, format_skill_invocation
 from .session import Session
-from .tokens import estimate_context_tokens
+from .tokens import (
+    calculate_context_tokens,
+    estimate_context_tokens,
+    estimate_projected_context_tokens,
+)
 
 __all__ = [
     "AbortResult",
@@ -699,6 +706,7 @@ class AgentHarness:
         self, message: UserMessage, images: list[ImageContent], controller: AbortController
     ) -> AssistantMessage:
         self._last_run_messages = []
+        self._record_thinking_level()
         snapshot = await self._snapshot()
         prompts: list[AgentMessage] = [message]
         if self._next_turn:
@@ -727,6 +735,23 @@ class AgentHarness:
         if reply is None:
             raise AgentHarnessError("invalid_state", "The run ended without an assistant message")
         return reply
+
+    def _record_thinking_level(self) -> None:
+        """Record the live thinking level on the branch when the branch's last
+        ``thinking_level_change`` says another one, as pi 1.6 does when a run starts: after
+        navigating the tree that entry may be another branch's, and a reopened session would
+        resume at the wrong level. A branch that never recorded one gets none."""
+        recorded = next(
+            (
+                entry.thinking_level
+                for entry in reversed(self._session.get_branch())
+                if isinstance(entry, ThinkingLevelChangeEntry)
+            ),
+            None,
+        )
+        if recorded is not None and recorded != self._thinking_level:
+            level = self._thinking_level
+            self._persist(lambda: self._session.append_thinking_level_change(level))
 
     async def _snapshot(self) -> _TurnSnapshot:
         context = self._session.build_context()
@@ -1011,10 +1036,33 @@ class AgentHarness:
         same_model = reply.provider == model.provider and reply.model == model.id
         if same_model and is_context_overflow(reply, model.context_window):
             return "overflow" if allow_overflow else None
-        tokens = estimate_context_tokens(self._session.build_context().messages).tokens
-        if should_compact(tokens, model.context_window, settings):
+        tokens = self._threshold_tokens(reply, branch, latest)
+        if tokens is not None and should_compact(tokens, model.context_window, settings):
             return "threshold"
         return None
+
+    def _threshold_tokens(
+        self, reply: AssistantMessage, branch: list[SessionEntry], latest: CompactionEntry | None
+    ) -> int | None:
+        """The context size pi 1.6 compares with the threshold after a run: with a context edit
+        in the context, the projected estimate; after a failed or usage-less reply, the estimate
+        from the last usable usage (``None`` when that usage predates the latest compaction);
+        else the reply's own usage."""
+        messages = self._session.build_context().messages
+        if has_projected_context_edit(branch):
+            return estimate_projected_context_tokens(messages, branch).tokens
+        direct = calculate_context_tokens(reply.usage)
+        if reply.stop_reason != "error" and direct > 0:
+            return direct
+        estimate = estimate_context_tokens(messages)
+        if estimate.last_usage_index is not None and latest is not None:
+            measured = messages[estimate.last_usage_index]
+            try:
+                if measured.timestamp <= iso_to_ms(latest.timestamp):
+                    return None  # usage of the context before the compaction
+            except ValueError:
+                pass
+        return estimate.tokens
 
     async def _settle_context(
         self, messages: list[AgentMessage], controller: AbortController
@@ -1110,7 +1158,8 @@ class AgentHarness:
     ) -> CompactionResult:
         api_key = await self._resolve_api_key()
         branch = self._session.get_branch()
-        preparation = prepare_compaction(branch, self._compaction)
+        context = self._session.build_context().messages
+        preparation = prepare_compaction(branch, self._compaction, context)
         if preparation is None:
             raise AgentHarnessError("compaction", "Nothing to compact")
         event = SessionBeforeCompactEvent(preparation, branch, custom_instructions, signal)
@@ -1246,7 +1295,8 @@ class AgentHarness:
             written = self._persist(
                 lambda: session.append_branch_summary(
                     text,
-                    from_id=new_leaf if new_leaf is not None else "root",
+                    # pi 1.6: the leaf the summarised branch was left at ("root": none)
+                    from_id=old_leaf if old_leaf is not None else "root",
                     details=details,
                     from_hook=from_hook,
                 )

@@ -2,8 +2,11 @@
 
 Providers report exact usage only for the requests they served, so the size of the context is
 taken from the last assistant reply with trustworthy usage, plus a character-based estimate of
-every message after it. Lengths are counted as JavaScript does (UTF-16 code units) and tool-call
-arguments are measured as ``JSON.stringify`` writes them, so the numbers match pi's.
+every message after it. pi 1.6 decides compaction on the *projected* context (what the next
+request will hold): that reply's usage stops counting once a context edit or a compaction came
+after it, since the request it measured is no longer what will be sent. Lengths are counted as
+JavaScript does (UTF-16 code units) and tool-call arguments are measured as ``JSON.stringify``
+writes them, so the numbers match pi's.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..ai.system_message import current_system_message
 from ..ai.types import (
     AssistantMessage,
     ImageContent,
@@ -25,6 +29,7 @@ from ..ai.types import (
     Usage,
     UserMessage,
 )
+from .entries import CompactionEntry, ContextEditEntry, MessageEntry, SessionEntry
 from .messages import (
     BashExecutionMessage,
     BranchSummaryMessage,
@@ -37,6 +42,7 @@ __all__ = [
     "ContextTokenEstimate",
     "calculate_context_tokens",
     "estimate_context_tokens",
+    "estimate_projected_context_tokens",
     "estimate_tokens",
     "js_json_stringify",
     "js_length",
@@ -168,3 +174,37 @@ def estimate_context_tokens(messages: Sequence[object]) -> ContextTokenEstimate:
             return ContextTokenEstimate(reported + trailing, reported, trailing, index)
     estimated = sum(estimate_tokens(m) for m in messages)
     return ContextTokenEstimate(estimated, 0, estimated, None)
+
+
+def estimate_projected_context_tokens(
+    messages: Sequence[object], branch: Sequence[SessionEntry]
+) -> ContextTokenEstimate:
+    """The size of the next request pi 1.6 uses to decide compaction (its
+    ``estimateProjectedContextTokens``).
+
+    ``messages`` is the context at the leaf (``Session.build_context().messages``) and ``branch``
+    the root → leaf entries. As :func:`estimate_context_tokens` while the reply whose usage it
+    takes was written after the latest context edit or compaction on the branch; otherwise that
+    usage measured another context, and everything is estimated: the replayed system message
+    once, then every message that is not a system message.
+    """
+    estimate = estimate_context_tokens(messages)
+    if estimate.last_usage_index is not None:
+        measured = messages[estimate.last_usage_index]
+        latest = next(
+            (
+                index
+                for index in range(len(branch) - 1, -1, -1)
+                if isinstance(branch[index], ContextEditEntry | CompactionEntry)
+            ),
+            -1,
+        )
+        if any(
+            isinstance(entry, MessageEntry) and entry.message is measured
+            for entry in branch[latest + 1 :]
+        ):
+            return estimate
+    system = current_system_message(messages)
+    tokens = estimate_tokens(system) if system is not None else 0
+    tokens += sum(estimate_tokens(m) for m in messages if not isinstance(m, SystemMessage))
+    return ContextTokenEstimate(tokens, 0, tokens, None)

@@ -187,7 +187,8 @@ async def test_state_follows_the_events(faux: FauxProvider) -> None:
     for row in observed:
         by_type.setdefault(row[0], []).append(row[1:])
     assert all(streaming for _, _, streaming, _, _ in observed)
-    assert by_type["message_end"][0][3] == 1  # the user prompt was appended before listeners
+    # the user prompt was appended (after the leading system message) before listeners ran
+    assert by_type["message_end"][0][3] == 2
     assert by_type["tool_execution_start"][0][2] == frozenset({"a"})
     assert by_type["tool_execution_end"][0][2] == frozenset()
     updates = [text for text, _, _, _ in by_type["message_update"] if text]
@@ -196,7 +197,7 @@ async def test_state_follows_the_events(faux: FauxProvider) -> None:
     )
     assert by_type["agent_end"][0][0] is None
     assert not agent.state.is_streaming and agent.state.streaming_message is None
-    assert roles(agent) == ["user", "assistant", "toolResult", "assistant"]
+    assert roles(agent) == ["system", "user", "assistant", "toolResult", "assistant"]
 
 
 async def test_listeners_run_in_order_sync_and_async_and_can_take_the_signal(
@@ -382,8 +383,12 @@ async def test_reset_forgets_the_transcript_and_queues(faux: FauxProvider) -> No
     assert agent.state.error_message == "bad"
     agent.reset()
     state = agent.state
-    assert (state.messages, state.error_message, state.system_prompt) == ([], None, "keep me")
+    # pi 1.6: the replayed system prompt (and tool declarations) stay as the leading message
+    assert [m.role for m in state.messages] == ["system"]
+    assert (state.error_message, state.system_prompt) == (None, "keep me")
     assert not agent.has_queued_messages()
+    with pytest.raises(ValueError, match="No messages to continue from"):
+        await agent.continue_run()
 
 
 async def test_error_message_is_cleared_by_the_next_run(faux: FauxProvider) -> None:

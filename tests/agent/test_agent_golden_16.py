@@ -6,13 +6,9 @@ requested with and whether each tool result is timed), the tool-result texts, ea
 roles and reasoning level, the payload of every tool event and of every message_end, turn_end and
 agent_end, and ``state.error_message``.
 
-Two differences are deliberate and asserted as such:
-
-- pi 1.6 keeps the system prompt and tools as a leading ``system`` message in the transcript (no
-  event reports it); our ``Agent`` keeps them beside the transcript, so roles are compared without
-  ``system``.
-- Tool validation texts come from pi-schema in 1.6 ("missing", "expected >= 1"); our validator
-  still words them as pi 0.73/0.79 did (its replacement is another change).
+As in pi 1.6, the system prompt and tools are a leading ``system`` message of the transcript (no
+event reports it): it is in the final roles and in what each model call sees. Tool validation
+texts are pi-schema's, as in 1.6 ("missing", "expected >= 1").
 """
 
 from __future__ import annotations
@@ -42,6 +38,7 @@ from pi_notebook.ai import (
     Context,
     Model,
     StreamOptions,
+    SystemMessage,
     ToolResultMessage,
     UserMessage,
     produce_stream,
@@ -61,8 +58,6 @@ from tests.paths import GOLDEN, read_jsonl
 HERE = GOLDEN / "pi-1.6" / "agent"
 COMPACT = {row["scenario"]: row for row in read_jsonl(HERE / "agent-events.compact.jsonl")}
 FULL = read_jsonl(HERE / "agent-events.jsonl")
-VALIDATION_WORDING = {"invalid-args", "invalid-args-range"}
-"""Scenarios whose tool-result text is a validation message (worded by pi-schema in 1.6)."""
 
 
 def rows_of(scenario: str, kind: str) -> list[dict[str, Any]]:
@@ -74,14 +69,17 @@ def recorded(scenario: str) -> list[RecordedReply]:
     return old.recorded(scenario, FULL)[0]
 
 
-def without_system(items: list[Any], role: Callable[[Any], str]) -> list[Any]:
-    return [item for item in items if role(item) != "system"]
-
-
 # --- rendering as the 1.6 recorder did -----------------------------------------------------------
 
 
 def render(message: AgentMessage) -> dict[str, Any]:
+    if isinstance(message, SystemMessage):
+        out: dict[str, Any] = {"role": "system", "content": message.text}
+        if message.tools_added:
+            out["toolsAdded"] = [tool.name for tool in message.tools_added]
+        if message.tools_removed:
+            out["toolsRemoved"] = [tool.name for tool in message.tools_removed]
+        return out
     out = render_message(message)
     if isinstance(message, AssistantMessage) and message.thinking_level is not None:
         out["thinkingLevel"] = message.thinking_level
@@ -140,13 +138,6 @@ def end_event_row(event: AgentEvent) -> dict[str, Any] | None:
     return None
 
 
-def blank_tool_texts(row: dict[str, Any]) -> dict[str, Any]:
-    message = row.get("message")
-    if message is not None and message["role"] == "toolResult":
-        return {**row, "message": {**message, "content": None}}
-    return row
-
-
 @dataclass
 class Recorder(old.Recorder):
     """The 0.73 recorder over the 1.6 recording, also noting each call's reasoning level and
@@ -192,7 +183,9 @@ async def prepare_request(rec: Recorder) -> Agent:
     def prepare(request: RequestContext, signal: AbortSignal | None) -> RequestUpdate | None:
         nonlocal requests
         requests += 1
-        rec.hook("prepare_request", f"{request.thinking_level}:{len(request.context.messages)}")
+        # the generator counts what is not a system message
+        counted = sum(1 for m in request.context.messages if not isinstance(m, SystemMessage))
+        rec.hook("prepare_request", f"{request.thinking_level}:{counted}")
         return RequestUpdate(thinking_level="high") if requests == 2 else None
 
     agent = rec.agent(tools=[ECHO], thinking_level="low", prepare_request=prepare)
@@ -321,16 +314,11 @@ async def test_scenario_matches_pi_16(name: str) -> None:
     messages = agent.state.messages
 
     assert compact(rec.items) == golden["sequence"]
-    assert [role_label(m) for m in messages] == without_system(golden["finalRoles"], str)
+    assert [role_label(m) for m in messages] == golden["finalRoles"]
     assert agent.state.error_message == golden.get("errorMessage")
     final = rows_of(name, "final")[0]
     rendered = [render(m) for m in messages]
-    pi_rendered = without_system(final["messages"], lambda m: m["role"])
-    if name in VALIDATION_WORDING:  # the texts are compared below
-        rendered, pi_rendered = (
-            [{**r, "content": None} if r["role"] == "toolResult" else r for r in side]
-            for side in (rendered, pi_rendered)
-        )
+    pi_rendered = final["messages"]
     assert rendered == pi_rendered
     assert not agent.state.is_streaming and final["isStreaming"] is False
     assert agent.has_queued_messages() is final["queued"]
@@ -348,13 +336,8 @@ async def test_scenario_matches_pi_16(name: str) -> None:
         for r in rows_of(name, "event")
         if r["type"].startswith("tool_execution_")
     ]
-    if name in VALIDATION_WORDING:
-        assert_validation_wording(name, tool_texts, final["toolResultTexts"])
-        for ours, theirs in zip(ours_tool_events, pi_tool_events, strict=True):
-            assert {**ours, "result": None} == {**theirs, "result": None}
-    else:
-        assert tool_texts == final["toolResultTexts"]
-        assert ours_tool_events == pi_tool_events
+    assert tool_texts == final["toolResultTexts"]
+    assert ours_tool_events == pi_tool_events
 
     ours_ends = [
         row for e in rec.items if not isinstance(e, str) and (row := end_event_row(e)) is not None
@@ -364,27 +347,8 @@ async def test_scenario_matches_pi_16(name: str) -> None:
         for r in rows_of(name, "event")
         if r["type"] in ("message_end", "turn_end", "agent_end")
     ]
-    if name in VALIDATION_WORDING:
-        ours_ends = [blank_tool_texts(r) for r in ours_ends]
-        pi_ends = [blank_tool_texts(r) for r in pi_ends]
     assert ours_ends == pi_ends
 
     if not name.startswith("faux-"):
         calls = rows_of(name, "llm_call")
-        assert rec.calls == [
-            ([r for r in call["roles"] if r != "system"], call["reasoning"]) for call in calls
-        ]
-
-
-def assert_validation_wording(
-    name: str, ours: list[dict[str, Any]], pi_16: list[dict[str, Any]]
-) -> None:
-    """Ours still reads as pi 0.73 did; pi 1.6 differs only in the reason line (pi-schema)."""
-    pi_073 = next(r for r in old.FULL if r["scenario"] == name and r["kind"] == "final")
-    assert ours == pi_073["toolResultTexts"]
-    for mine, theirs in zip(ours, pi_16, strict=True):
-        head, reason, *rest = mine["text"].split("\n")
-        head_16, reason_16, *rest_16 = theirs["text"].split("\n")
-        assert (head, rest) == (head_16, rest_16)
-        assert reason != reason_16  # e.g. "must be >= 1" → "expected >= 1"
-        assert {**mine, "text": None} == {**theirs, "text": None}
+        assert rec.calls == [(call["roles"], call["reasoning"]) for call in calls]

@@ -1105,7 +1105,9 @@ async def test_navigate_to_an_assistant_reply_with_a_summary(faux: FauxProvider)
     assert result.cancelled is False and result.editor_text is None
     summary = result.summary_entry
     assert isinstance(summary, BranchSummaryEntry) and summary.parent_id == first_answer
-    assert summary.from_id == first_answer and summary.from_hook is False
+    # pi 1.6: from_id is the leaf the summarised branch was left at (pi 0.79's harness wrote
+    # the target)
+    assert summary.from_id == old_leaf and summary.from_hook is False
     assert summary.summary.startswith("The user explored a different conversation branch")
     assert summary.details == {"readFiles": [], "modifiedFiles": []}
     assert harness.session.get_label(summary.id) == "checkpoint"

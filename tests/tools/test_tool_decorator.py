@@ -522,7 +522,7 @@ async def test_validation_then_execution_like_the_loop_does() -> None:
     args = validate_tool_arguments(repeat, raw)
     assert args == {"text": "7", "times": 3} and raw == {"text": 7, "times": "3"}
     assert text_of(await run(repeat, args)) == "777"
-    with pytest.raises(ToolArgumentsError, match="  - times: must be >= 1"):
+    with pytest.raises(ToolArgumentsError, match="  - times: expected >= 1"):
         validate_tool_arguments(repeat, {"text": "x", "times": 0})
 
 
@@ -765,7 +765,7 @@ async def test_decorated_tools_in_an_agent_run(faux: FauxProvider) -> None:
     assert [(r.tool_call_id, r.is_error) for r in results] == [("ok", False), ("bad", True)]
     assert text_of(AgentToolResult(content=results[0].content)) == "777"
     assert text_of(AgentToolResult(content=results[1].content)) == (
-        'Validation failed for tool "repeat":\n  - times: must be >= 1\n\n'
+        'Validation failed for tool "repeat":\n  - times: expected >= 1\n\n'
         'Received arguments:\n{\n  "text": "x",\n  "times": 0\n}'
     )
     starts = [e for e in events if e.type == "tool_execution_start"]

@@ -625,7 +625,7 @@ NEW["prepare-request"] = {
       initialState: { tools: [ECHO], thinkingLevel: "low" },
       prepareRequest: async (request) => {
         requests++;
-        // pi_notebook keeps no system message in the transcript (yet): count the others
+        // count what is not a system message (the leading one declares the tools)
         const counted = request.context.messages.filter((m) => m.role !== "system").length;
         rec.hook("prepare_request", `${request.thinkingLevel}:${counted}`);
         return requests === 2 ? { thinkingLevel: "high" } : undefined;
