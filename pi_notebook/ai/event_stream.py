@@ -18,7 +18,12 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeAlias
 
-from .events import AssistantMessageEvent, ChunkedPartialSource, partial_event
+from .events import (
+    AssistantMessageEvent,
+    ChunkedPartialSource,
+    delta_events,
+    partial_event,
+)
 from .types import AssistantMessage
 
 __all__ = ["AssistantMessageEventStream", "DeltaRun", "EventBatch"]
@@ -52,10 +57,9 @@ class DeltaRun:
         return partial_event(self.cls, fields, self.source, count)
 
     def events(self) -> Iterator[Any]:
-        cls, kind, index, source, chunks = self.cls, self.kind, self.index, self.source, self.chunks
-        for count in range(self.first, self.last + 1):
-            fields = {"type": kind, "content_index": index, "delta": chunks[count - 1]}
-            yield partial_event(cls, fields, source, count)
+        return delta_events(
+            self.cls, self.kind, self.index, self.source, self.chunks, self.first, self.last
+        )
 
 
 _Queued: TypeAlias = "AssistantMessageEvent | DeltaRun"
