@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
+from itertools import chain
 from typing import Any, TypeAlias
 
 from .events import (
@@ -71,11 +72,11 @@ class _Backlog(deque[_Queued]):
     __slots__ = ()
 
     def __iter__(self) -> Iterator[AssistantMessageEvent]:
-        for item in deque.__iter__(self):
-            if type(item) is DeltaRun:
-                yield from item.events()
-            else:
-                yield item  # type: ignore[misc]
+        # chain, not ``yield from``: a run's events come straight from its generator
+        return chain.from_iterable(
+            item.events() if type(item) is DeltaRun else (item,)
+            for item in deque.__iter__(self)
+        )
 
 
 class EventBatch:
