@@ -45,6 +45,7 @@ from pi_notebook.ai import (
 
 __all__ = [
     "CHUNK_DELTAS",
+    "FULL_GC_PASSES",
     "MODEL",
     "RUNNERS",
     "mixed_100k",
@@ -69,6 +70,9 @@ MODEL = Model(
     provider="bench",
     context_window=1_000_000_000,
 )
+
+FULL_GC_PASSES: dict[str, int] = {}
+"""Full (generation 2) GC passes during the last timed run of each workload."""
 
 SCALING = ["text_10k", "text_100k", "text_1m"]
 DEFAULT = ["text_100k", "tools_parallel_1k", "tools_sequential_1k", "turns_1k", "mixed_100k"]
@@ -142,9 +146,11 @@ async def run_workload(workload: Workload) -> Run:
 
     agent.subscribe(count)
     gc.collect()
+    full_passes = gc.get_stats()[2]["collections"]
     start = time.perf_counter()
     await agent.prompt("Go.")
     seconds = time.perf_counter() - start
+    FULL_GC_PASSES[workload.key] = gc.get_stats()[2]["collections"] - full_passes
 
     messages = agent.state.messages
     expected = 2 + workload.turns * (1 + workload.tools) if workload.tools else 2
@@ -210,6 +216,7 @@ async def _measure(keys: list[str], reps: int, reps_1m: int) -> list[list[str]]:
                 fmt_int(events),
                 fmt_rate(events / s.median),
                 per_delta,
+                str(FULL_GC_PASSES.get(key, 0)),
                 str(s.runs),
             ]
         )
@@ -245,9 +252,19 @@ def main() -> None:
     rows = asyncio.run(_measure(args.workloads, args.reps, args.reps_1m))
     print_table(
         "pi_notebook agent loop (scripted model, every event consumed)",
-        ["workload", "ms (median)", "ms (best)", "events", "events/s", "µs/delta", "runs"],
+        [
+            "workload",
+            "ms (median)",
+            "ms (best)",
+            "events",
+            "events/s",
+            "µs/delta",
+            "full GCs",
+            "runs",
+        ],
         rows,
-        note="µs/delta: wall time over text deltas; flat from 10k to 1M means linear scaling.",
+        note="µs/delta: wall time over text deltas; flat from 10k to 1M means linear scaling. "
+        "full GCs: generation-2 collections during the last run (each walks every object).",
     )
 
 

@@ -105,14 +105,25 @@ async def _unless_aborted(work: Awaitable[_T], signal: AbortSignal | None) -> tu
         return False, await work
     task = asyncio.ensure_future(work)
     if not signal.aborted:
-        waiter = asyncio.ensure_future(signal.wait())
+        # One future woken by whichever comes first (no waiter task, no asyncio.wait: this runs
+        # for every tool call). ``abort()`` may run on another thread: it wakes through the loop.
+        loop = asyncio.get_running_loop()
+        woken = loop.create_future()
+
+        def wake(_: object) -> None:
+            if not woken.done():
+                woken.set_result(None)
+
+        task.add_done_callback(wake)
+        remove = signal.add_listener(lambda _s: loop.call_soon_threadsafe(wake, None))
         try:
-            await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
+            await woken
         except asyncio.CancelledError:
             task.cancel()
             raise
         finally:
-            waiter.cancel()
+            remove()
+            task.remove_done_callback(wake)
         if task.done():
             return False, task.result()
     done, _ = await asyncio.wait((task,), timeout=ABORT_GRACE_S)

@@ -105,6 +105,8 @@ def _bound_content(
 
 
 def _bound_details(details: Any) -> Any:
+    if details is None or (not details and type(details) in (dict, list)):
+        return details  # within every bound (most tools' details): no encoding to measure
     safe = json_safe(details)
     try:
         encoded = json.dumps(safe, ensure_ascii=False, allow_nan=False)

@@ -6,7 +6,8 @@ The builder keeps the open blocks as lists of chunks, so appending is O(1). Ever
 the reply as it is at that moment in O(1): a shared ``_Layout`` (blocks, open blocks' metadata and
 chunk counts, usage, response ids) plus the chunk count of the block being streamed into. The
 layout is rebuilt only when something other than that count changes, so a run of deltas into one
-block shares a single layout. The ``AssistantMessage`` is built only if somebody reads
+block shares a single layout, and the stream queues such a run as one record (its events are
+built when the consumer takes them). The ``AssistantMessage`` is built only if somebody reads
 ``event.partial``.
 """
 
@@ -483,8 +484,7 @@ class MessageBuilder:
         layout = self._layout
         if layout is None or layout.active != index:
             layout = self._layout = _Layout(self, index)
-        fields = {"type": "text_delta", "content_index": index, "delta": delta}
-        self.stream.push(partial_event(TextDeltaEvent, fields, layout, len(chunks)))
+        self.stream.push_delta(TextDeltaEvent, "text_delta", index, layout, chunks)
 
     def text_end(self, index: int, signature: str | None = None) -> None:
         if signature is not None:
@@ -505,8 +505,7 @@ class MessageBuilder:
         layout = self._layout
         if layout is None or layout.active != index:
             layout = self._layout = _Layout(self, index)
-        fields = {"type": "thinking_delta", "content_index": index, "delta": delta}
-        self.stream.push(partial_event(ThinkingDeltaEvent, fields, layout, len(chunks)))
+        self.stream.push_delta(ThinkingDeltaEvent, "thinking_delta", index, layout, chunks)
 
     def thinking_end(self, index: int, signature: str | None = None) -> None:
         if signature is not None:
@@ -537,8 +536,7 @@ class MessageBuilder:
         layout = self._layout
         if layout is None or layout.active != index:
             layout = self._layout = _Layout(self, index)
-        fields = {"type": "toolcall_delta", "content_index": index, "delta": delta}
-        self.stream.push(partial_event(ToolCallDeltaEvent, fields, layout, len(chunks)))
+        self.stream.push_delta(ToolCallDeltaEvent, "toolcall_delta", index, layout, chunks)
 
     def toolcall_end(self, index: int, arguments: dict[str, Any] | None = None) -> None:
         """Close a tool call; ``arguments`` replaces the streamed text (APIs that send objects)."""

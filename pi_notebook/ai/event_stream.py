@@ -3,19 +3,105 @@
 A producer pushes events; one consumer iterates. The backlog is a deque, so a consumer that falls
 behind costs O(1) per event to catch up (pi's array ``shift()`` makes that quadratic). The
 terminal ``done``/``error`` event resolves ``result()`` and is still delivered to the iterator.
+
+Consecutive deltas into one block wait in the backlog as one ``DeltaRun`` (the block's chunk list
+and a range of chunk counts); each delta's event object is built when the consumer takes it. A
+queued delta then costs no GC-tracked object: a backlog of thousands of event objects used to
+survive young collections and drive full GC passes (``bench.agent_loop_bench`` text_100k: half
+its time). The consumer sees the same events, in the same order.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator
+from itertools import chain
+from typing import Any, TypeAlias
 
-from .events import AssistantMessageEvent
+from .events import (
+    AssistantMessageEvent,
+    ChunkedPartialSource,
+    delta_events,
+    partial_event,
+)
 from .types import AssistantMessage
 
-__all__ = ["AssistantMessageEventStream"]
+__all__ = ["AssistantMessageEventStream", "DeltaRun", "EventBatch"]
+
+
+class DeltaRun:
+    """Queued deltas ``first..last`` (chunk counts) into one block: event ``n`` is
+    ``cls(type=kind, content_index=index, delta=chunks[n - 1])`` whose partial is
+    ``source.materialize_at(n)``. The producer only appends to ``chunks``."""
+
+    __slots__ = ("chunks", "cls", "first", "index", "kind", "last", "source")
+
+    def __init__(
+        self,
+        cls: type[Any],
+        kind: str,
+        index: int,
+        source: ChunkedPartialSource,
+        chunks: list[str],
+    ) -> None:
+        self.cls = cls
+        self.kind = kind
+        self.index = index
+        self.source = source
+        self.chunks = chunks
+        self.first = self.last = len(chunks)
+
+    def event(self, count: int) -> Any:
+        """The event of the delta that brought the block to ``count`` chunks."""
+        fields = {"type": self.kind, "content_index": self.index, "delta": self.chunks[count - 1]}
+        return partial_event(self.cls, fields, self.source, count)
+
+    def events(self) -> Iterator[Any]:
+        return delta_events(
+            self.cls, self.kind, self.index, self.source, self.chunks, self.first, self.last
+        )
+
+
+_Queued: TypeAlias = "AssistantMessageEvent | DeltaRun"
+
+
+class _Backlog(deque[_Queued]):
+    """The queue of a stream: events and delta runs. Iterating it gives the events."""
+
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[AssistantMessageEvent]:
+        # chain, not ``yield from``: a run's events come straight from its generator
+        return chain.from_iterable(
+            item.events() if type(item) is DeltaRun else (item,)
+            for item in deque.__iter__(self)
+        )
+
+
+class EventBatch:
+    """Events handed over at once by ``next_batch``: iterate it for the events in order;
+    ``len()`` counts them."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: _Backlog) -> None:
+        self._items = items
+
+    def __iter__(self) -> Iterator[AssistantMessageEvent]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return sum(
+            item.last - item.first + 1 if type(item) is DeltaRun else 1
+            for item in deque.__iter__(self._items)
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def __repr__(self) -> str:
+        return f"<EventBatch of {len(self)} events>"
 
 _running_producers: set[asyncio.Task[None]] = set()
 """Strong references: a producer task must not be garbage-collected while it streams."""
@@ -40,7 +126,7 @@ class AssistantMessageEventStream:
     def __init__(
         self, producer: Callable[[AssistantMessageEventStream], Awaitable[None]] | None = None
     ):
-        self._backlog: deque[AssistantMessageEvent] = deque()
+        self._backlog = _Backlog()
         self._waiter: asyncio.Future[None] | None = None
         self._result_waiters: list[asyncio.Future[AssistantMessage]] = []
         self._ended = False
@@ -67,6 +153,31 @@ class AssistantMessageEventStream:
             self._complete(event.message)
         elif event.type == "error":
             self._complete(event.error)
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def push_delta(
+        self, cls: type[Any], kind: str, index: int, source: ChunkedPartialSource, chunks: list[str]
+    ) -> None:
+        """Append the event of the delta just appended to ``chunks`` (see ``DeltaRun``): it joins
+        the last queued run when it continues it. Ignored after the stream completed."""
+        if self._ended:
+            return
+        backlog = self._backlog
+        if backlog:
+            run = backlog[-1]
+            if (
+                type(run) is DeltaRun
+                and run.chunks is chunks
+                and run.source is source
+                and run.last == len(chunks) - 1
+            ):
+                run.last += 1
+                return  # a consumer waits only on an empty backlog: nobody to wake
+        backlog.append(DeltaRun(cls, kind, index, source, chunks))
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
@@ -120,22 +231,32 @@ class AssistantMessageEventStream:
 
     async def __anext__(self) -> AssistantMessageEvent:
         while True:
-            if self._backlog:
-                return self._backlog.popleft()
+            backlog = self._backlog
+            if backlog:
+                head = backlog[0]
+                if type(head) is not DeltaRun:
+                    return backlog.popleft()  # type: ignore[return-value]
+                count = head.first
+                if count == head.last:
+                    backlog.popleft()
+                else:
+                    head.first = count + 1
+                event: AssistantMessageEvent = head.event(count)
+                return event
             if self._ended:
                 raise StopAsyncIteration
             await self._wait()
 
-    async def next_batch(self) -> deque[AssistantMessageEvent]:
+    async def next_batch(self) -> EventBatch:
         """Every event queued now, in order, waiting for one if none is; empty once the stream
         is over. The same events ``async for`` would give, without an await per event."""
         while not self._backlog:
             if self._ended:
-                return deque()
+                return EventBatch(_Backlog())
             await self._wait()
         batch = self._backlog
-        self._backlog = deque()
-        return batch
+        self._backlog = _Backlog()
+        return EventBatch(batch)
 
     async def _wait(self) -> None:
         self._start()
@@ -161,7 +282,7 @@ class AssistantMessageEventStream:
 
     def __repr__(self) -> str:
         state = "done" if self._ended else "streaming"
-        return f"<AssistantMessageEventStream {state}, {len(self._backlog)} queued>"
+        return f"<AssistantMessageEventStream {state}, {len(EventBatch(self._backlog))} queued>"
 
     @staticmethod
     def of(events: list[Any]) -> AssistantMessageEventStream:

@@ -9,6 +9,7 @@ unless somebody reads ``partial``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated, Any, Final, Literal, Protocol, TypeAlias, TypeVar, cast, get_args
 
 from pydantic import Field, PrivateAttr, computed_field
@@ -35,6 +36,7 @@ __all__ = [
     "ToolCallDeltaEvent",
     "ToolCallEndEvent",
     "ToolCallStartEvent",
+    "delta_events",
     "partial_event",
 ]
 
@@ -122,6 +124,31 @@ def partial_event(
     _set(event, "__pydantic_extra__", {})
     _set(event, "__pydantic_private__", {"_partial": source, "_chunks": chunks})
     return event
+
+
+def delta_events(
+    cls: type[_E],
+    kind: str,
+    index: int,
+    source: ChunkedPartialSource,
+    chunks: list[str],
+    first: int,
+    last: int,
+) -> Iterator[_E]:
+    """The events of the deltas that brought block ``index`` from ``first - 1`` to ``last``
+    chunks: ``partial_event(cls, {"type": kind, "content_index": index, "delta": chunk}, source,
+    count)`` for each, built one at a time (the stream's queued ``DeltaRun``)."""
+    shared = _SHARED_FIELDS_SETS.get(cls)
+    if shared is None or len(shared) != 3:
+        shared = {"type", "content_index", "delta"}
+        _SHARED_FIELDS_SETS.setdefault(cls, shared)
+    for count in range(first, last + 1):
+        event = _new(cls)
+        _set(event, "__dict__", {"type": kind, "content_index": index, "delta": chunks[count - 1]})
+        _set(event, "__pydantic_fields_set__", shared)
+        _set(event, "__pydantic_extra__", {})
+        _set(event, "__pydantic_private__", {"_partial": source, "_chunks": count})
+        yield event
 
 
 class StartEvent(_PartialEvent):

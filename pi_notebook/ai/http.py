@@ -1,6 +1,7 @@
 """HTTP for every provider: one shared ``httpx.AsyncClient`` per event loop, retries with the
-official SDKs' policy, readable errors, and SSE framing (httpx-sse, which splits lines on CR/LF
-only — ``httpx``'s own ``iter_lines`` also splits on U+2028 and would break JSON payloads).
+official SDKs' policy, readable errors, and SSE framing (``sse``: bytes-level, lines split on CR/LF
+only — ``httpx``'s own ``iter_lines`` also splits on U+2028 and would break JSON payloads; httpx-sse
+for a body in a charset other than UTF-8).
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from httpx_sse import EventSource, ServerSentEvent
+from httpx_sse import EventSource
 
 from .models import PROVIDER_ENV_KEYS, get_env_api_key
 from .options import ResponseInfo, StallNotice, StreamOptions
 from .redaction import Redactor
+from .sse import ServerSentEvent, SSEDecoder
 from .types import Model
 
 __all__ = [
@@ -296,13 +298,29 @@ def _timeout_error(exc: httpx.TimeoutException, waited: float, url: str) -> Prov
     )
 
 
-async def _watched(
-    events: AsyncIterator[ServerSentEvent], watchdog: _Watchdog, url: str
+_UTF8_NAMES = frozenset({"utf-8", "utf8", "utf_8"})
+
+
+async def _sse_events(
+    response: httpx.Response, watchdog: _Watchdog, url: str
 ) -> AsyncIterator[ServerSentEvent]:
-    """``events``, telling ``watchdog`` of each one; a read timeout says how long it waited."""
+    """The response's events, telling ``watchdog`` of each read that completed one; a read
+    timeout says how long it waited."""
     try:
-        async for event in events:
-            watchdog.alive()
+        charset = response.charset_encoding
+        if charset is not None and charset.lower() not in _UTF8_NAMES:
+            async for sse in EventSource(response).aiter_sse():
+                watchdog.alive()
+                yield ServerSentEvent(sse.event, sse.data, sse.id, sse.retry)
+            return
+        decoder = SSEDecoder()
+        async for chunk in response.aiter_bytes():
+            events = decoder.feed(chunk)
+            if events:
+                watchdog.alive()
+                for event in events:
+                    yield event
+        for event in decoder.finish():
             yield event
     except httpx.TimeoutException as exc:
         raise _timeout_error(exc, watchdog.waited(), url) from None
@@ -408,7 +426,7 @@ async def open_sse(
                     body=redactor.scrub(text),
                 )
             else:
-                events = _watched(EventSource(response).aiter_sse(), watchdog, url)
+                events = _sse_events(response, watchdog, url)
                 try:
                     yield events
                 finally:

@@ -1,0 +1,105 @@
+"""The bytes-level SSE decoder gives exactly the events httpx-sse gives for the same body, however
+the body is cut into reads (httpx-sse is the reference: it decoded every stream until now)."""
+
+from __future__ import annotations
+
+import codecs
+import itertools
+
+from httpx_sse._decoders import SSEDecoder as ReferenceDecoder
+from httpx_sse._decoders import SSELineDecoder
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pi_notebook.ai.sse import SSEDecoder
+
+Event = tuple[str, str, str, int | None]
+
+
+def reference(chunks: list[bytes]) -> list[Event]:
+    """httpx's incremental UTF-8 text decoding, then httpx-sse's line and event decoders."""
+    text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    lines, events = SSELineDecoder(), ReferenceDecoder()
+    out: list[Event] = []
+
+    def take(line: str) -> None:
+        sse = events.decode(line)
+        if sse is not None:
+            out.append((sse.event, sse.data, sse.id, sse.retry))
+
+    for chunk in chunks:
+        decoded = text.decode(chunk)
+        if decoded:
+            for line in lines.decode(decoded):
+                take(line)
+    tail = text.decode(b"", final=True)
+    if tail:
+        for line in lines.decode(tail):
+            take(line)
+    for line in lines.flush():
+        take(line)
+    return out
+
+
+def ours(chunks: list[bytes]) -> list[Event]:
+    decoder = SSEDecoder()
+    found = [e for chunk in chunks for e in decoder.feed(chunk)] + decoder.finish()
+    return [(e.event, e.data, e.id, e.retry) for e in found]
+
+
+def cut(body: bytes, points: list[int]) -> list[bytes]:
+    edges = sorted({p % (len(body) + 1) for p in points} | {0, len(body)})
+    return [body[a:b] for a, b in itertools.pairwise(edges)]
+
+
+PIECES = [
+    b"data: ",
+    b"data:",
+    b"event: ",
+    b"event:x",
+    b"id: ",
+    b"id: 7\0",
+    b"retry: ",
+    b"retry: 1500",
+    b": comment",
+    b"\n",
+    b"\r",
+    b"\r\n",
+    b"\n\n",
+    b" ",
+    b":",
+    b'{"a": "\\u2028 x"}',
+    "é😀\u2028".encode(),
+    b"\xe2\x82",  # a truncated UTF-8 sequence
+    b"\xff",
+    b"message_start",
+    b"\xef\xbb\xbfdata: bom",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(PIECES), max_size=40),
+    st.lists(st.integers(min_value=0, max_value=10_000), max_size=8),
+)
+def test_same_events_as_httpx_sse_for_any_body_and_any_reads(
+    pieces: list[bytes], points: list[int]
+) -> None:
+    body = b"".join(pieces)
+    expected = reference([body])
+    assert ours([body]) == expected
+    assert ours(cut(body, points)) == expected
+    assert ours([body[i : i + 1] for i in range(len(body))]) == expected
+
+
+def test_a_typical_stream() -> None:
+    body = (
+        b"event: message_start\ndata: {\"a\": 1}\n\n"
+        b": ping\n\nevent: content_block_delta\r\ndata: line one\r\ndata: line two\r\n\r\n"
+        b"data: [DONE]\n\ndata: unfinished"
+    )
+    assert ours(cut(body, [5, 17, 40, 41, 77])) == [
+        ("message_start", '{"a": 1}', "", None),
+        ("content_block_delta", "line one\nline two", "", None),
+        ("message", "[DONE]", "", None),
+    ]
