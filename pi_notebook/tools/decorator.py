@@ -39,6 +39,7 @@ from typing import Annotated, Any, Final, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
 
+from ..agent.sync_tools import run_sync_tool
 from ..agent.tools import AgentTool, AgentToolResult, ToolUpdateCallback
 from ..agent.validation import SchemaIssue, ToolArgumentsError
 from ..ai.abort import AbortSignal
@@ -325,7 +326,7 @@ class _Invoker:
         if self.is_async:
             result = await self.fn(*args, **kwargs)
         else:
-            result = await asyncio.to_thread(self.fn, *args, **kwargs)
+            result = await run_sync_tool(self.fn, *args, **kwargs)  # hung ones can't starve it
         if inspect.isawaitable(result):
             result = await result
         if is_cheap_to_convert(result):
