@@ -8,6 +8,12 @@ workers that stay idle for ``IDLE_S`` end. ``MAX_SYNC_TOOL_THREADS`` calls may b
 one more fails at once with ``SyncToolsExhausted``, which says how many were abandoned, rather
 than waiting behind them. Workers are daemon threads: a hung tool does not keep the kernel from
 exiting.
+
+While a caller awaits a sync tool, its loop wakes every ``HEARTBEAT_S``. A signal (a kernel
+interrupt: Jupyter's Stop button is SIGINT) may be delivered to any thread, and Python runs its
+handler only once the main thread runs bytecode again: with the loop asleep in ``epoll_wait``
+and a tool that never returns, the interrupt would wait forever. ``loop_awake`` does the same
+for an async tool (one that sleeps for long, or swallows its cancellation).
 """
 
 from __future__ import annotations
@@ -19,18 +25,22 @@ import functools
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final, TypeVar
 
 __all__ = [
+    "HEARTBEAT_S",
     "MAX_SYNC_TOOL_THREADS",
     "SyncToolsExhausted",
+    "loop_awake",
     "run_sync_tool",
     "sync_tool_threads",
 ]
 
 MAX_SYNC_TOOL_THREADS: Final = 64
 """How many sync tool calls may be running (or hung) at once."""
+HEARTBEAT_S: Final = 0.1
+"""How often the loop wakes while a sync tool is awaited (see above)."""
 IDLE_S: Final = 30.0
 """Seconds an idle worker waits for another call before it ends."""
 
@@ -165,7 +175,26 @@ async def run_sync_tool(fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> 
     call = functools.partial(context.run, fn, *args, **kwargs)
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
     _pool.submit(_Job(call, name, loop, future))
+    loop.call_later(HEARTBEAT_S, _heartbeat, loop, future)
     return await future
+
+
+def _heartbeat(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:
+    """Wake the loop until ``future`` settles (or is abandoned), so signals get handled."""
+    if not future.done():
+        loop.call_later(HEARTBEAT_S, _heartbeat, loop, future)
+
+
+@contextlib.contextmanager
+def loop_awake() -> Iterator[None]:
+    """Wake the running loop every ``HEARTBEAT_S`` inside the block (see above)."""
+    loop = asyncio.get_running_loop()
+    beating: asyncio.Future[None] = loop.create_future()
+    loop.call_later(HEARTBEAT_S, _heartbeat, loop, beating)
+    try:
+        yield
+    finally:
+        beating.cancel()
 
 
 def sync_tool_threads() -> tuple[int, int]:
