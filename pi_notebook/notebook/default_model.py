@@ -6,7 +6,9 @@ whose API key is in the environment (its default model below); else the embedded
 configure one. ``%model`` changes it for the session.
 
 Loading the local model takes a few seconds (its weights are downloaded once first, 93 MB), and
-a run shows nothing meanwhile: ``notify`` (the cell's output, by default) hears of it first.
+a run shows nothing meanwhile: ``local_start_notice`` says so, for the ``%%agent`` magic to
+print in its cell before the run is queued (a print from the queued run itself would come after
+the cell ended, and be lost); ``notify`` hears of it when the start begins.
 """
 
 from __future__ import annotations
@@ -29,10 +31,12 @@ __all__ = [
     "NoModelError",
     "Notify",
     "check_model_ref",
+    "local_start_notice",
     "model_from_api_keys",
     "resolve_default_model",
     "resolve_model",
     "start_local",
+    "will_start_local",
 ]
 
 PROVIDER_DEFAULTS: dict[str, str] = {
@@ -50,7 +54,11 @@ PROVIDER_DEFAULTS: dict[str, str] = {
 LOCAL_ALIASES = ("local", "local/smollm2-135m")
 
 Notify = Callable[[str], None]
-"""Where a status line goes (``print``: the output of the cell that started the run)."""
+"""Where a status line goes."""
+
+
+def _quiet(text: str) -> None:
+    pass
 
 
 class NoModelError(RuntimeError):
@@ -88,15 +96,38 @@ def check_model_ref(ref: str) -> None:
         raise KeyError(text) from None
 
 
-async def start_local(notify: Notify = print) -> Model:
-    """The embedded local model, saying first that it is starting when it is not up yet."""
-    if not local_model_running():
-        first = "" if cached_model_path().is_file() else ", downloading its weights once (93 MB)"
-        notify(f"Starting the local model (SmolLM2 135M on llama.cpp){first} …")
+def local_start_notice() -> str | None:
+    """What to tell the user before the local model starts; None when it is up already."""
+    if local_model_running():
+        return None
+    first = "" if cached_model_path().is_file() else ", downloading its weights once (93 MB)"
+    return f"Starting the local model (SmolLM2 135M on llama.cpp){first} …"
+
+
+def will_start_local(ref: str | None, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether resolving ``ref`` (None: the default model, no model known yet) starts the
+    local model."""
+    if not local_model_available() or local_model_running():
+        return False
+    if ref is not None:
+        return ref.strip() in LOCAL_ALIASES
+    env = os.environ if environ is None else environ
+    configured = env.get("PI_NOTEBOOK_MODEL", "").strip()
+    if configured:
+        return configured in LOCAL_ALIASES
+    return model_from_api_keys(environ) is None
+
+
+async def start_local(notify: Notify = _quiet) -> Model:
+    """The embedded local model; ``notify`` hears first that it is starting (when it is not
+    up yet)."""
+    notice = local_start_notice()
+    if notice is not None:
+        notify(notice)
     return await start_local_model_async()
 
 
-async def resolve_model(ref: str, *, notify: Notify = print) -> Model:
+async def resolve_model(ref: str, *, notify: Notify = _quiet) -> Model:
     """``provider/model-id`` (or ``local``) → ``Model``; starts the local model when asked for."""
     ref = ref.strip()
     if ref in LOCAL_ALIASES:
@@ -105,7 +136,7 @@ async def resolve_model(ref: str, *, notify: Notify = print) -> Model:
 
 
 async def resolve_default_model(
-    environ: Mapping[str, str] | None = None, *, notify: Notify = print
+    environ: Mapping[str, str] | None = None, *, notify: Notify = _quiet
 ) -> Model:
     env = os.environ if environ is None else environ
     configured = env.get("PI_NOTEBOOK_MODEL", "").strip()

@@ -26,7 +26,12 @@ from ..ai.cassette import Cassette, CassetteError
 from ..ai.models import clamp_thinking_level, supported_thinking_levels
 from ..ai.types import ThinkingLevel, UserMessage
 from ..harness import Session
-from .default_model import NoModelError, check_model_ref
+from .default_model import (
+    NoModelError,
+    check_model_ref,
+    local_start_notice,
+    will_start_local,
+)
 from .input_rewrite import EMPTY_PROMPT
 from .interpolate import InterpolationError, interpolate
 from .kernel_agent import NotebookAgent, open_session
@@ -183,8 +188,26 @@ class PiMagics(Magics):
             except (KeyError, ValueError) as exc:
                 raise UsageError(_reason(exc)) from None
         self.pi.refresh_function_tools()
+        self._announce_local_start(args.model)
         run = self.pi.start_run(prompt, model_ref=args.model, thinking=args.thinking)
         run.view.show()
+
+    def _announce_local_start(self, model_ref: str | None) -> None:
+        """Say in this cell that the local model is starting (its run view shows nothing until
+        llama.cpp has loaded it); a replayed cassette starts nothing."""
+        cassette = self.pi.cassette
+        if cassette is not None and cassette.mode == "replay":
+            return
+        if model_ref is None:
+            try:
+                self.pi.harness  # noqa: B018 - a model is known: nothing to start
+                return
+            except NoModelError:
+                pass
+        if will_start_local(model_ref):
+            notice = local_start_notice()
+            if notice is not None:
+                print(notice)
 
     # --- the workspace ---------------------------------------------------------------------------
 

@@ -1,13 +1,16 @@
-"""While llama.cpp loads the embedded model a run shows nothing: the notebook's model resolution
-says first that the local model is starting (in the output of the cell that started the run),
-once, and not when the server is up already."""
+"""While llama.cpp loads the embedded model a run shows nothing: ``%%agent`` says in its cell
+that the local model is starting (and that its weights are downloaded first, when they are),
+only when this run will start it; the model resolution tells its ``notify`` the same."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from pi_notebook.ai import Model, local
 from pi_notebook.notebook import default_model
+from tests.notebook.kernel_notebook import execute, outputs_text
 
 
 @pytest.fixture
@@ -42,19 +45,46 @@ async def test_starting_the_local_model_is_announced_first(
 
 
 async def test_nothing_is_said_when_the_server_is_up(
-    monkeypatch: pytest.MonkeyPatch, fake_start: list[str], capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, fake_start: list[str]
 ) -> None:
     monkeypatch.setattr(default_model, "local_model_running", lambda: True)
-    await default_model.resolve_model("local")
-    assert fake_start == ["started"] and capsys.readouterr().out == ""
+    said: list[str] = []
+    await default_model.resolve_model("local", notify=said.append)
+    assert fake_start == ["started"] and said == []
 
 
-async def test_by_default_it_goes_to_the_output(
-    monkeypatch: pytest.MonkeyPatch, fake_start: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_whether_a_run_will_start_the_local_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(default_model, "local_model_available", lambda: True)
     monkeypatch.setattr(default_model, "local_model_running", lambda: False)
-    await default_model.resolve_model("local")
-    assert capsys.readouterr().out.startswith("Starting the local model (SmolLM2 135M")
+    will = default_model.will_start_local
+    assert will(None, {}) and will("local", {}) and will(" local/smollm2-135m", {})
+    assert not will("faux/faux-1", {})
+    assert not will(None, {"ANTHROPIC_API_KEY": "k"})
+    assert not will(None, {"PI_NOTEBOOK_MODEL": "openai/gpt-5.1"})
+    assert will(None, {"PI_NOTEBOOK_MODEL": "local", "ANTHROPIC_API_KEY": "k"})
+    monkeypatch.setattr(default_model, "local_model_running", lambda: True)
+    assert not will(None, {}) and default_model.local_start_notice() is None
+    monkeypatch.setattr(default_model, "local_model_running", lambda: False)
+    monkeypatch.setattr(default_model, "local_model_available", lambda: False)
+    assert not will(None, {})
+
+
+@pytest.mark.local_llm
+@pytest.mark.timeout(300)
+def test_agent_says_in_its_cell_that_the_local_model_starts(tmp_path: Path) -> None:
+    nb = execute(
+        [
+            "%load_ext pi_notebook",
+            "%%agent --wait\nSay hello in five words.",
+            "%%agent --wait\nAnd in three?",
+        ],
+        tmp_path,
+        env={"JPY_SESSION_NAME": "test.ipynb"},
+        timeout=240,
+    )
+    first, second = outputs_text(nb.cells[1]), outputs_text(nb.cells[2])
+    assert first.startswith("Starting the local model (SmolLM2 135M on llama.cpp)"), first
+    assert "Starting the local model" not in second, second
 
 
 @pytest.mark.local_llm
