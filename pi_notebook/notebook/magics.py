@@ -204,6 +204,8 @@ class PiMagics(Magics):
                 return
             except NoModelError:
                 pass
+            except Exception:  # a bad PI_NOTEBOOK_MODEL, say: the run reports it
+                return
         if will_start_local(model_ref):
             notice = local_start_notice()
             if notice is not None:

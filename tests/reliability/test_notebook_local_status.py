@@ -99,3 +99,20 @@ class _Path:
 
     def is_file(self) -> bool:
         return self.exists
+
+
+def test_a_bad_configured_model_is_reported_by_the_run_not_the_magic(tmp_path: Path) -> None:
+    nb = execute(
+        [
+            "%load_ext pi_notebook",
+            "%%agent\nhi",
+            "import pi_notebook\nawait pi_notebook.current().wait()\n"
+            "print(pi_notebook.current().last_run.state)",
+        ],
+        tmp_path,
+        env={"JPY_SESSION_NAME": "test.ipynb", "PI_NOTEBOOK_MODEL": "nonsense"},
+        allow_errors=True,
+    )
+    agent_cell = outputs_text(nb.cells[1])
+    assert "Traceback" not in agent_cell and "Starting the local model" not in agent_cell
+    assert outputs_text(nb.cells[2]).strip().endswith("error"), outputs_text(nb.cells[2])
