@@ -46,6 +46,7 @@ __all__ = [
     "cached_model_path",
     "fetch_model",
     "local_model_available",
+    "local_model_running",
     "main",
     "model_dir",
     "start_local_model",
@@ -417,6 +418,12 @@ def start_local_model(*, n_ctx: int = DEFAULT_N_CTX, startup_timeout: float = 60
         model = _shared.model()
     register_model(model)
     return model
+
+
+def local_model_running() -> bool:
+    """Whether the process-wide server of ``start_local_model`` is up (no loading to wait for)."""
+    with _shared_lock:
+        return _shared is not None and _shared.running
 
 
 async def start_local_model_async(

@@ -13,7 +13,6 @@ from ..agent.listeners import takes_signal
 from ..ai.abort import AbortSignal
 from ..ai.producer import describe_error
 from .harness_events import HarnessEvent
-from .hooks import AgentHarnessError
 
 __all__ = ["EventBus", "HarnessListener"]
 
@@ -26,11 +25,14 @@ HarnessListener: TypeAlias = Callable[..., Awaitable[None] | None]
 class EventBus:
     """Delivers events to the listeners one at a time, in order.
 
-    ``send`` awaits delivery and raises a listener's failure as ``AgentHarnessError("hook")``.
-    ``post`` (for the synchronous methods) queues an event for delivery as soon as possible:
-    before the next ``send``, or by a drainer task; a listener failing on a posted event is
-    logged, as there is no caller to raise to. A listener may itself cause events (nested
-    sends are delivered at once).
+    ``send`` awaits delivery. ``post`` (for the synchronous methods) queues an event for delivery
+    as soon as possible: before the next ``send``, or by a drainer task. A listener may itself
+    cause events (nested sends are delivered at once).
+
+    A listener that raises does not fail the operation (a broken display must not end the run
+    it displays) and the later listeners still get the event. Its first failure is logged with
+    the traceback, once: a listener that fails on every streamed delta would otherwise write a
+    traceback per token; its later failures are logged at debug level.
     """
 
     def __init__(self, current_signal: Callable[[], AbortSignal | None]) -> None:
@@ -40,6 +42,8 @@ class EventBus:
         self._owner: asyncio.Task[Any] | None = None
         self._drainer: asyncio.Task[None] | None = None
         self._current_signal = current_signal
+        self._failed: set[int] = set()
+        """``id`` of the listener entries whose failure was reported."""
 
     def subscribe(self, listener: HarnessListener) -> Callable[[], None]:
         entry = (listener, takes_signal(listener))
@@ -47,6 +51,7 @@ class EventBus:
 
         def unsubscribe() -> None:
             self._listeners = tuple(e for e in self._listeners if e is not entry)
+            self._failed.discard(id(entry))
 
         return unsubscribe
 
@@ -93,18 +98,33 @@ class EventBus:
     async def _drain_posted(self) -> None:
         while self._posted:
             event = self._posted.popleft()
-            try:
-                await self._deliver(event, self._current_signal())
-            except AgentHarnessError:
-                _log.exception("a harness listener failed on %s", event.type)
+            await self._deliver(event, self._current_signal())
 
     async def _deliver(self, event: HarnessEvent, signal: AbortSignal | None) -> None:
-        for listener, with_signal in self._listeners:
+        for entry in self._listeners:
+            listener, with_signal = entry
             try:
                 outcome = listener(event, signal) if with_signal else listener(event)
                 if outcome is not None and inspect.isawaitable(outcome):
                     await outcome
             except Exception as exc:
-                raise AgentHarnessError(
-                    "hook", f"A harness listener failed on {event.type}: {describe_error(exc)}"
-                ) from exc
+                self._report(entry, event, exc)
+
+    def _report(
+        self, entry: tuple[HarnessListener, bool], event: HarnessEvent, exc: Exception
+    ) -> None:
+        """Log a listener's failure (being handled): with its traceback the first time."""
+        listener = entry[0]
+        name = getattr(listener, "__qualname__", None) or repr(listener)
+        if id(entry) in self._failed:
+            _log.debug("harness listener %s failed again on %s: %s", name, event.type, exc)
+            return
+        self._failed.add(id(entry))
+        _log.error(
+            "harness listener %s failed on %s: %s; the run goes on (later failures of this "
+            "listener are logged at debug level)",
+            name,
+            event.type,
+            describe_error(exc),
+            exc_info=exc,
+        )

@@ -466,7 +466,7 @@ class AgentHarness:
     def subscribe(self, listener: HarnessListener) -> Callable[[], None]:
         """Call ``listener(event)`` — or ``listener(event, signal)`` if it takes two arguments —
         for every agent and harness event, in order (async listeners are awaited). A listener
-        that raises makes the operation fail with ``AgentHarnessError("hook")``. Returns a
+        that raises is logged (its traceback once) and the operation goes on. Returns a
         function that unsubscribes."""
         if not callable(listener):
             raise AgentHarnessError("invalid_argument", "listener must be callable")

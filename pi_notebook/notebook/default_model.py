@@ -4,14 +4,24 @@ In order: ``PI_NOTEBOOK_MODEL`` (``provider/model-id``, or ``local``); else the 
 whose API key is in the environment (its default model below); else the embedded local model
 (SmolLM2 on llama.cpp, when the ``local`` extra is installed); else ``NoModelError`` saying how to
 configure one. ``%model`` changes it for the session.
+
+Loading the local model takes a few seconds (its weights are downloaded once first, 93 MB), and
+a run shows nothing meanwhile: ``local_start_notice`` says so, for the ``%%agent`` magic to
+print in its cell before the run is queued (a print from the queued run itself would come after
+the cell ended, and be lost); ``notify`` hears of it when the start begins.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from ..ai.local import local_model_available, start_local_model_async
+from ..ai.local import (
+    cached_model_path,
+    local_model_available,
+    local_model_running,
+    start_local_model_async,
+)
 from ..ai.models import get_env_api_key, get_model, parse_model
 from ..ai.types import Model
 
@@ -19,10 +29,14 @@ __all__ = [
     "LOCAL_ALIASES",
     "PROVIDER_DEFAULTS",
     "NoModelError",
+    "Notify",
     "check_model_ref",
+    "local_start_notice",
     "model_from_api_keys",
     "resolve_default_model",
     "resolve_model",
+    "start_local",
+    "will_start_local",
 ]
 
 PROVIDER_DEFAULTS: dict[str, str] = {
@@ -38,6 +52,13 @@ PROVIDER_DEFAULTS: dict[str, str] = {
 """Each provider's model when only its API key is known, in order of preference."""
 
 LOCAL_ALIASES = ("local", "local/smollm2-135m")
+
+Notify = Callable[[str], None]
+"""Where a status line goes."""
+
+
+def _quiet(text: str) -> None:
+    pass
 
 
 class NoModelError(RuntimeError):
@@ -75,22 +96,55 @@ def check_model_ref(ref: str) -> None:
         raise KeyError(text) from None
 
 
-async def resolve_model(ref: str) -> Model:
-    """``provider/model-id`` (or ``local``) → ``Model``; starts the local model when asked for."""
-    ref = ref.strip()
-    if ref in LOCAL_ALIASES:
-        return await start_local_model_async()
-    return parse_model(ref)
+def local_start_notice() -> str | None:
+    """What to tell the user before the local model starts; None when it is up already."""
+    if local_model_running():
+        return None
+    first = "" if cached_model_path().is_file() else ", downloading its weights once (93 MB)"
+    return f"Starting the local model (SmolLM2 135M on llama.cpp){first} …"
 
 
-async def resolve_default_model(environ: Mapping[str, str] | None = None) -> Model:
+def will_start_local(ref: str | None, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether resolving ``ref`` (None: the default model, no model known yet) starts the
+    local model."""
+    if not local_model_available() or local_model_running():
+        return False
+    if ref is not None:
+        return ref.strip() in LOCAL_ALIASES
     env = os.environ if environ is None else environ
     configured = env.get("PI_NOTEBOOK_MODEL", "").strip()
     if configured:
-        return await resolve_model(configured)
+        return configured in LOCAL_ALIASES
+    return model_from_api_keys(environ) is None
+
+
+async def start_local(notify: Notify = _quiet) -> Model:
+    """The embedded local model; ``notify`` hears first that it is starting (when it is not
+    up yet)."""
+    notice = local_start_notice()
+    if notice is not None:
+        notify(notice)
+    return await start_local_model_async()
+
+
+async def resolve_model(ref: str, *, notify: Notify = _quiet) -> Model:
+    """``provider/model-id`` (or ``local``) → ``Model``; starts the local model when asked for."""
+    ref = ref.strip()
+    if ref in LOCAL_ALIASES:
+        return await start_local(notify)
+    return parse_model(ref)
+
+
+async def resolve_default_model(
+    environ: Mapping[str, str] | None = None, *, notify: Notify = _quiet
+) -> Model:
+    env = os.environ if environ is None else environ
+    configured = env.get("PI_NOTEBOOK_MODEL", "").strip()
+    if configured:
+        return await resolve_model(configured, notify=notify)
     from_keys = model_from_api_keys(environ)
     if from_keys is not None:
         return from_keys
     if local_model_available():
-        return await start_local_model_async()
+        return await start_local(notify)
     raise NoModelError()

@@ -1,12 +1,13 @@
 """The cell and line magics. Every magic has ``magic_arguments`` help (``%fork?``); bad input is
 a ``UsageError`` — one line, no traceback — and changes nothing.
 
-``%model``, ``%compact``, ``%fork`` and ``%label`` change the harness, so they go through the
-agent's queue: behind a run still streaming ("Run All") they take effect — and resolve their
-target — when their turn comes, as if the cells above had finished. Their output is a display in
-the cell that ran them (:class:`Outcome`), filled in when the operation ends. With nothing
-queued they run at once, and the cell waits for them (see ``input_rewrite``), so code after
-``%model X`` in the same cell sees model X.
+``%model``, ``%compact``, ``%fork``, ``%label``, ``%thinking LEVEL`` and ``%tools add/remove``
+change the harness, so they go through the agent's queue: behind a run still streaming ("Run
+All") they take effect — and resolve their target — when their turn comes, as if the cells above
+had finished. Their output is a display in the cell that ran them (:class:`Outcome`), filled in
+when the operation ends. With nothing queued they run at once, and the cell waits for them (see
+``input_rewrite``), so code after ``%model X`` in the same cell sees model X (``%thinking`` and
+``%tools`` do their synchronous work in the magic itself then).
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ from ..ai.cassette import Cassette, CassetteError
 from ..ai.models import clamp_thinking_level, supported_thinking_levels
 from ..ai.types import ThinkingLevel, UserMessage
 from ..harness import Session
-from .default_model import NoModelError, check_model_ref
+from .default_model import (
+    NoModelError,
+    check_model_ref,
+    local_start_notice,
+    will_start_local,
+)
 from .input_rewrite import EMPTY_PROMPT
 from .interpolate import InterpolationError, interpolate
 from .kernel_agent import NotebookAgent, open_session
@@ -182,8 +188,28 @@ class PiMagics(Magics):
             except (KeyError, ValueError) as exc:
                 raise UsageError(_reason(exc)) from None
         self.pi.refresh_function_tools()
+        self._announce_local_start(args.model)
         run = self.pi.start_run(prompt, model_ref=args.model, thinking=args.thinking)
         run.view.show()
+
+    def _announce_local_start(self, model_ref: str | None) -> None:
+        """Say in this cell that the local model is starting (its run view shows nothing until
+        llama.cpp has loaded it); a replayed cassette starts nothing."""
+        cassette = self.pi.cassette
+        if cassette is not None and cassette.mode == "replay":
+            return
+        if model_ref is None:
+            try:
+                self.pi.harness  # noqa: B018 - a model is known: nothing to start
+                return
+            except NoModelError:
+                pass
+            except Exception:  # a bad PI_NOTEBOOK_MODEL, say: the run reports it
+                return
+        if will_start_local(model_ref):
+            notice = local_start_notice()
+            if notice is not None:
+                print(notice)
 
     # --- the workspace ---------------------------------------------------------------------------
 
@@ -462,24 +488,32 @@ class PiMagics(Magics):
     @argument("level", nargs="?", choices=THINKING_LEVELS, help="The thinking level.")
     @line_magic
     def thinking(self, line: str) -> None:
-        """Show or set the thinking level (clamped to what the model supports)."""
+        """Show or set the thinking level (clamped to what the model supports). Behind a run
+        still streaming, the new level applies when the cells above are done."""
         args = _parse(self.thinking, line)
-        harness = self._harness_or_usage()
         if not args.level:
+            harness = self._harness_or_usage()
             levels = ", ".join(supported_thinking_levels(harness.model))
             print(f"thinking: {harness.thinking_level} (this model supports: {levels})")
             return
-        level = clamp_thinking_level(harness.model, args.level)
-        harness.set_thinking_level(level)
-        note = "" if level == args.level else f" ({args.level} is not supported by this model)"
-        print(f"thinking: {level}{note}")
+        wanted: ThinkingLevel = args.level
+
+        def put() -> str:
+            harness = self._harness_or_usage()
+            level = clamp_thinking_level(harness.model, wanted)
+            harness.set_thinking_level(level)
+            note = "" if level == wanted else f" ({wanted} is not supported by this model)"
+            return f"thinking: {level}{note}"
+
+        self._now_or_queued("%thinking", put)
 
     @magic_arguments()
     @argument("action", nargs="?", default="list", choices=("list", "add", "remove"))
     @argument("names", nargs="*", help="Tool or function names.")
     @line_magic
     def tools(self, line: str) -> None:
-        """List the tools, add notebook functions or built-ins, or remove them."""
+        """List the tools, add notebook functions or built-ins, or remove them. Behind a run
+        still streaming, adding and removing apply when the cells above are done."""
         args = _parse(self.tools, line)
         if args.action == "list":
             if args.names:
@@ -491,16 +525,54 @@ class PiMagics(Magics):
             return
         if not args.names:
             raise UsageError(f"Usage: %tools {args.action} NAME [NAME ...]")
-        for name in args.names:
+        names: list[str] = list(args.names)
+        if args.action == "add":
+            for name in names:  # a typo is refused now, also behind a streaming run
+                self._check_addable(name)
+
+        def change() -> str:
+            done: list[str] = []
             if args.action == "add":
-                try:
-                    print(self.pi.add_tool_by_name(name))
-                except (KeyError, TypeError, ValueError) as exc:
-                    raise UsageError(_reason(exc)) from None
-            elif self.pi.remove_tool(name):
-                print(f"Removed the tool {name}")
-            else:
-                raise UsageError(f"No active tool named {name!r} (see %tools list)")
+                for name in names:
+                    self._check_addable(name)  # still there when its turn came
+                for name in names:
+                    try:
+                        done.append(self.pi.add_tool_by_name(name))
+                    except (KeyError, TypeError, ValueError) as exc:
+                        raise UsageError(_reason(exc)) from None
+                return "\n".join(done)
+            active = {row[0] for row in self.pi.tool_listing() if row[2]}
+            for name in names:
+                if name not in active:
+                    raise UsageError(f"No active tool named {name!r} (see %tools list)")
+            for name in names:
+                self.pi.remove_tool(name)
+                done.append(f"Removed the tool {name}")
+            return "\n".join(done)
+
+        self._now_or_queued("%tools", change)
+
+    def _check_addable(self, name: str) -> None:
+        """Refuse a name ``%tools add`` cannot find (what ``add_tool_by_name`` would say)."""
+        if self.pi.mcp.is_tool(name) or self.pi.tools.is_builtin(name):
+            return
+        value = self.pi.namespace.get(name)
+        if value is None:
+            raise UsageError(f"No function or built-in tool named {name!r}")
+        if not callable(value):
+            raise UsageError(f"{name!r} is a {type(value).__name__}, not a function")
+
+    def _now_or_queued(self, title: str, change: Callable[[], str]) -> None:
+        """Apply a synchronous harness change at once when nothing is queued (its text printed,
+        its UsageError raised), else at its turn in the queue, like :meth:`_report`."""
+        if not self.pi.busy:
+            print(change())
+            return
+
+        async def run() -> str:
+            return change()
+
+        self._report(title, run)
 
     @magic_arguments()
     @argument("instructions", nargs="*", help="What the summary should focus on.")

@@ -39,6 +39,7 @@ from typing import Annotated, Any, Final, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
 
+from ..agent.sync_tools import loop_awake, run_sync_tool
 from ..agent.tools import AgentTool, AgentToolResult, ToolUpdateCallback
 from ..agent.validation import SchemaIssue, ToolArgumentsError
 from ..ai.abort import AbortSignal
@@ -323,9 +324,10 @@ class _Invoker:
             values["on_update"] = _ProgressReporter(on_update, self.max_chars)
         args, kwargs = self.arrange(values)
         if self.is_async:
-            result = await self.fn(*args, **kwargs)
+            with loop_awake():  # an interrupt is handled even while a deaf tool awaits
+                result = await self.fn(*args, **kwargs)
         else:
-            result = await asyncio.to_thread(self.fn, *args, **kwargs)
+            result = await run_sync_tool(self.fn, *args, **kwargs)  # hung ones can't starve it
         if inspect.isawaitable(result):
             result = await result
         if is_cheap_to_convert(result):

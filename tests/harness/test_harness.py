@@ -540,27 +540,17 @@ async def test_provider_errors_are_replies(faux: FauxProvider) -> None:
 
 
 async def test_listener_failures(faux: FauxProvider) -> None:
+    """A failing listener no longer fails the run (tests/reliability/test_harness_listeners.py)."""
     faux.set_responses([faux_assistant_message("hello there")])
     harness = make(faux)
-
-    def flaky(event: Any) -> None:
-        if event.type == "message_update":
-            raise ValueError("widget broke")
-
-    unsubscribe = harness.subscribe(flaky)
-    reply = await harness.prompt("hi")
-    assert reply.stop_reason == "error"
-    assert reply.error_message == "A harness listener failed on message_update: widget broke"
-    unsubscribe()
 
     def always(event: Any) -> None:
         raise ValueError("always broken")
 
     harness.subscribe(always)
-    faux.set_responses([faux_assistant_message("x")])
-    with pytest.raises(AgentHarnessError) as info:
-        await harness.prompt("again")
-    assert info.value.code == "hook" and harness.phase == "idle"
+    reply = await harness.prompt("hi")
+    assert reply.stop_reason == "stop" and reply.error_message is None
+    assert harness.phase == "idle"
 
 
 async def test_session_write_failures(faux: FauxProvider, tmp_path: Path) -> None:
@@ -1334,7 +1324,7 @@ def test_stream_option_patches() -> None:
     assert built.max_retries == 2  # provider default when unset
 
 
-async def test_a_failure_that_cannot_be_reported_raises_unknown(faux: FauxProvider) -> None:
+async def test_a_listener_failing_on_a_failure_does_not_hide_it(faux: FauxProvider) -> None:
     def broken(
         model: Model, context: Context, options: StreamOptions
     ) -> AssistantMessageEventStream:
@@ -1348,11 +1338,9 @@ async def test_a_failure_that_cannot_be_reported_raises_unknown(faux: FauxProvid
 
     harness = make(faux, stream_fn=broken)
     harness.subscribe(refuses_failures)
-    with pytest.raises(AgentHarnessError, match="stream function broke") as info:
-        await harness.prompt("hi")
-    assert info.value.code == "unknown" and harness.phase == "idle"
-    assert isinstance(info.value.__cause__, RuntimeError)
-    assert "cannot show errors" in info.value.__notes__[0]
+    reply = await harness.prompt("hi")  # the listener's failure is logged, not raised
+    assert reply.stop_reason == "error" and reply.error_message is not None
+    assert "stream function broke" in reply.error_message and harness.phase == "idle"
     # the failure reply was still written before the listener heard of it
     assert session_roles(harness.session) == ["user", "assistant"]
 

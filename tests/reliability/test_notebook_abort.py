@@ -1,0 +1,203 @@
+"""``%abort`` in real kernels (nbclient) while a notebook ``@tool`` ignores its signal: a sync one
+sleeping 30 s in its worker thread, an async one that swallows its cancellation, a sync one that
+blocks forever. The run ends (the kernel waits for it with a generous ceiling, no timing claim:
+bench/abort_bench.py prints the latency), the tool card says "Operation aborted", the session
+file holds the aborted tool result (no call without a result), the ``%%agent`` queued behind it
+runs, and the kernel stays usable. An interrupt (the kernel's Stop button: SIGINT) while such a
+tool runs stops the waiting cell only; the run is then aborted the same way."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from tests.notebook.kernel_notebook import FAUX_SETUP, execute, outputs_text
+
+ENV = {"JPY_SESSION_NAME": "test.ipynb"}
+
+TOOLS = {
+    "sync-sleep": """
+@pi_notebook.tool
+def slow() -> str:
+    '''Takes its time, deaf to the abort.'''
+    started.set()
+    time.sleep(30)
+    return 'late'
+""",
+    "async-stubborn": """
+@pi_notebook.tool
+async def slow() -> str:
+    '''Takes its time and swallows its cancellation.'''
+    started.set()
+    while True:
+        try:
+            await asyncio.sleep(30)
+            return 'late'
+        except asyncio.CancelledError:
+            pass
+""",
+    "sync-forever": """
+@pi_notebook.tool
+def slow() -> str:
+    '''Blocks its thread for good.'''
+    started.set()
+    threading.Event().wait()
+    return 'never'
+""",
+}
+
+SETUP = (
+    FAUX_SETUP.format(tps=None)
+    + "faux.set_responses([faux_assistant_message(faux_tool_call('slow', {})), "
+    "faux_assistant_message('queued ran'), faux_assistant_message('still here')])\n"
+    "import asyncio, threading, time, pi_notebook\n"
+    "started = threading.Event()\n"
+)
+LOAD = "%load_ext pi_notebook\n%model faux/faux-1"
+WAIT_STARTED = "await asyncio.to_thread(started.wait, 30)\nassert started.is_set()"
+CHECK = """\
+pi = pi_notebook.current()
+first, second = pi.runs
+await asyncio.wait_for(first.wait(), 30)  # a ceiling for a broken fix, not a timing claim
+print('ended after', round(time.monotonic() - aborted_at, 2), 's')
+await asyncio.wait_for(pi.wait(), 30)
+print('first:', first.view.status)
+print(first.view.transcript_text())
+print('second:', second.view.status, second.result.text)
+"""
+USABLE = """\
+print(sum(range(10)))
+await asyncio.wait_for(pi.wait(), 30)
+"""
+AGAIN = "%%agent --wait\nStill there?"
+
+
+def session_lines(directory: Path) -> list[dict[str, Any]]:
+    text = (directory / "test.pi.jsonl").read_text()
+    return [json.loads(line) for line in text.splitlines()][1:]
+
+
+def assert_every_call_has_its_result(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """The tool result of the one call to ``slow`` (and no call without a result)."""
+    messages = [e["message"] for e in lines if e["type"] == "message"]
+    calls = [
+        block["id"]
+        for m in messages
+        if m["role"] == "assistant"
+        for block in m["content"]
+        if block["type"] == "toolCall"
+    ]
+    results = {m["toolCallId"]: m for m in messages if m["role"] == "toolResult"}
+    assert len(calls) == 1 and set(results) == set(calls), (calls, results)
+    return results[calls[0]]
+
+
+def assert_aborted_and_usable(nb: Any, directory: Path, check: int) -> None:
+    report = outputs_text(nb.cells[check])
+    assert "first: aborted" in report, report
+    assert "[slow error]\n  Operation aborted" in report, report
+    assert "second: done queued ran" in report, report
+    assert outputs_text(nb.cells[check + 1]).startswith("45\n")
+    assert "still here" in outputs_text(nb.cells[check + 2])
+    result = assert_every_call_has_its_result(session_lines(directory))
+    assert result["isError"] is True
+    assert result["content"] == [{"type": "text", "text": "Operation aborted"}]
+    replies = [
+        e["message"]
+        for e in session_lines(directory)
+        if e["type"] == "message" and e["message"]["role"] == "assistant"
+    ]
+    assert [r["stopReason"] for r in replies] == ["toolUse", "aborted", "stop", "stop"]
+
+
+@pytest.mark.parametrize("kind", sorted(TOOLS))
+def test_abort_ends_a_run_whose_tool_ignores_it(tmp_path: Path, kind: str) -> None:
+    nb = execute(
+        [
+            SETUP,
+            LOAD,
+            TOOLS[kind],
+            "%%agent\nUse slow",
+            WAIT_STARTED,
+            "%%agent\nAfter the abort",  # queued behind the hung run
+            "aborted_at = time.monotonic()\n%abort",
+            CHECK,
+            USABLE,
+            AGAIN,
+        ],
+        tmp_path,
+        env=ENV,
+        timeout=120,
+    )
+    assert outputs_text(nb.cells[6]) == "Aborted the run.\n"
+    assert_aborted_and_usable(nb, tmp_path, check=7)
+
+
+STOP_TAG = "press-stop"
+"""A cell so tagged is interrupted by the kernel manager (the Stop button) after STOP_AFTER_S."""
+STOP_AFTER_S = 5  # long enough that the kernel is awaiting in the cell, also under load
+
+
+def execute_pressing_stop(cells: list[str], directory: Path, stop: int) -> Any:
+    """``execute`` with cell ``stop`` interrupted through the kernel manager, as the Stop button
+    does (nbclient's interrupt on a per-cell timeout: the timeout is the moment the user
+    presses Stop, not a limit asserted)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nb.cells[stop].metadata["tags"] = [STOP_TAG]
+    saved = dict(os.environ)
+    os.environ.update({"PYDEVD_DISABLE_FILE_VALIDATION": "1", **ENV})
+    for key in ("PI_NOTEBOOK_MODEL", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"):
+        os.environ.pop(key, None)
+    try:
+        NotebookClient(
+            nb,
+            timeout_func=lambda cell: (
+                STOP_AFTER_S if STOP_TAG in cell.metadata.get("tags", ()) else 120
+            ),
+            interrupt_on_timeout=True,
+            allow_errors=True,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(directory)}},
+        ).execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return nb
+
+
+@pytest.mark.parametrize("kind", sorted(TOOLS))
+def test_the_stop_button_while_a_deaf_tool_runs_stops_the_waiting_only(
+    tmp_path: Path, kind: str
+) -> None:
+    nb = execute_pressing_stop(
+        [
+            SETUP,
+            LOAD,
+            TOOLS[kind],
+            "%%agent\nUse slow",
+            WAIT_STARTED,
+            "%%agent\nAfter the abort",
+            "await pi_notebook.current().wait()",  # Stop pressed while this waits
+            "print(pi_notebook.current().runs[0].state)",
+            "aborted_at = time.monotonic()\n%abort",
+            CHECK,
+            USABLE,
+            AGAIN,
+        ],
+        tmp_path,
+        stop=6,
+    )
+    # ipykernel cancels an awaiting cell's task on an interrupt: CancelledError (or, in a sync
+    # cell, KeyboardInterrupt)
+    stopped = outputs_text(nb.cells[6])
+    assert stopped.startswith(("KeyboardInterrupt", "CancelledError")), stopped
+    assert outputs_text(nb.cells[7]) == "running\n"  # the interrupt did not end the run
+    assert outputs_text(nb.cells[8]) == "Aborted the run.\n"
+    assert_aborted_and_usable(nb, tmp_path, check=9)
