@@ -10,6 +10,7 @@ queue of operations on the kernel's event loop, so cells behave in notebook orde
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import tempfile
 import warnings
@@ -25,6 +26,7 @@ from ..ai.event_stream import AssistantMessageEventStream
 from ..ai.local import MODEL_ID as LOCAL_MODEL_ID
 from ..ai.models import parse_model
 from ..ai.options import StreamOptions
+from ..ai.producer import describe_error
 from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel
 from ..harness import (
     AgentHarness,
@@ -33,6 +35,7 @@ from ..harness import (
     Session,
     SessionFileError,
     SessionFileWarning,
+    SessionWriteError,
 )
 from ..harness.hooks import ToolCallEvent, ToolCallResult
 from ..mcp import McpServers
@@ -54,6 +57,7 @@ from .workspace.read_tools import read_tools
 from .workspace.summary import CUSTOM_TYPE, summarize_changes
 
 if TYPE_CHECKING:
+    from .run_view import RunView
     from .tree_view import TreeView
 
 __all__ = ["APPROVAL_TIMEOUT", "NotebookAgent", "open_notebook_session", "open_session"]
@@ -221,6 +225,8 @@ class NotebookAgent:
         """Send the change summary before each run (``%agent_context on|off``;
         ``PI_NOTEBOOK_CONTEXT=off`` starts with it off)."""
         self._context_mark = 0
+        self._unsaved_views: dict[RunView, str] = {}
+        """Views showing a "not saved" notice, with its text (told when the retry succeeds)."""
 
     # --- the harness -----------------------------------------------------------------------------
 
@@ -397,9 +403,12 @@ class NotebookAgent:
                 document = None
         summary = summarize_changes(records, since=since, until=until, document=document)
         if summary is not None:
-            self.session.append_custom_message(
-                CUSTOM_TYPE, summary.text, display=True, details=summary.details
-            )
+            # A failed write keeps it in memory (``unsaved_entries``): the run goes on and its
+            # view says what is not saved (``_note_session_writes``).
+            with contextlib.suppress(SessionWriteError):
+                self.session.append_custom_message(
+                    CUSTOM_TYPE, summary.text, display=True, details=summary.details
+                )
 
     async def _execute(
         self,
@@ -443,7 +452,9 @@ class NotebookAgent:
         run.state = "running"
         run.view.set_model(harness.model, harness.thinking_level)
         unsubscribe = harness.subscribe(run.view.handle)
+        unwatch = harness.subscribe(lambda event: self._watch_writes(run, event))
         self._active = run
+        self._note_session_writes(run)  # e.g. the change summary just before could not be written
         self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
         if self._harness is not None and self._pushed != [t.name for t in self.offered_tools()]:
             self._push_tools()  # a notebook frontend connected or went away since the last run
@@ -460,9 +471,36 @@ class NotebookAgent:
         finally:
             self._active = None
             unsubscribe()
+            unwatch()
+            self._note_session_writes(run)
             self.refresh_tree_views()
             for _kind, late in run.take_pending():  # sent as the run ended: the next prompts
                 self._follow_up_in(run, late)
+
+    def _watch_writes(self, run: Run, event: object) -> None:
+        """A listener of the run's events: after each saved message, how the file stands."""
+        if getattr(event, "type", None) in ("message_end", "turn_end", "agent_end"):
+            self._note_session_writes(run)
+
+    def _note_session_writes(self, run: Run) -> None:
+        """Show in ``run``'s view that a session write failed (the session keeps the entries in
+        memory and retries with the next write), and tell every view that said so once the
+        retry has put them in the file. The harness goes on after such a failure, so nothing
+        else reports it: checked while the run streams and when it ends."""
+        error = self.session.write_error
+        if error is not None and self.session.unsaved_entries:
+            reason = (
+                f"Could not write the session {error.path}: {describe_error(error.cause)}; "
+                "this turn is not in the file yet (kept in memory, written as soon as the "
+                "file can be written again)"
+            )
+            if self._unsaved_views.get(run.view) != reason:
+                self._unsaved_views[run.view] = reason
+                run.view.note_unsaved(reason)
+        elif self._unsaved_views:
+            for view in self._unsaved_views:
+                view.note_saved()
+            self._unsaved_views.clear()
 
     def _follow_up_in(self, run: Run, text: str) -> None:
         """The view's box after its run ended: continue in the same view."""

@@ -82,6 +82,8 @@ CONTENT_TRAITS = (
     "error",
 )
 """The run view's synced traits that carry the run (``resync`` re-sends these)."""
+UNSAVED_NOTICE = "Not saved to the session file:"
+SAVED_NOTICE = "Saved: what a failed write had kept in memory is in the session file now."
 TAIL_MIN_CHARS = 4096
 """``current`` is re-sent whole once ``current_tail`` would carry more than this many characters
 (or an eighth of ``current``'s text, when that is more): syncs stay small, and the occasional
@@ -273,7 +275,14 @@ class RunView(PiWidget):
         """Say that part of the run is not in the session file (a write failed): the notice
         stays until dismissed, and the text fallback carries it too."""
         self._version += 1
-        self._set_notice(f"Not saved to the session file: {reason}")
+        self._set_notice(f"{UNSAVED_NOTICE} {reason}")
+
+    def note_saved(self) -> None:
+        """Say that what :meth:`note_unsaved` reported is in the session file now (a later
+        write retried it); a notice the user dismissed stays dismissed."""
+        if self.notice.startswith(UNSAVED_NOTICE):
+            self._version += 1
+            self._set_notice(SAVED_NOTICE)
 
     def answered_always(self, tool_call_id: str) -> bool:
         """The user allowed this call with "always allow for this session"."""
