@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import tempfile
 import warnings
@@ -225,6 +226,9 @@ class NotebookAgent:
         """Send the change summary before each run (``%agent_context on|off``;
         ``PI_NOTEBOOK_CONTEXT=off`` starts with it off)."""
         self._context_mark = 0
+        self.stall_ms: int | None = None
+        """Silence of a model request after which the run view says "waiting for the model"
+        (``None``: ``StreamOptions``' default, 5 s)."""
         self._unsaved_views: dict[RunView, str] = {}
         """Views showing a "not saved" notice, with its text (told when the retry succeeds)."""
 
@@ -275,7 +279,15 @@ class NotebookAgent:
     def _call_model(
         self, model: Model, context: Context, options: StreamOptions
     ) -> AssistantMessageEventStream | Awaitable[AssistantMessageEventStream]:
-        """The harness's stream function: the configured one, through the cassette if any."""
+        """The harness's stream function: the configured one, through the cassette if any.
+        The live run's view hears of stalls (``StreamOptions.on_stall``)."""
+        run = self._active
+        if run is not None and options.on_stall is None:
+            options = dataclasses.replace(
+                options,
+                on_stall=run.view.note_stall,
+                stall_ms=self.stall_ms if self.stall_ms is not None else options.stall_ms,
+            )
         inner: StreamFn = self._stream_fn or default_stream_fn
         if self.cassette is None:
             return inner(model, context, options)
