@@ -62,7 +62,6 @@ from .types import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
-from .validation import arguments_error_for, validate_tool_arguments
 
 __all__ = [
     "ABORTED_TOOL_MESSAGE",
@@ -207,6 +206,9 @@ class _Batch:
 
     async def prepare(self, call: ToolCall) -> _Prepared | _Outcome:
         """Everything before execution; an ``_Outcome`` means the call will not run."""
+        # jsonschema loads with the first call, not with the package (see agent/__init__.py)
+        from .validation import arguments_error_for, validate_tool_arguments
+
         tool = self.tools.get(call.name)
         if tool is None:
             return _error(f"Tool {call.name} not found")

@@ -40,7 +40,6 @@ from typing import Annotated, Any, Final, Literal, overload
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
 
 from ..agent.tools import AgentTool, AgentToolResult, ToolUpdateCallback
-from ..agent.validation import SchemaIssue, ToolArgumentsError
 from ..ai.abort import AbortSignal
 from .docstrings import ParsedDocstring, parse_docstring
 from .output import DEFAULT_MAX_OUTPUT_CHARS, is_cheap_to_convert, to_tool_result
@@ -337,6 +336,8 @@ class _Invoker:
         try:
             parsed = self.plan.model.model_validate(params)
         except ValidationError as exc:
+            from ..agent.validation import SchemaIssue, ToolArgumentsError  # loads jsonschema
+
             issues = (
                 SchemaIssue(e["type"], tuple(str(part) for part in e["loc"]), e["msg"])
                 for e in exc.errors(include_url=False)
