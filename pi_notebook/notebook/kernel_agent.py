@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args
 from ..agent.loop import default_stream_fn
 from ..agent.tools import AgentTool
 from ..agent.types import StreamFn
-from ..ai.cassette import Cassette
 from ..ai.event_stream import AssistantMessageEventStream
 from ..ai.local import MODEL_ID as LOCAL_MODEL_ID
 from ..ai.models import parse_model
@@ -58,6 +57,7 @@ from .workspace.read_tools import read_tools
 from .workspace.summary import CUSTOM_TYPE, summarize_changes
 
 if TYPE_CHECKING:
+    from ..ai.cassette import Cassette
     from .run_view import RunView
     from .tree_view import TreeView
 
@@ -82,6 +82,19 @@ def _compaction_for(model: Model) -> CompactionSettings:
         reserve_tokens=min(pi.reserve_tokens, model.context_window // 4),
         keep_recent_tokens=min(pi.keep_recent_tokens, model.context_window // 2),
     )
+
+
+def _cassette_from_env() -> Cassette | None:
+    """``Cassette.from_env()``, importing the cassette module (pydantic models, ~40 ms) only
+    when the environment asks for one."""
+    if not any(os.environ.get(name, "").strip() for name in _CASSETTE_ENV):
+        return None
+    from ..ai.cassette import Cassette
+
+    return Cassette.from_env()
+
+
+_CASSETTE_ENV = ("PI_NOTEBOOK_RECORD", "PI_NOTEBOOK_REPLAY")
 
 
 def open_session(path: Path) -> Session:
@@ -186,7 +199,7 @@ class NotebookAgent:
         self.runs: list[Run] = []
         self.approval_timeout = APPROVAL_TIMEOUT
         self._stream_fn = stream_fn
-        self.cassette: Cassette | None = Cassette.from_env()
+        self.cassette: Cassette | None = _cassette_from_env()
         """Records or replays every model call (``PI_NOTEBOOK_RECORD`` / ``PI_NOTEBOOK_REPLAY``,
         ``%model --record`` / ``--replay``); None talks to the models directly."""
         self._harness: AgentHarness | None = None
