@@ -827,3 +827,42 @@ def test_an_executed_notebook_keeps_the_whole_run_in_its_widget_state() -> None:
     bundle = nb.cells[0].outputs[0]["data"]
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert bundle["text/plain"].startswith("pi run ·")
+
+
+async def test_a_stall_signal_shows_until_data_flows_and_a_kept_write_says_saved(
+    faux: FauxProvider,
+) -> None:
+    from pi_notebook.ai.options import StallNotice
+
+    faux.set_responses([faux_assistant_message("late words")])
+    events: list[AgentEvent] = []
+    agent = Agent(model=faux.get_model())
+    agent.subscribe(events.append)
+    await agent.prompt("hi")
+    view = RunView(model=faux.get_model())
+    wire = Wire(view)
+    first_delta = next(i for i, e in enumerate(events) if e.type == "message_update")
+    for event in events[:first_delta]:
+        view.handle(event)
+    view.note_stall(StallNotice(stalled=True, waited_ms=5_400))
+    view.flush()
+    assert view.stalled_ms == 5_400
+    assert view.transcript_text().startswith("pi run · waiting for the model — 5 s · faux/faux-1")
+    assert wire.custom[-1]["set"]["stalled_ms"] == 5_400
+    view.handle(events[first_delta])  # data flows: cleared before the LLM layer says so
+    view.flush()
+    assert view.stalled_ms == 0 and wire.custom[-1]["set"]["stalled_ms"] == 0
+    for event in events[first_delta + 1 :]:
+        view.handle(event)
+    view.note_stall(StallNotice(stalled=True, waited_ms=9_000))  # late: the run is over
+    view.flush()
+    assert view.stalled_ms == 0 and view.status == "done"
+
+    view.note_unsaved("disk full; this turn is not in the file yet")
+    assert view.notice.startswith("Not saved to the session file: disk full")
+    assert "! Not saved to the session file" in view.transcript_text()
+    view.note_saved()
+    assert view.notice.startswith("Saved: ")
+    view.notice = ""  # dismissed
+    view.note_saved()
+    assert view.notice == ""
