@@ -312,6 +312,13 @@ class RunView(PiWidget):
             self._approvals.pop(tool_call_id, None)
             self._sync.mark("status")
 
+    def resync(self, *, full: bool = False, content: bool = True) -> None:
+        """:meth:`PiWidget.resync`; ``content=False`` when the page applies the patches (it
+        has the whole state already): only a stale text fallback is refreshed."""
+        if not content and not full:
+            self._unsent = False
+        super().resync(full=full)
+
     def note_unsaved(self, reason: str) -> None:
         """Say that part of the run is not in the session file (a write failed): the notice
         stays until dismissed, and the text fallback carries it too."""

@@ -866,3 +866,19 @@ async def test_a_stall_signal_shows_until_data_flows_and_a_kept_write_says_saved
     view.notice = ""  # dismissed
     view.note_saved()
     assert view.notice == ""
+
+
+def test_resync_without_content_refreshes_only_the_fallback() -> None:
+    view = RunView()
+    wire = Wire(view)
+    view.handle(AgentStartEvent())
+    view.handle(MessageEndEvent(message=UserMessage(content="hello")))
+    view.flush()
+    sent = len(wire.sent)
+    view.resync(content=False)  # a page that applies the patches has all of it
+    assert len(wire.sent) == sent
+    view.resync()
+    assert len(wire.sent) == sent  # nothing changed since: still nothing to send
+    view.handle(MessageEndEvent(message=faux_assistant_message("Hi there.")))
+    view.resync()
+    assert set(wire.updates[-1]) == set(CONTENT_TRAITS)
