@@ -17,16 +17,24 @@ Per run it prints messages/s, bytes, the marker latency (produced → in the DOM
 and for the last token) and the browser's busy time, next to the goals of DESIGN.md §3 / the
 spec (≤ 25 messages/s, ≤ 2 MB in all, p95 ≤ 150 ms). It never passes or fails.
 
+``--before REV`` runs the same in a second JupyterLab whose kernels import git revision REV's
+``pi_notebook/`` (exported to a temporary directory, first on ``PYTHONPATH``; the run view's
+front-end code comes with the kernel), and ends with a before/after table: bytes ÷ text,
+messages/s, token → DOM p95.
+
     python3 -m bench.widget_bench                         # 10k tokens at 1k/s, 2 runs
     python3 -m bench.widget_bench --tokens 20000 --rate 2000 --runs 1
+    python3 -m bench.widget_bench --before main --runs 1  # before/after, side by side
 """
 
 from __future__ import annotations
 
 import argparse
 import bisect
+import contextlib
 import json
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -36,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import describe_environment, fmt_int, print_table
+from bench.kernel_bench import code_tree, tree_env
 from tests.browser.lab import (
     FAUX_IMPORTS,
     LabNotebook,
@@ -303,7 +312,9 @@ def _busy_parts(r: RunResult) -> str:
     return " / ".join(f"{value:.2f}" for value in parts) + " s"
 
 
-def report(results: list[RunResult], tokens: int, rate: int, idle: float) -> None:
+def report(
+    results: list[RunResult], tokens: int, rate: int, idle: float, label: str = "this tree"
+) -> None:
     headers = ["metric", *[f"run {i + 1}" for i in range(len(results))], "goal"]
 
     def row(label: str, values: list[str], goal: str = "") -> list[str]:
@@ -342,7 +353,8 @@ def report(results: list[RunResult], tokens: int, rate: int, idle: float) -> Non
         ),
     ]
     print_table(
-        f"Run view in JupyterLab + headless Chromium: {tokens:,} tokens at {rate:,} tokens/s",
+        f"Run view in JupyterLab + headless Chromium ({label}): {tokens:,} tokens at "
+        f"{rate:,} tokens/s",
         headers,
         rows,
         note=(
@@ -359,11 +371,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tokens", type=int, default=10_000, help="reply length in tokens")
     parser.add_argument("--rate", type=int, default=1_000, help="faux tokens per second")
     parser.add_argument("--runs", type=int, default=2, help="runs of the same cell")
+    parser.add_argument(
+        "--before", default="", help="also measure git revision REV (e.g. main): before/after"
+    )
     args = parser.parse_args(argv)
     if args.tokens < 100 or args.rate < 1 or args.runs < 1:
         parser.error("--tokens must be ≥ 100, --rate and --runs ≥ 1")
-
-    from playwright.sync_api import sync_playwright
 
     print(describe_environment(["jupyterlab", "ipykernel", "anywidget", "playwright"]))
     cells = [
@@ -378,31 +391,95 @@ def main(argv: list[str] | None = None) -> None:
         INSTRUMENT,
         AGENT,
     ]
+    trees: list[tuple[str, str]] = []
+    if args.before:
+        trees.append((f"before ({args.before})", args.before))
+    trees.append(("after (this tree)" if args.before else "this tree", ""))
+    measured: list[tuple[str, list[RunResult]]] = []
+    for label, rev in trees:
+        with contextlib.ExitStack() as stack:
+            tree = stack.enter_context(code_tree(rev)) if rev else None
+            results, idle = measure_lab(cells, args.runs, args.rate, tree)
+        report(results, args.tokens, args.rate, idle, label)
+        measured.append((label, results))
+    if args.before:
+        compare(measured, args.tokens * 4)
+
+
+def measure_lab(
+    cells: list[str], runs: int, rate: int, tree: Path | None
+) -> tuple[list[RunResult], float]:
+    """Runs of the agent cell in a fresh JupyterLab whose kernels import ``tree``'s code."""
+    from playwright.sync_api import sync_playwright
+
+    saved = os.environ.get("PYTHONPATH")
+    os.environ.update(tree_env(tree))  # the Lab's kernels inherit it
     frames = FrameLog()
     results: list[RunResult] = []
-    with (
-        tempfile.TemporaryDirectory(prefix="widget_bench-") as tmp,
-        start_lab(Path(tmp)) as server,
-        sync_playwright() as pw,
-    ):
-        browser = launch_chromium(pw)
-        nb = open_notebook_page(
-            browser, server, "widget_bench.ipynb", cells, before_load=frames.attach
-        )
-        try:
-            cdp = nb.page.context.new_cdp_session(nb.page)
-            cdp.send("Performance.enable")
-            nb.run_and_wait(0, 1, 2)
-            idle = idle_busy(nb, cdp)
-            for run_index in range(args.runs):
-                results.append(measure_run(nb, frames, cdp, 3, run_index, args.rate))
-                print(f"run {run_index + 1}: done", file=sys.stderr)
-            if nb.page_errors:
-                print("page errors:\n" + "\n".join(nb.page_errors), file=sys.stderr)
-        finally:
-            close_notebook(nb)
-            browser.close()
-    report(results, args.tokens, args.rate, idle)
+    try:
+        with (
+            tempfile.TemporaryDirectory(prefix="widget_bench-") as tmp,
+            start_lab(Path(tmp)) as server,
+            sync_playwright() as pw,
+        ):
+            browser = launch_chromium(pw)
+            nb = open_notebook_page(
+                browser, server, "widget_bench.ipynb", cells, before_load=frames.attach
+            )
+            try:
+                cdp = nb.page.context.new_cdp_session(nb.page)
+                cdp.send("Performance.enable")
+                nb.run_and_wait(0, 1, 2)
+                idle = idle_busy(nb, cdp)
+                for run_index in range(runs):
+                    results.append(measure_run(nb, frames, cdp, 3, run_index, rate))
+                    print(f"run {run_index + 1}: done", file=sys.stderr)
+                if nb.page_errors:
+                    print("page errors:\n" + "\n".join(nb.page_errors), file=sys.stderr)
+            finally:
+                close_notebook(nb)
+                browser.close()
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+    return results, idle
+
+
+def compare(measured: list[tuple[str, list[RunResult]]], chars: int) -> None:
+    """Before/after, per run: bytes ÷ text, messages/s, token → DOM p95."""
+    headers = ["figure"]
+    columns: list[RunResult] = []
+    for label, results in measured:
+        for index, result in enumerate(results):
+            headers.append(f"{label}, run {index + 1}")
+            columns.append(result)
+    rows = [
+        ["websocket bytes ÷ text (all frames)"]
+        + [f"{r.all_bytes / chars:.2f}" for r in columns]
+        + [""],
+        ["comm_msg bytes ÷ text"] + [f"{r.comm_msg_bytes / chars:.2f}" for r in columns] + ["≤ 3"],
+        ["comm_open bytes (code modules, opening states)"]
+        + [fmt_int(r.comm_open_bytes) for r in columns]
+        + [""],
+        ["comm messages/s while streaming"] + [f"{r.msgs_per_s:.1f}" for r in columns] + ["≤ 25"],
+        ["token → DOM latency p95"]
+        + [_ms(_percentile(r.latencies_ms, 0.95)) for r in columns]
+        + ["≤ 150 ms"],
+        ["token → DOM latency p50"]
+        + [_ms(statistics.median(r.latencies_ms)) for r in columns]
+        + [""],
+        ["browser main thread busy"] + [_busy(r) for r in columns] + [""],
+    ]
+    print_table(
+        f"Before / after ({chars:,} characters of reply text)",
+        [*headers, "goal"],
+        rows,
+        note="text = the reply's characters; bytes are websocket frames to the page during the "
+        "run (the first run of a kernel includes the shared code modules' comm_open).",
+        left_columns=1,
+    )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 // The live run view: header (status, model, tokens, cost, context), transcript, controls.
-// State (traits) is the source of truth; custom messages are only requests and their replies.
+// State (traits) is the source of truth. While a run streams, the kernel sends what changed as
+// append-only `patch` messages; `initialize` applies them to the model's state (once per model,
+// not per view), so every view, and the notebook's saved widget state, has the whole run.
 import { formatCost, formatTokens, h } from "./dom.js";
 import { AssistantView, renderItem } from "./items.js";
 import { showNotice } from "./notice.js";
@@ -16,31 +18,83 @@ const STATUS_TEXT = {
 
 const LIVE = new Set(["waiting", "streaming", "running_tools", "awaiting_approval"]);
 
-// A run waiting for or streaming from the model with no sync for this long shows "no data for
-// N s" (the view's own clock: the kernel syncs within 50 ms of anything arriving).
-export const STALL_MS = 5000;
-
 // A stopped reply the provider never reported usage for (its usage is all zeros).
 function stoppedWithoutUsage(items) {
   return items.some((item) => item.kind === "assistant" && item.stop_reason === "aborted" && !(item.usage && (item.usage.input || item.usage.output || item.usage.cost)));
 }
 
-// The in-progress message: `current` as the kernel last sent it whole, plus the text appended to
-// its blocks since (`current_tail`, so a sync carries only new text). Both always arrive in the
-// same sync; a tail naming another message is ignored.
-export function withTail(current, tail) {
-  if (!current || !current.id) return {};
-  if (!tail || tail.id !== current.id || !Array.isArray(tail.append) || tail.append.length === 0) return current;
+const textKey = (block) => (block && block.type === "toolCall" ? "args" : "text");
+
+function editBlocks(current, edits) {
   const blocks = (current.blocks || []).slice();
-  for (const [position, text] of tail.append) {
-    const block = blocks[position];
-    if (!block || typeof text !== "string") continue;
-    blocks[position] = block.type === "toolCall" ? { ...block, args: (block.args || "") + text } : { ...block, text: (block.text || "") + text };
+  for (const [position, at, text, meta] of edits) {
+    const old = blocks[position];
+    if ((!old && !meta) || position > blocks.length) return null;
+    const base = { ...(meta || old) };
+    const key = textKey(base);
+    const oldText = old ? String(old[textKey(old)] ?? "") : "";
+    if (at > oldText.length) return null;
+    base[key] = oldText.slice(0, at) + text;
+    blocks[position] = base;
   }
   return { ...current, blocks };
 }
 
-const DATA_TRAITS = new Set(["messages", "current", "current_tail", "running_tools", "status"]);
+// The state after `patch` (see widget_protocol.RunPatch): the changed keys only, `null` when
+// the patch does not follow on from `state` (a gap: ask for the whole state again), `{}` when
+// `state` includes it already. Never modifies `state`.
+export function applyPatch(state, patch) {
+  const seq = state.patch_seq || 0;
+  if (patch.seq <= seq) return {};
+  if (patch.seq !== seq + 1) return null;
+  let messages = state.messages || [];
+  let current = state.current || {};
+  const changed = {};
+  for (const op of patch.ops || []) {
+    const kind = op[0];
+    if (kind === "push") {
+      if (op[1] !== messages.length) return null;
+      messages = messages.concat(op[2]);
+      changed.messages = messages;
+    } else if (kind === "current") {
+      current = op[1] || {};
+      changed.current = current;
+    } else if (kind === "blocks") {
+      if (current.id !== op[1]) return null;
+      current = editBlocks(current, op[2]);
+      if (current === null) return null;
+      changed.current = current;
+    } else if (kind === "promote") {
+      if (op[1] !== messages.length || !current.id) return null;
+      messages = messages.concat([{ ...current, ...op[2] }]);
+      current = {};
+      changed.messages = messages;
+      changed.current = current;
+    }
+  }
+  return { ...(patch.set || {}), ...changed, patch_seq: patch.seq };
+}
+
+// Once per model: apply the kernel's patches to the model's state (locally: nothing is sent
+// back). A gap (the page joined while patches were in flight) asks for the state again once.
+function initialize({ model }) {
+  let askedAt = -1;
+  const onCustom = (message) => {
+    if (!message || message.type !== "patch") return;
+    const state = { patch_seq: model.get("patch_seq"), messages: model.get("messages"), current: model.get("current") };
+    const changes = applyPatch(state, message);
+    if (changes === null) {
+      if (askedAt !== state.patch_seq) {
+        askedAt = state.patch_seq;
+        model.send({ type: "resync" });
+      }
+      return;
+    }
+    for (const [name, value] of Object.entries(changes)) model.set(name, value);
+  };
+  model.on("msg:custom", onCustom);
+  return () => model.off("msg:custom", onCustom);
+}
 
 // Unsent steer-box text survives a re-render of the same widget (e.g. an output update).
 const drafts = new WeakMap();
@@ -63,18 +117,15 @@ export class RunView {
     };
     this.build(el);
     this.listeners = [];
-    this.lastData = now();
+    this.stallSince = now();
     const on = (name, fn) => {
-      const bound = () => {
-        if (DATA_TRAITS.has(name)) this.lastData = this.now();
-        fn.call(this);
-      };
+      const bound = () => fn.call(this);
       model.on(`change:${name}`, bound);
       this.listeners.push([`change:${name}`, bound]);
     };
     on("messages", this.renderMessages);
     on("current", this.renderCurrent);
-    on("current_tail", this.renderCurrent);
+    on("stalled_ms", this.renderStallSignal);
     on("running_tools", this.renderRunning);
     on("status", this.renderStatus);
     on("header", this.renderHeader);
@@ -157,13 +208,18 @@ export class RunView {
     this.renderControls();
   }
 
+  // The LLM layer's stall signal (`stalled_ms`, sent every few seconds while the request is
+  // silent) counted on between signals with the page's clock.
+  renderStallSignal() {
+    this.stallSince = this.now();
+    this.renderStall(this.stallSince);
+  }
+
   renderStall(now) {
-    const status = this.model.get("status");
-    const started = (this.model.get("messages") || []).length > 0;
-    const quiet = now - this.lastData;
-    const stalled = (status === "streaming" || (status === "waiting" && started)) && quiet >= STALL_MS;
+    const waited = this.model.get("stalled_ms") || 0;
+    const stalled = waited > 0 && this.isLive;
     this.stallEl.hidden = !stalled;
-    this.stallEl.textContent = stalled ? `no data for ${Math.floor(quiet / 1000)} s` : "";
+    this.stallEl.textContent = stalled ? `waiting for the model — ${Math.floor((waited + now - this.stallSince) / 1000)} s` : "";
   }
 
   renderHeader() {
@@ -234,7 +290,7 @@ export class RunView {
   }
 
   renderCurrent() {
-    const current = withTail(this.model.get("current"), this.model.get("current_tail"));
+    const current = this.model.get("current") || {};
     if (!current.id || this.itemIdSet.has(current.id)) {
       this.dropLive();
       return;
@@ -340,4 +396,4 @@ function render({ model, el }) {
   return () => view.dispose();
 }
 
-export default { render };
+export default { initialize, render };

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import widget, { RunView, withTail } from "../src/run_view.js";
+import widget, { RunView, applyPatch } from "../src/run_view.js";
 import { FakeModel } from "./fake_model.js";
 
 const USAGE = { input: 1200, output: 340, cache_read: 0, cache_write: 0, total_tokens: 1540, cost: 0.0123 };
@@ -10,7 +10,8 @@ function baseState(overrides = {}) {
     header: { model: "faux/faux-1", thinking_level: "off", usage: { ...USAGE }, context_tokens: 1540, context_window: 10_000 },
     messages: [],
     current: {},
-    current_tail: {},
+    stalled_ms: 0,
+    patch_seq: 0,
     running_tools: {},
     queued: [],
     notice: "",
@@ -78,44 +79,63 @@ describe("RunView", () => {
     for (const i of [0, 1234, 5000, 9999]) expect(text).toContain(`tok${i}`);
   }, 30_000); // jsdom's sanitiser is slow; a browser does this in a blink
 
-  it("adds the streamed tail to the message sent whole, for text and tool arguments", () => {
-    const current = assistant("m1", [{ type: "text", text: "Hello" }, { type: "toolCall", id: "t1", name: "ls", args: '{"pa', complete: false }], null);
-    const merged = withTail(current, { id: "m1", append: [[0, ", world"], [1, 'th": "."}']] });
-    expect(merged.blocks[0].text).toBe("Hello, world");
-    expect(merged.blocks[1].args).toBe('{"path": "."}');
-    expect(current.blocks[0].text).toBe("Hello"); // the synced value is not modified
-    expect(withTail(current, { id: "m0", append: [[0, "stale"]] })).toBe(current); // another message's tail
-    expect(withTail(current, {})).toBe(current);
-    expect(withTail({}, { id: "m1", append: [[0, "x"]] })).toEqual({});
-    expect(withTail(current, { id: "m1", append: [[7, "no such block"]] }).blocks).toEqual(current.blocks);
+  it("applies patches: appended text, new blocks, pushed items and a promoted reply", () => {
+    let state = { patch_seq: 0, messages: [user("m0", "go")], current: {} };
+    const step = (patch) => {
+      const changes = applyPatch(state, patch);
+      state = { ...state, ...changes };
+      return changes;
+    };
+    step({ seq: 1, ops: [["current", assistant("m1", [{ type: "text", text: "Hel" }], null)]], set: { status: "streaming" } });
+    const before = state.current;
+    step({ seq: 2, ops: [["blocks", "m1", [[0, 3, "lo", null], [1, 0, '{"pa', { type: "toolCall", id: "t1", name: "ls", complete: false }]]]], set: {} });
+    expect(state.current.blocks[0].text).toBe("Hello");
+    expect(state.current.blocks[1].args).toBe('{"pa');
+    expect(before.blocks[0].text).toBe("Hel"); // the old value is not modified
+    step({ seq: 3, ops: [["blocks", "m1", [[1, 0, '{\n  "path": "."\n}', { type: "toolCall", id: "t1", name: "ls", complete: true }]]], ["promote", 1, { stop_reason: "toolUse" }]], set: { status: "running_tools" } });
+    expect(state.current).toEqual({});
+    expect(state.messages.map((m) => m.id)).toEqual(["m0", "m1"]);
+    expect(state.messages[1].blocks[1]).toEqual({ type: "toolCall", id: "t1", name: "ls", args: '{\n  "path": "."\n}', complete: true });
+    expect(state.messages[1].stop_reason).toBe("toolUse");
+    expect(state.status).toBe("running_tools");
+    step({ seq: 4, ops: [["push", 2, [user("m2", "more")]]], set: {} });
+    expect(state.messages.length).toBe(3);
+    expect(state.patch_seq).toBe(4);
+    expect(applyPatch(state, { seq: 3, ops: [["push", 0, []]], set: {} })).toEqual({}); // included already
+    expect(applyPatch(state, { seq: 6, ops: [], set: {} })).toBeNull(); // a gap
+    expect(applyPatch(state, { seq: 5, ops: [["push", 1, [user("x", "x")]]], set: {} })).toBeNull(); // not at the end
+    expect(applyPatch(state, { seq: 5, ops: [["blocks", "m9", [[0, 0, "x", null]]]], set: {} })).toBeNull(); // another reply
   });
 
-  it("streams through tails: the live message grows in place and a resent whole replaces the tail", () => {
-    const { model, el } = mount(baseState({ status: "streaming", messages: [user("m0", "go")] }));
-    model.update({ current: assistant("m1", [{ type: "text", text: "one " }], null), current_tail: {} });
-    const liveEl = el.querySelector(".pi-live > .pi-msg");
+  it("streams through patches applied once per model: every view grows in place, a gap asks for the state", () => {
+    const state = baseState({ status: "streaming", messages: [user("m0", "go")] });
+    const model = new FakeModel(state);
+    widget.initialize({ model });
+    const els = [document.createElement("div"), document.createElement("div")];
+    for (const el of els) views.push(new RunView(model, el, { setInterval: () => 0, clearInterval: () => {} }));
+    model.custom({ type: "patch", seq: 1, ops: [["current", assistant("m1", [{ type: "text", text: "one " }], null)]], set: {} });
+    const liveEls = els.map((el) => el.querySelector(".pi-live > .pi-msg"));
     const seen = [];
-    for (const tail of ["two ", "two three ", "two three four "]) {
-      model.set("current_tail", { id: "m1", append: [[0, tail]] });
-      expect(el.querySelector(".pi-live > .pi-msg")).toBe(liveEl);
-      seen.push(el.querySelector(".pi-live .pi-text").textContent.trim());
+    let seq = 1;
+    let length = 4;
+    for (const more of ["two ", "three ", "four "]) {
+      model.custom({ type: "patch", seq: ++seq, ops: [["blocks", "m1", [[0, length, more, null]]]], set: {} });
+      length += more.length;
+      els.forEach((el, i) => expect(el.querySelector(".pi-live > .pi-msg")).toBe(liveEls[i]));
+      seen.push(els.map((el) => el.querySelector(".pi-live .pi-text").textContent.trim()));
     }
-    expect(seen).toEqual(["one two", "one two three", "one two three four"]);
-    // The kernel re-sends the whole message (and an empty tail) in one sync.
-    model.update({ current: assistant("m1", [{ type: "text", text: "one two three four five " }], null), current_tail: {} });
-    expect(el.querySelector(".pi-live .pi-text").textContent.trim()).toBe("one two three four five");
-    model.set("current_tail", { id: "m1", append: [[0, "six"]] });
-    expect(el.querySelector(".pi-live .pi-text").textContent.trim()).toBe("one two three four five six");
-    expect(el.querySelector(".pi-live > .pi-msg")).toBe(liveEl);
-  });
-
-  it("renders a reloaded page's state with a tail (the whole text shows)", () => {
-    const { el } = mount(baseState({
-      status: "streaming",
-      current: assistant("m1", [{ type: "text", text: "first part, " }], null),
-      current_tail: { id: "m1", append: [[0, "second part"]] },
-    }));
-    expect(el.querySelector(".pi-live .pi-text").textContent.trim()).toBe("first part, second part");
+    expect(seen).toEqual([["one two", "one two"], ["one two three", "one two three"], ["one two three four", "one two three four"]]);
+    model.custom({ type: "patch", seq: ++seq, ops: [["promote", 1, { stop_reason: "stop" }]], set: { status: "done" } });
+    for (const el of els) {
+      expect(el.querySelector(".pi-live").children.length).toBe(0);
+      expect(el.querySelector(".pi-transcript").textContent).toContain("one two three four");
+    }
+    expect(model.get("messages")[1].blocks[0].text).toBe("one two three four "); // the saved state is whole
+    expect(model.sent).toEqual([]);
+    model.custom({ type: "patch", seq: seq + 2, ops: [], set: {} });
+    model.custom({ type: "patch", seq: seq + 3, ops: [], set: {} });
+    expect(model.sent).toEqual([{ type: "resync" }]); // asked once
+    expect(model.get("patch_seq")).toBe(seq);
   });
 
   it("shows running tools with progress and approval, and sends the answer", () => {
@@ -242,25 +262,27 @@ describe("RunView reliability signs", () => {
     return { model, el, advance };
   }
 
-  it("says how long a streaming run has had no data, and stops saying it when data comes", () => {
+  it("shows the LLM layer's stall signal, counts on between signals, and clears when data flows", () => {
     const { model, el, advance } = clocked(baseState({ status: "streaming", messages: [user("m0", "hi")] }));
     const stall = el.querySelector(".pi-stall");
-    advance(4000);
-    expect(stall.hidden).toBe(true);
-    advance(3000);
+    advance(60_000);
+    expect(stall.hidden).toBe(true); // no signal, no stall: the page's own clock does not decide
+    model.set("stalled_ms", 5000);
     expect(stall.hidden).toBe(false);
-    expect(stall.textContent).toBe("no data for 7 s");
-    model.update({ current_tail: { id: "m1", append: [[0, "more"]] } });
-    advance(1000);
+    expect(stall.textContent).toBe("waiting for the model — 5 s");
+    advance(2000);
+    expect(stall.textContent).toBe("waiting for the model — 7 s");
+    model.set("stalled_ms", 10_000);
+    expect(stall.textContent).toBe("waiting for the model — 10 s");
+    model.set("stalled_ms", 0);
     expect(stall.hidden).toBe(true);
   });
 
-  it("shows no stall for a run still queued, running tools, or finished", () => {
-    for (const [status, messages] of [["waiting", []], ["running_tools", [user("m0", "hi")]], ["done", [user("m0", "hi")]]]) {
-      const { el, advance } = clocked(baseState({ status, messages }));
-      advance(60_000);
-      expect(el.querySelector(".pi-stall").hidden).toBe(true);
-    }
+  it("shows no stall once the run is over", () => {
+    const { model, el } = clocked(baseState({ status: "streaming", messages: [user("m0", "hi")], stalled_ms: 6000 }));
+    expect(el.querySelector(".pi-stall").hidden).toBe(false);
+    model.set("status", "error");
+    expect(el.querySelector(".pi-stall").hidden).toBe(true);
   });
 
   it("says the usage of a stopped reply is unknown instead of showing zeros", () => {

@@ -50,12 +50,15 @@ from .types import (
     TurnUpdate,
     default_convert_to_llm,
 )
-from .validation import ToolArgumentsError, validate_tool_arguments
 
 if _typing.TYPE_CHECKING:
     from ..tools import FunctionTool, tool
+    from .validation import ToolArgumentsError, validate_tool_arguments
 
 _FROM_TOOLS = ("FunctionTool", "tool")
+_FROM_VALIDATION = ("ToolArgumentsError", "validate_tool_arguments")
+"""Loaded on first use: jsonschema's import takes seconds where rfc3987-syntax is installed
+(it builds a grammar at import), and %load_ext needs no validation (bench/kernel_bench.py)."""
 
 
 def __getattr__(name: str) -> _typing.Any:  # PEP 562: the tools layer loads on first use
@@ -63,11 +66,15 @@ def __getattr__(name: str) -> _typing.Any:  # PEP 562: the tools layer loads on 
         from .. import tools
 
         return getattr(tools, name)
+    if name in _FROM_VALIDATION:
+        from . import validation
+
+        return getattr(validation, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_FROM_TOOLS])
+    return sorted([*globals(), *_FROM_TOOLS, *_FROM_VALIDATION])
 
 __all__ = [
     "CANCELLED_TOOL_MESSAGE",

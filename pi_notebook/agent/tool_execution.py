@@ -66,7 +66,6 @@ from .types import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
-from .validation import arguments_error_for, validate_tool_arguments
 
 __all__ = [
     "ABORTED_TOOL_MESSAGE",
@@ -242,6 +241,9 @@ class _Batch:
         return prepared
 
     async def _prepare(self, call: ToolCall, signal: AbortSignal | None) -> _Prepared | _Outcome:
+        # jsonschema loads with the first call, not with the package (see agent/__init__.py)
+        from .validation import arguments_error_for, validate_tool_arguments
+
         tool = self.tools.get(call.name)
         if tool is None:
             return _error(f"Tool {call.name} not found")

@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, TypeVar, get_args, overload
+from typing import Any, Literal, TypeAlias, TypeVar, cast, get_args, overload
 
 from ..agent.call_stops import ToolCallStops
 from ..agent.events import (
@@ -145,7 +145,7 @@ from .hooks import (
 from .messages import HarnessMessage, convert_to_llm
 from .prompts import DEFAULT_SYSTEM_PROMPT
 from .resources import Resources, format_prompt_template_invocation, format_skill_invocation
-from .session import Session
+from .session import Session, SessionWriteError
 from .tokens import (
     calculate_context_tokens,
     estimate_context_tokens,
@@ -1344,10 +1344,19 @@ class AgentHarness:
             raise AgentHarnessError("invalid_argument", f"Unknown tool(s): {', '.join(missing)}")
 
     def _persist(self, write: Callable[[], _E]) -> _E:
+        kept_before = len(self._session.unsaved_entries)
         try:
             return write()
         except AgentHarnessError:
             raise
+        except SessionWriteError as exc:
+            kept = self._session.unsaved_entries
+            if len(kept) > kept_before:  # kept in memory (``Session.write_error``): go on
+                _log.debug("kept in memory: %s", exc)
+                return cast(_E, kept[-1])
+            raise AgentHarnessError(
+                "session", f"Could not write the session: {describe_error(exc)}"
+            ) from exc
         except Exception as exc:
             raise AgentHarnessError(
                 "session", f"Could not write the session: {describe_error(exc)}"

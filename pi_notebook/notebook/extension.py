@@ -52,9 +52,12 @@ class _Hooks:
 
     def post_run_cell(self, _result: Any) -> None:
         # nbclient keeps only messages sent while a cell runs: re-send the views' state now,
-        # so an executed notebook stores every run as it stands.
+        # so an executed notebook stores every run as it stands. A JupyterLab page linked by
+        # the labextension applies the run views' patches to its models, which it saves: it
+        # has the state already (only the text fallback is refreshed).
+        patched = self.agent.document.connected
         for run in self.agent.runs:
-            run.view.resync()
+            run.view.resync(content=not patched)
         for view in self.agent.tree_views:
             view.resync()
         self.magics.resync()

@@ -10,6 +10,8 @@ queue of operations on the kernel's event loop, so cells behave in notebook orde
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import os
 import tempfile
 import warnings
@@ -20,11 +22,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args
 from ..agent.loop import default_stream_fn
 from ..agent.tools import AgentTool
 from ..agent.types import StreamFn
-from ..ai.cassette import Cassette
 from ..ai.event_stream import AssistantMessageEventStream
 from ..ai.local import MODEL_ID as LOCAL_MODEL_ID
 from ..ai.models import parse_model
 from ..ai.options import StreamOptions
+from ..ai.producer import describe_error
 from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel
 from ..harness import (
     AgentHarness,
@@ -33,6 +35,7 @@ from ..harness import (
     Session,
     SessionFileError,
     SessionFileWarning,
+    SessionWriteError,
 )
 from ..harness.hooks import ToolCallEvent, ToolCallResult
 from ..mcp import McpServers
@@ -54,6 +57,8 @@ from .workspace.read_tools import read_tools
 from .workspace.summary import CUSTOM_TYPE, summarize_changes
 
 if TYPE_CHECKING:
+    from ..ai.cassette import Cassette
+    from .run_view import RunView
     from .tree_view import TreeView
 
 __all__ = ["APPROVAL_TIMEOUT", "NotebookAgent", "open_notebook_session", "open_session"]
@@ -77,6 +82,19 @@ def _compaction_for(model: Model) -> CompactionSettings:
         reserve_tokens=min(pi.reserve_tokens, model.context_window // 4),
         keep_recent_tokens=min(pi.keep_recent_tokens, model.context_window // 2),
     )
+
+
+def _cassette_from_env() -> Cassette | None:
+    """``Cassette.from_env()``, importing the cassette module (pydantic models, ~40 ms) only
+    when the environment asks for one."""
+    if not any(os.environ.get(name, "").strip() for name in _CASSETTE_ENV):
+        return None
+    from ..ai.cassette import Cassette
+
+    return Cassette.from_env()
+
+
+_CASSETTE_ENV = ("PI_NOTEBOOK_RECORD", "PI_NOTEBOOK_REPLAY")
 
 
 def open_session(path: Path) -> Session:
@@ -181,7 +199,7 @@ class NotebookAgent:
         self.runs: list[Run] = []
         self.approval_timeout = APPROVAL_TIMEOUT
         self._stream_fn = stream_fn
-        self.cassette: Cassette | None = Cassette.from_env()
+        self.cassette: Cassette | None = _cassette_from_env()
         """Records or replays every model call (``PI_NOTEBOOK_RECORD`` / ``PI_NOTEBOOK_REPLAY``,
         ``%model --record`` / ``--replay``); None talks to the models directly."""
         self._harness: AgentHarness | None = None
@@ -221,6 +239,11 @@ class NotebookAgent:
         """Send the change summary before each run (``%agent_context on|off``;
         ``PI_NOTEBOOK_CONTEXT=off`` starts with it off)."""
         self._context_mark = 0
+        self.stall_ms: int | None = None
+        """Silence of a model request after which the run view says "waiting for the model"
+        (``None``: ``StreamOptions``' default, 5 s)."""
+        self._unsaved_views: dict[RunView, str] = {}
+        """Views showing a "not saved" notice, with its text (told when the retry succeeds)."""
 
     # --- the harness -----------------------------------------------------------------------------
 
@@ -269,7 +292,15 @@ class NotebookAgent:
     def _call_model(
         self, model: Model, context: Context, options: StreamOptions
     ) -> AssistantMessageEventStream | Awaitable[AssistantMessageEventStream]:
-        """The harness's stream function: the configured one, through the cassette if any."""
+        """The harness's stream function: the configured one, through the cassette if any.
+        The live run's view hears of stalls (``StreamOptions.on_stall``)."""
+        run = self._active
+        if run is not None and options.on_stall is None:
+            options = dataclasses.replace(
+                options,
+                on_stall=run.view.note_stall,
+                stall_ms=self.stall_ms if self.stall_ms is not None else options.stall_ms,
+            )
         inner: StreamFn = self._stream_fn or default_stream_fn
         if self.cassette is None:
             return inner(model, context, options)
@@ -398,9 +429,12 @@ class NotebookAgent:
                 document = None
         summary = summarize_changes(records, since=since, until=until, document=document)
         if summary is not None:
-            self.session.append_custom_message(
-                CUSTOM_TYPE, summary.text, display=True, details=summary.details
-            )
+            # A failed write keeps it in memory (``unsaved_entries``): the run goes on and its
+            # view says what is not saved (``_note_session_writes``).
+            with contextlib.suppress(SessionWriteError):
+                self.session.append_custom_message(
+                    CUSTOM_TYPE, summary.text, display=True, details=summary.details
+                )
 
     async def _execute(
         self,
@@ -444,7 +478,9 @@ class NotebookAgent:
         run.state = "running"
         run.view.set_model(harness.model, harness.thinking_level)
         unsubscribe = harness.subscribe(run.view.handle)
+        unwatch = harness.subscribe(lambda event: self._watch_writes(run, event))
         self._active = run
+        self._note_session_writes(run)  # e.g. the change summary just before could not be written
         self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
         if self._harness is not None and self._pushed != [t.name for t in self.offered_tools()]:
             self._push_tools()  # a notebook frontend connected or went away since the last run
@@ -461,9 +497,36 @@ class NotebookAgent:
         finally:
             self._active = None
             unsubscribe()
+            unwatch()
+            self._note_session_writes(run)
             self.refresh_tree_views()
             for _kind, late in run.take_pending():  # sent as the run ended: the next prompts
                 self._follow_up_in(run, late)
+
+    def _watch_writes(self, run: Run, event: object) -> None:
+        """A listener of the run's events: after each saved message, how the file stands."""
+        if getattr(event, "type", None) in ("message_end", "turn_end", "agent_end"):
+            self._note_session_writes(run)
+
+    def _note_session_writes(self, run: Run) -> None:
+        """Show in ``run``'s view that a session write failed (the session keeps the entries in
+        memory and retries with the next write), and tell every view that said so once the
+        retry has put them in the file. The harness goes on after such a failure, so nothing
+        else reports it: checked while the run streams and when it ends."""
+        error = self.session.write_error
+        if error is not None and self.session.unsaved_entries:
+            reason = (
+                f"Could not write the session {error.path}: {describe_error(error.cause)}; "
+                "this turn is not in the file yet (kept in memory, written as soon as the "
+                "file can be written again)"
+            )
+            if self._unsaved_views.get(run.view) != reason:
+                self._unsaved_views[run.view] = reason
+                run.view.note_unsaved(reason)
+        elif self._unsaved_views:
+            for view in self._unsaved_views:
+                view.note_saved()
+            self._unsaved_views.clear()
 
     def _follow_up_in(self, run: Run, text: str) -> None:
         """The view's box after its run ended: continue in the same view."""

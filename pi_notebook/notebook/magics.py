@@ -22,7 +22,6 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from ..ai.cassette import Cassette, CassetteError
 from ..ai.models import clamp_thinking_level, supported_thinking_levels
 from ..ai.types import ThinkingLevel, UserMessage
 from ..harness import Session
@@ -469,6 +468,8 @@ class PiMagics(Magics):
             self.pi.cassette = None
             print("Model calls go to the models directly.")
             return
+        from ..ai.cassette import Cassette, CassetteError  # pydantic models: not at %load_ext
+
         try:
             if record:
                 _check_recordable(Path(record).expanduser())

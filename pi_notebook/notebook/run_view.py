@@ -1,10 +1,13 @@
 """The live run view: one widget per agent run, fed with agent events.
 
 ``view.handle(event)`` takes every agent event (subscribe it: ``agent.subscribe(view.handle)``);
-it is synchronous and cheap (a delta appends to a buffer and marks a trait dirty). Traits are
-synced at most 20 times a second (:mod:`~pi_notebook.notebook.coalesce`): the in-progress
-reply lives in ``current``, finished messages are appended to ``messages`` once. The state
-protocol is in :mod:`~pi_notebook.notebook.widget_protocol`.
+it is synchronous and cheap (a delta appends to a buffer and marks a trait dirty). Changes go to
+the front end at most 10 times a second (:mod:`~pi_notebook.notebook.coalesce`), as one
+append-only ``patch`` message each: the text added to the reply in progress (``current``), the
+items added to ``messages``, the small traits that changed. A finished reply is not sent again:
+the page promotes its ``current``. The traits always hold the whole state, for a late-joining
+page and for a saved notebook. The protocol is in
+:mod:`~pi_notebook.notebook.widget_protocol`.
 
 Buttons in the view call callbacks its owner sets (``on_stop``, ``on_stop_tool``, ``on_steer``,
 ``on_follow_up``, ``on_open_tree``); a callback may return ``False`` to say it did not take the
@@ -25,11 +28,12 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Literal, TypeAlias, cast
 
 import traitlets
 
 from ..ai.events import BLOCK_EVENT_TYPES, DELTA_EVENT_TYPES
+from ..ai.options import StallNotice
 from ..ai.producer import describe_error
 from ..ai.types import Model
 from .coalesce import Coalescer, Scheduler
@@ -40,12 +44,14 @@ from .widget_protocol import (
     ApprovalState,
     AssistantItem,
     Block,
-    CurrentTail,
+    BlockEdit,
     Origin,
+    PatchOp,
     QueuedMessage,
     RunControls,
     RunHeader,
     RunningTool,
+    RunPatch,
     RunStatus,
     ToolApproval,
     TranscriptItem,
@@ -74,18 +80,25 @@ CONTENT_TRAITS = (
     "header",
     "messages",
     "current",
-    "current_tail",
     "running_tools",
     "queued",
     "controls",
     "notice",
     "error",
+    "stalled_ms",
+    "patch_seq",
 )
 """The run view's synced traits that carry the run (``resync`` re-sends these)."""
-TAIL_MIN_CHARS = 4096
-"""``current`` is re-sent whole once ``current_tail`` would carry more than this many characters
-(or an eighth of ``current``'s text, when that is more): syncs stay small, and the occasional
-whole resend keeps a view that renders late or reloads within reach of the live text."""
+UNSAVED_NOTICE = "Not saved to the session file:"
+SAVED_NOTICE = "Saved: what a failed write had kept in memory is in the session file now."
+PATCHED_TRAITS = frozenset(
+    {"status", "header", "messages", "current", "running_tools", "queued", "controls", "stalled_ms"}
+)
+"""Traits whose changes travel in ``patch`` messages (``patch_seq`` too) rather than as trait
+updates; ``notice`` and ``error`` change rarely and sync as usual."""
+SYNC_INTERVAL = 0.1
+"""Seconds between patches while a run streams: each message costs ~600 bytes of envelope on
+iopub, so 10 a second keep a 1,000 tokens/s reply under 3x its text (bench/kernel_bench.py)."""
 
 
 # --- the run view ------------------------------------------------------------------------------
@@ -107,21 +120,46 @@ class _LiveBlock:
         return self.parts[0] if self.parts else ""
 
 
-@dataclass(frozen=True, slots=True)
+_Shown: TypeAlias = tuple[dict[str, Any], str]
+"""A block of ``current`` as the front end has it: its other keys, and its text (or args)."""
+
+
+def _text_key(block: Mapping[str, Any]) -> str:
+    return "args" if block.get("type") == "toolCall" else "text"
+
+
+def _shown(blocks: list[Block]) -> list[_Shown]:
+    out: list[_Shown] = []
+    for block in blocks:
+        key = _text_key(block)
+        out.append(({k: v for k, v in block.items() if k != key}, str(block.get(key, ""))))
+    return out
+
+
+def _block_edits(before: list[_Shown], after: list[_Shown]) -> list[BlockEdit] | None:
+    """The edits that turn the blocks ``before`` into ``after`` (``None``: blocks went away,
+    send ``current`` whole). A block whose text grew sends only what was added."""
+    if len(after) < len(before):
+        return None
+    edits: list[BlockEdit] = []
+    for position, (meta, text) in enumerate(after):
+        if position < len(before):
+            old_meta, old_text = before[position]
+            if meta == old_meta and text == old_text:
+                continue
+            at = len(old_text) if text.startswith(old_text) else 0
+            edits.append((position, at, text[at:], None if meta == old_meta else meta))
+        else:
+            edits.append((position, 0, text, meta))
+    return edits
+
+
+@dataclass(slots=True)
 class _Sent:
-    """The in-progress reply as last sent whole in ``current``: its blocks (the same objects
-    while they only grow) and their text lengths then."""
+    """The reply in progress as the front end has it (after the patches sent so far)."""
 
     id: str
-    blocks: tuple[_LiveBlock, ...]
-    lengths: tuple[int, ...]
-
-    def extends(self, live_id: str, blocks: list[_LiveBlock]) -> bool:
-        return (
-            self.id == live_id
-            and len(self.blocks) == len(blocks)
-            and all(a is b for a, b in zip(self.blocks, blocks, strict=True))
-        )
+    blocks: list[_Shown]
 
 
 def _empty_usage() -> UsageSummary:
@@ -145,11 +183,12 @@ class RunView(PiWidget):
     header = traitlets.Dict().tag(sync=True)
     messages: traitlets.List[Any] = traitlets.List().tag(sync=True)
     current = traitlets.Dict().tag(sync=True)
-    current_tail = traitlets.Dict().tag(sync=True)
     running_tools = traitlets.Dict().tag(sync=True)
     queued: traitlets.List[Any] = traitlets.List().tag(sync=True)
     controls = traitlets.Dict().tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
+    stalled_ms = traitlets.Int(0).tag(sync=True)
+    patch_seq = traitlets.Int(0).tag(sync=True)
 
     on_stop: Callback[Callable[[], object]] = Callback("Called when the user clicks Stop.")
     on_stop_tool: Callback[Callable[[str], object]] = Callback(
@@ -171,7 +210,7 @@ class RunView(PiWidget):
         model: Model | None = None,
         thinking_level: str = "off",
         loop: asyncio.AbstractEventLoop | None = None,
-        sync_interval: float = 0.05,
+        sync_interval: float = SYNC_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
         scheduler: Scheduler | None = None,
     ) -> None:
@@ -184,6 +223,10 @@ class RunView(PiWidget):
         self._live_id: str | None = None
         self._live: dict[int, _LiveBlock] = {}
         self._sent: _Sent | None = None
+        self._sent_items = 0
+        self._finished: list[TranscriptItem] = []
+        """Items added since the last patch (replies among them are promoted, not resent)."""
+        self._stalled = 0
         self._running: dict[str, RunningTool] = {}
         self._started: dict[str, float] = {}
         self._finished_tools: set[str] = set()
@@ -272,11 +315,35 @@ class RunView(PiWidget):
             self._approvals.pop(tool_call_id, None)
             self._sync.mark("status")
 
+    def resync(self, *, full: bool = False, content: bool = True) -> None:
+        """:meth:`PiWidget.resync`; ``content=False`` when the page applies the patches (it
+        has the whole state already): only a stale text fallback is refreshed."""
+        if not content and not full:
+            self._unsent = False
+        super().resync(full=full)
+
     def note_unsaved(self, reason: str) -> None:
         """Say that part of the run is not in the session file (a write failed): the notice
         stays until dismissed, and the text fallback carries it too."""
         self._version += 1
-        self._set_notice(f"Not saved to the session file: {reason}")
+        self._set_notice(f"{UNSAVED_NOTICE} {reason}")
+
+    def note_saved(self) -> None:
+        """Say that what :meth:`note_unsaved` reported is in the session file now (a later
+        write retried it); a notice the user dismissed stays dismissed."""
+        if self.notice.startswith(UNSAVED_NOTICE):
+            self._version += 1
+            self._set_notice(SAVED_NOTICE)
+
+    def note_stall(self, notice: StallNotice) -> None:
+        """Show how long the model request has been silent (``StreamOptions.on_stall`` /
+        ``Agent.on_stall``); a notice that data flows again clears it."""
+        self._channel.bind()
+        stalled = notice.waited_ms if notice.stalled and self._terminal is None else 0
+        if stalled != self._stalled:
+            self._stalled = stalled
+            self._version += 1
+            self._sync.mark("stalled_ms")
 
     def answered_always(self, tool_call_id: str) -> bool:
         """The user allowed this call with "always allow for this session"."""
@@ -321,6 +388,9 @@ class RunView(PiWidget):
             return
         if self._live_id is None:  # an update without message_start: start one anyway
             self._live_id = self._new_id()
+        if self._stalled:  # data flows (the LLM layer says so too, a moment later)
+            self._stalled = 0
+            self._sync.mark("stalled_ms")
         index: int = delta.content_index
         block = self._live.get(index)
         if kind in DELTA_EVENT_TYPES:
@@ -435,6 +505,7 @@ class RunView(PiWidget):
 
     def _append(self, item: TranscriptItem) -> None:
         self._items.append(item)
+        self._finished.append(item)
         self._version += 1
         self._sync.mark("messages")
 
@@ -555,8 +626,11 @@ class RunView(PiWidget):
         self._live_id = None
         self._live = {}
         self.error = error
+        self._stalled = 0
         self._version += 1
-        self._sync.mark("status", "current", "queued", "controls", "header", "running_tools")
+        self._sync.mark(
+            "status", "current", "queued", "controls", "header", "running_tools", "stalled_ms"
+        )
         self._sync.flush()
 
     def _status(self) -> RunStatus:
@@ -609,31 +683,50 @@ class RunView(PiWidget):
             "usage": None,
         }
 
-    def _live_state(self) -> tuple[dict[str, Any] | None, CurrentTail | dict[str, Any]]:
-        """What to sync for the in-progress reply: a new ``current`` (``None``: keep the one
-        sent) and ``current_tail``. While the reply's blocks only grow, just the text appended
-        since ``current`` was sent goes out, until that exceeds :data:`TAIL_MIN_CHARS` (or an
-        eighth of the text sent); a new or finished block re-sends ``current`` whole."""
-        if self._live_id is None:
-            self._sent = None
-            return {}, {}
-        blocks = [self._live[index] for index in sorted(self._live)]
-        lengths = [len(block.text()) for block in blocks]
+    def _transcript_ops(self) -> list[PatchOp]:
+        """Ops for the items added since the last patch, then for the reply in progress."""
+        ops: list[PatchOp] = []
+        pushed: list[TranscriptItem] = []
+
+        def push() -> None:
+            if pushed:
+                ops.append(("push", self._sent_items, list(pushed)))
+                self._sent_items += len(pushed)
+                pushed.clear()
+
+        for item in self._finished:
+            sent = self._sent
+            if item["kind"] == "assistant" and sent is not None and sent.id == item["id"]:
+                self._sent = None
+                edits = _block_edits(sent.blocks, _shown(item["blocks"]))
+                if edits is not None:
+                    push()
+                    if edits:
+                        ops.append(("blocks", item["id"], edits))
+                    fields = {k: v for k, v in item.items() if k != "blocks"}
+                    ops.append(("promote", self._sent_items, fields))
+                    self._sent_items += 1
+                    continue
+                ops.append(("current", {}))
+            pushed.append(item)
+        push()
+        self._finished.clear()
+        current = self._current()
         sent = self._sent
-        if sent is not None and sent.extends(self._live_id, blocks):
-            grown = sum(lengths) - sum(sent.lengths)
-            if grown <= max(TAIL_MIN_CHARS, sum(sent.lengths) // 8):
-                append = [
-                    (position, block.text()[before:])
-                    for position, (block, before, now) in enumerate(
-                        zip(blocks, sent.lengths, lengths, strict=True)
-                    )
-                    if now > before
-                ]
-                tail: CurrentTail = {"id": self._live_id, "append": append}
-                return None, tail if append else {}
-        self._sent = _Sent(self._live_id, tuple(blocks), tuple(lengths))
-        return dict(self._current()), {}
+        if self._live_id is None:
+            if sent is not None:
+                ops.append(("current", {}))
+                self._sent = None
+            return ops
+        blocks = _shown(cast(AssistantItem, current)["blocks"])
+        same = sent is not None and sent.id == self._live_id
+        edits = _block_edits(sent.blocks, blocks) if sent is not None and same else None
+        if edits is None:
+            ops.append(("current", current))
+        elif edits:
+            ops.append(("blocks", self._live_id, edits))
+        self._sent = _Sent(self._live_id, blocks)
+        return ops
 
     def _controls(self) -> RunControls:
         return {
@@ -648,24 +741,36 @@ class RunView(PiWidget):
         self._sync.mark("controls")
 
     def _flush(self, names: frozenset[str]) -> None:
+        """Bring the traits up to date without syncing them, and send what changed as one
+        patch (the traits still hold the whole state: a state request gets all of it)."""
+        ops: list[PatchOp] = []
+        changed: dict[str, Any] = {}
         with self.hold_sync():
-            if "messages" in names:
+            if "messages" in names or "current" in names:
+                ops = self._transcript_ops()
                 self.messages = list(self._items)
-            if "current" in names:
-                current, tail = self._live_state()
-                if current is not None:
-                    self.current = current
-                self.current_tail = dict(tail)
-            if "running_tools" in names:
-                self.running_tools = dict(self._running)
-            if "header" in names:
-                self.header = dict(self._header())
-            if "queued" in names:
-                self.queued = list(self._queued)
-            if "controls" in names:
-                self.controls = dict(self._controls())
-            if "status" in names:
-                self.status = self._status()
+                self.current = dict(self._current())
+            for name, value in (
+                ("running_tools", lambda: dict(self._running)),
+                ("header", lambda: dict(self._header())),
+                ("queued", lambda: list(self._queued)),
+                ("controls", lambda: dict(self._controls())),
+                ("status", self._status),
+                ("stalled_ms", lambda: self._stalled),
+            ):
+                if name in names:
+                    new = value()
+                    if new != getattr(self, name):
+                        setattr(self, name, new)
+                        changed[name] = new
+            if ops or changed:
+                self.patch_seq += 1
+            # ipywidgets queues the assignments above for one update message; they travel in
+            # the patch instead (``patch_seq`` with them).
+            self._states_to_send.difference_update(PATCHED_TRAITS | {"patch_seq"})
+        if (ops or changed) and self.comm is not None:
+            patch: RunPatch = {"type": "patch", "seq": self.patch_seq, "ops": ops, "set": changed}
+            self.send(patch)
 
     # --- front-end requests (on the event loop) --------------------------------------------------
 
@@ -693,6 +798,9 @@ class RunView(PiWidget):
             self._channel.call("Open the session tree", self.on_open_tree)
         elif kind == "dismiss_notice":
             self.notice = ""
+        elif kind == "resync":
+            self._sync.flush()
+            self.send_state(list(self.content_traits))
         else:
             self._set_notice(f"Ignored an unknown widget request {kind!r}.")
 
@@ -748,8 +856,11 @@ class RunView(PiWidget):
         if self._stopped_without_usage():
             known = u["input"] or u["output"] or u["cost"]
             usage = f"{usage} · stopped reply: usage unknown" if known else "usage unknown: stopped"
+        status = _STATUS_WORDS.get(self._status(), self._status())
+        if self._stalled:
+            status = f"{_STALL_WORDS} — {self._stalled // 1000} s"
         lines = [
-            f"pi run · {_STATUS_WORDS.get(self._status(), self._status())}"
+            f"pi run · {status}"
             + (f" · {self._model}" if self._model else "")
             + f" · {usage}"
         ]
@@ -797,6 +908,9 @@ _BLOCK_TYPES = {
     for kind in BLOCK_EVENT_TYPES
 }
 """The content-block type each block event is about (``text_delta`` → ``text``)."""
+
+_STALL_WORDS = "waiting for the model"
+"""Shown with the seconds of silence while the LLM layer reports a stall."""
 
 _STATUS_WORDS = {
     "waiting": "waiting for the model",

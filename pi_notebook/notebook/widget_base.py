@@ -86,6 +86,10 @@ function load(model) {
   return found;
 }
 export default {
+  async initialize(context) {
+    const widget = await load(context.model);
+    return widget.initialize?.(context);
+  },
   async render(context) {
     const widget = await load(context.model);
     return widget.render(context);

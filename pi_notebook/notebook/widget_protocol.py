@@ -1,8 +1,15 @@
 """The contract between the widgets' Python halves and their front ends (``js/src``).
 
 Synced state (traits) is the source of truth: a view rendered late, after a page reload or from a
-saved notebook shows everything from state alone. Custom messages are only requests from the
-front end and the replies to them; content never travels as a custom message.
+saved notebook shows everything from state alone. While a run streams, the run view's content
+travels as append-only ``patch`` messages (:class:`RunPatch`) instead of trait updates: each
+carries only what changed since the previous one (new text, new items), and the page applies it
+to its copy of the model's state, so that copy (what a second view renders and what the notebook
+saves) stays whole. The kernel's traits hold the whole state at all times, so a front end that
+joins late gets everything with the ordinary state request; ``patch_seq`` tells which patches
+that state includes, and a front end that sees a gap in the sequence asks for the state again
+(:class:`ResyncRequest`). Other custom messages are requests from the front end and the replies
+to them.
 
 Run view (``RunView``) traits:
 
@@ -10,13 +17,15 @@ Run view (``RunView``) traits:
 ``status``              :data:`RunStatus`
 ``header``              :class:`RunHeader` (model, thinking level, usage, context)
 ``messages``            list of :data:`TranscriptItem`, finished items only, append-only
-``current``             the in-progress :class:`AssistantItem` as last sent whole, or ``{}``
-``current_tail``        :class:`CurrentTail`: text appended to ``current`` since, or ``{}``
+``current``             the in-progress :class:`AssistantItem`, or ``{}``
 ``running_tools``       ``{tool_call_id: RunningTool}``, tools started and not finished
 ``queued``              list of :class:`QueuedMessage` (steering/follow-ups not yet injected)
 ``controls``            :class:`RunControls` (which buttons have a handler in the kernel)
 ``notice``              a plain-words note (a callback failed…), ``""`` for none
 ``error``               why the run failed, ``""`` for none
+``stalled_ms``          how long the model request had been silent when the LLM layer last
+                        said so (``StreamOptions.on_stall``); 0 while data flows
+``patch_seq``           the ``seq`` of the last :class:`RunPatch` this state includes
 ======================  ===============================================================
 
 The functions at the end turn pi's message JSON into these shapes.
@@ -44,8 +53,8 @@ __all__ = [
     "ApprovalState",
     "AssistantItem",
     "Block",
+    "BlockEdit",
     "CompactRequest",
-    "CurrentTail",
     "DismissNoticeRequest",
     "ExpandReply",
     "ExpandRequest",
@@ -60,9 +69,12 @@ __all__ = [
     "NoteItem",
     "OpenTreeRequest",
     "Origin",
+    "PatchOp",
     "QueuedMessage",
+    "ResyncRequest",
     "RunControls",
     "RunHeader",
+    "RunPatch",
     "RunRequest",
     "RunStatus",
     "RunningTool",
@@ -193,18 +205,6 @@ class AssistantItem(TypedDict):
     usage: UsageSummary | None
 
 
-class CurrentTail(TypedDict):
-    """Text appended to the blocks of ``current`` since it was last sent whole: a sync while a
-    reply streams carries only new text, not the whole reply again. The message shown is
-    ``current`` with ``append[i][1]`` added to the text (``args`` for a tool call) of block
-    ``append[i][0]``. Both traits always travel in the same sync, so they never disagree."""
-
-    id: str
-    """The id of the ``current`` it extends."""
-    append: list[tuple[int, str]]
-    """``(block position, text appended since)`` for the blocks that grew."""
-
-
 ApprovalState: TypeAlias = Literal["pending", "allowed", "denied", "timed_out", "cancelled"]
 
 
@@ -265,6 +265,39 @@ class NoteItem(TypedDict):
 TranscriptItem: TypeAlias = UserItem | AssistantItem | ToolResultItem | NoteItem
 
 
+BlockEdit: TypeAlias = tuple[int, int, str, dict[str, Any] | None]
+"""``[position, at, text, meta]``: block ``position`` of ``current`` becomes its text (``args``
+for a tool call) cut to ``at`` characters plus ``text``; ``meta`` (the block's other keys) is
+given for a new block or when they change (``null``: keep them). ``at`` is never more than the
+length the front end has; a block past the end needs ``meta``."""
+
+PatchOp: TypeAlias = (
+    tuple[Literal["push"], int, list[TranscriptItem]]
+    | tuple[Literal["current"], AssistantItem | dict[str, Any]]
+    | tuple[Literal["blocks"], str, list[BlockEdit]]
+    | tuple[Literal["promote"], int, dict[str, Any]]
+)
+"""One change, applied in order:
+
+- ``["push", start, items]``: ``messages[start:] = items`` (``start`` is the length before);
+- ``["current", item]``: ``current = item`` whole (``{}``: no reply in progress);
+- ``["blocks", id, edits]``: :data:`BlockEdit` s to ``current`` (whose ``id`` it names);
+- ``["promote", start, fields]``: the reply in progress is finished: ``messages[start]`` is
+  ``current`` with ``fields`` (``stop_reason``, ``usage``…) set on it, and ``current = {}``.
+  The text, streamed already, is not sent again."""
+
+
+class RunPatch(TypedDict):
+    """Kernel → front end: what changed in the run view's state since the previous patch."""
+
+    type: Literal["patch"]
+    seq: int
+    """1, 2, 3… per view; the state's ``patch_seq`` after applying it."""
+    ops: list[PatchOp]
+    set: dict[str, Any]
+    """Other traits whose value changed, whole (``status``, ``header``, ``running_tools``…)."""
+
+
 class RunningTool(TypedDict):
     tool_call_id: str
     tool_name: str
@@ -318,6 +351,13 @@ class ExpandRequest(TypedDict):
     tool_call_id: str
 
 
+class ResyncRequest(TypedDict):
+    """Front end → kernel: a patch is missing (the page joined while patches were in flight):
+    send the whole state again."""
+
+    type: Literal["resync"]
+
+
 class OpenTreeRequest(TypedDict):
     type: Literal["open_tree"]
 
@@ -335,6 +375,7 @@ RunRequest: TypeAlias = (
     | ExpandRequest
     | OpenTreeRequest
     | DismissNoticeRequest
+    | ResyncRequest
 )
 """Front end → kernel messages of the run view."""
 

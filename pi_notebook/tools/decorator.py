@@ -41,7 +41,6 @@ from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, Validation
 
 from ..agent.sync_tools import loop_awake, run_sync_tool
 from ..agent.tools import AgentTool, AgentToolResult, ToolUpdateCallback
-from ..agent.validation import SchemaIssue, ToolArgumentsError
 from ..ai.abort import AbortSignal
 from .docstrings import ParsedDocstring, parse_docstring
 from .output import DEFAULT_MAX_OUTPUT_CHARS, is_cheap_to_convert, to_tool_result
@@ -339,6 +338,8 @@ class _Invoker:
         try:
             parsed = self.plan.model.model_validate(params)
         except ValidationError as exc:
+            from ..agent.validation import SchemaIssue, ToolArgumentsError  # loads jsonschema
+
             issues = (
                 SchemaIssue(e["type"], tuple(str(part) for part in e["loc"]), e["msg"])
                 for e in exc.errors(include_url=False)

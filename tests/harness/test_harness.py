@@ -569,10 +569,19 @@ async def test_session_write_failures(faux: FauxProvider, tmp_path: Path) -> Non
         harness.set_thinking_level("low")
     assert info.value.code == "session"
     assert harness.thinking_level == "off"  # nothing changed
+    # Messages are kept in memory when their write fails (Session.unsaved_entries): the run
+    # goes on and ends with its reply; the next write that works puts them in the file.
     faux.set_responses([faux_assistant_message("x")])
-    with pytest.raises(AgentHarnessError) as run_info:
-        await harness.prompt("hi")
-    assert run_info.value.code == "session" and harness.phase == "idle"
+    reply = await harness.prompt("hi")
+    assert reply.stop_reason == "stop" and harness.phase == "idle"
+    session = harness.session
+    assert session.write_error is not None and "disk full" in str(session.write_error)
+    kept = [entry.message.role for entry in session.unsaved_entries]  # type: ignore[attr-defined]
+    assert kept == ["user", "assistant"]
+    storage.fail = False
+    assert session.flush() == 2 and session.write_error is None
+    written = storage.load()[1][-2:]
+    assert [e.message.role for e in written] == ["user", "assistant"]  # type: ignore[attr-defined]
 
 
 # --- hooks ---------------------------------------------------------------------------------------

@@ -162,7 +162,61 @@ async def test_a_run_with_thinking_text_and_a_tool_ends_up_whole_in_state(
     json.dumps(view.get_state())  # all of it is JSON
 
 
-async def test_a_10000_token_reply_arrives_complete_in_few_small_syncs(faux: FauxProvider) -> None:
+class Page:
+    """What ``js/src/run_view.js``'s ``applyPatch`` does with the patches, in Python: the page's
+    copy of the model state, which must equal the kernel's traits after every patch."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.state = json.loads(json.dumps(state))
+        self.gaps = 0
+
+    def receive(self, message: dict[str, Any]) -> bool:
+        """Apply a message from the kernel; False for a patch that does not follow on."""
+        if message.get("type") != "patch":
+            return True
+        seq = self.state.get("patch_seq", 0)
+        if message["seq"] <= seq:
+            return True  # in the state already
+        if message["seq"] != seq + 1:
+            self.gaps += 1
+            return False
+        messages = list(self.state["messages"])
+        current = dict(self.state["current"])
+        for op in message["ops"]:
+            if op[0] == "push":
+                assert op[1] == len(messages)
+                messages[op[1] :] = op[2]
+            elif op[0] == "current":
+                current = op[1]
+            elif op[0] == "blocks":
+                assert current.get("id") == op[1]
+                blocks = list(current["blocks"])
+                for position, at, text, meta in op[2]:
+                    old = blocks[position] if position < len(blocks) else None
+                    base = dict(meta if meta is not None else old or {})
+                    key = "args" if base.get("type") == "toolCall" else "text"
+                    old_text = str((old or {}).get(key, ""))
+                    assert at <= len(old_text)
+                    base[key] = old_text[:at] + text
+                    blocks[position : position + 1] = [base]
+                current = {**current, "blocks": blocks}
+            elif op[0] == "promote":
+                assert op[1] == len(messages)
+                messages.append({**current, **op[2]})
+                current = {}
+        self.state.update(json.loads(json.dumps({**message["set"], "messages": messages})))
+        self.state["current"] = json.loads(json.dumps(current))
+        self.state["patch_seq"] = message["seq"]
+        return True
+
+
+def content_state(view: RunView) -> dict[str, Any]:
+    return cast(dict[str, Any], json.loads(json.dumps(view.get_state(list(CONTENT_TRAITS)))))
+
+
+async def test_a_10000_token_reply_arrives_complete_in_few_small_patches(
+    faux: FauxProvider,
+) -> None:
     reply = " ".join(f"word{i}" for i in range(10_000))
     faux.set_responses([faux_assistant_message(reply)])
     events: list[AgentEvent] = []
@@ -176,49 +230,51 @@ async def test_a_10000_token_reply_arrives_complete_in_few_small_syncs(faux: Fau
     scheduler = FakeScheduler(clock)
     view = RunView(clock=clock, scheduler=scheduler)
     wire = Wire(view)
+    page = Page(content_state(view))
+    shown: list[str] = []
+    received = 0
     for event in events:  # replayed at 1 ms per event: seconds of streaming
         view.handle(event)
         scheduler.advance(0.001)
+        for message in wire.sent[received:]:
+            assert page.receive(message["content"])
+            if page.state["current"].get("blocks"):
+                shown.append(page.state["current"]["blocks"][0]["text"])
+        received = len(wire.sent)
     scheduler.advance(1.0)
+    for message in wire.sent[received:]:
+        assert page.receive(message["content"])
+    assert len(shown) > 50
 
     duration = len(events) * 0.001
     assert view.messages[-1]["blocks"] == [{"type": "text", "text": reply}]  # nothing dropped
     assert view.status == "done"
-    assert 3 <= len(wire.updates) <= duration / 0.05 + 3
-    assert sum("messages" in u for u in wire.updates) <= 3  # the transcript is not resent per token
-    biggest = max(len(json.dumps(u)) for u in wire.updates)
-    assert biggest < 2 * len(reply)  # each sync is bounded by one message, not cumulative
-    # Most syncs carry only the text appended since `current` was last sent whole: what the
-    # front end shows (current + current_tail, as the page merges them) only ever grows.
-    front: dict[str, Any] = {"current": {}, "current_tail": {}}
-    shown: list[str] = []
-    for update in wire.updates:
-        front.update(update)
-        if front["current"]:
-            shown.append(live_text(front["current"], front["current_tail"]))
-    assert len(shown) > 50
+    assert wire.updates == []  # everything went as patches
+    assert 3 <= len(wire.custom) <= duration / 0.1 + 3
+    assert page.state == content_state(view)  # the page's copy is the whole state
     assert all(reply.startswith(text) for text in shown)
     assert all(len(a) <= len(b) for a, b in itertools.pairwise(shown))
-    assert sum("current_tail" in u and "current" not in u for u in wire.updates) > len(shown) / 2
-    sent = sum(len(json.dumps(u)) for u in wire.updates)
-    assert sent < 15 * len(reply)  # whole-reply syncs at 20/s would be ~50x for this reply
+    sizes = [len(json.dumps(m)) for m in wire.custom]
+    assert sum(sizes) < 1.2 * len(reply)  # the text goes once: appended, then promoted
+    assert sizes[-1] < 2_000  # the finished reply is not sent again
 
 
-def live_text(current: dict[str, Any], tail: dict[str, Any]) -> str:
-    """The first text block of the in-progress reply as the front end shows it."""
-    text = str(current["blocks"][0]["text"])
-    if tail and tail["id"] == current["id"]:
-        text += "".join(added for position, added in tail["append"] if position == 0)
-    return text
-
-
-async def test_the_tail_resets_when_a_block_starts_or_ends_and_resync_sends_both() -> None:
+async def test_patches_rebuild_the_state_and_a_late_page_gets_it_whole() -> None:
     clock = FakeClock()
     scheduler = FakeScheduler(clock)
     faux = register_faux_provider()
     try:
         faux.set_responses(
-            [faux_assistant_message([faux_text("abc " * 300), faux_tool_call("ls", {}, id="c9")])]
+            [
+                faux_assistant_message(
+                    [
+                        faux_thinking("hmm " * 50),
+                        faux_text("abc " * 300),
+                        faux_tool_call("ls", {}, id="c9"),
+                    ]
+                ),
+                faux_assistant_message("done " * 40),
+            ]
         )
         events: list[AgentEvent] = []
         agent = Agent(model=faux.get_model(), tools=[ls_tool()])
@@ -228,37 +284,41 @@ async def test_the_tail_resets_when_a_block_starts_or_ends_and_resync_sends_both
         faux.unregister()
     view = RunView(clock=clock, scheduler=scheduler)
     wire = Wire(view)
-    updates: list[tuple[str, dict[str, Any]]] = []
-    for event in events:
+    page = Page(content_state(view))
+    late: Page | None = None
+    ops: set[str] = set()
+    for index, event in enumerate(events):
         view.handle(event)
-        scheduler.advance(0.05)  # every event syncs
-        if wire.updates and (not updates or updates[-1][1] is not wire.updates[-1]):
-            kind = getattr(event, "assistant_message_event", event).type
-            updates.append((kind, wire.updates[-1]))
-    whole = [kind for kind, u in updates if u.get("current")]
-    tails = [kind for kind, u in updates if u.get("current_tail") and "current" not in u]
-    assert "text_delta" in tails  # text growing in place: tails only
-    assert {"text_end", "toolcall_start"} <= set(whole)  # a block finished or began: whole
-    # A resync (what an executed notebook keeps) sends both, consistent with each other.
-    deltas = [
-        i
-        for i, e in enumerate(events)
-        if getattr(getattr(e, "assistant_message_event", None), "type", "") == "text_delta"
-    ]
+        scheduler.advance(0.1)  # every event patches
+        while page.state["patch_seq"] < view.patch_seq:
+            message = wire.custom[page.state["patch_seq"]]
+            ops.update(op[0] for op in message["ops"])
+            assert page.receive(message)
+            if late is not None:
+                assert late.receive(message)
+        assert page.state == content_state(view)
+        if index == len(events) // 3:  # a page that joins now gets the whole state at once
+            late = Page(content_state(view))
+    assert {"push", "current", "blocks", "promote"} <= ops
+    assert late is not None and late.state == page.state == content_state(view)
+    assert view.messages[1]["blocks"][1]["text"] == "abc " * 300
+
+    # A page that missed a patch sees the gap and asks for the state again.
     view2 = RunView(clock=clock, scheduler=scheduler)
     wire2 = Wire(view2)
-    for event in events[: deltas[2]]:
+    for event in events[:5]:
         view2.handle(event)
-    scheduler.advance(0.05)
-    for event in events[deltas[2] : deltas[5]]:
+        scheduler.advance(0.1)
+    page2 = Page(content_state(view2))
+    for event in events[5:]:
         view2.handle(event)
-    view2.resync()
-    state = wire2.updates[-1]
-    shown = live_text(state["current"], state["current_tail"])
-    assert state["current_tail"]["append"] and len(shown) > len(
-        state["current"]["blocks"][0]["text"]
-    )
-    assert view2.transcript_text().endswith(f"assistant: {shown} …")
+        scheduler.advance(0.1)
+    patches = [m for m in wire2.custom if m["seq"] > page2.state["patch_seq"]]
+    assert not page2.receive(patches[1]) and page2.gaps == 1
+    click(view2, {"type": "resync"})
+    await settle(view2)
+    page2.state.update(json.loads(json.dumps(wire2.updates[-1])))
+    assert page2.state == content_state(view2)
 
 
 # --- front-end requests --------------------------------------------------------------------------
@@ -650,7 +710,8 @@ async def test_long_tool_output_is_previewed_and_sent_whole_on_request() -> None
     assert len(item["text"]) == RESULT_PREVIEW_CHARS and item["text_length"] == len(long_text)
     click(view, {"type": "expand", "tool_call_id": "c1"})
     await settle()
-    assert wire.custom == [{"type": "expanded", "tool_call_id": "c1", "text": long_text}]
+    expanded = [m for m in wire.custom if m["type"] == "expanded"]
+    assert expanded == [{"type": "expanded", "tool_call_id": "c1", "text": long_text}]
 
 
 # --- resync and fallbacks ------------------------------------------------------------------------
@@ -778,3 +839,58 @@ def test_an_executed_notebook_keeps_the_whole_run_in_its_widget_state() -> None:
     bundle = nb.cells[0].outputs[0]["data"]
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert bundle["text/plain"].startswith("pi run ·")
+
+
+async def test_a_stall_signal_shows_until_data_flows_and_a_kept_write_says_saved(
+    faux: FauxProvider,
+) -> None:
+    from pi_notebook.ai.options import StallNotice
+
+    faux.set_responses([faux_assistant_message("late words")])
+    events: list[AgentEvent] = []
+    agent = Agent(model=faux.get_model())
+    agent.subscribe(events.append)
+    await agent.prompt("hi")
+    view = RunView(model=faux.get_model())
+    wire = Wire(view)
+    first_delta = next(i for i, e in enumerate(events) if e.type == "message_update")
+    for event in events[:first_delta]:
+        view.handle(event)
+    view.note_stall(StallNotice(stalled=True, waited_ms=5_400))
+    view.flush()
+    assert view.stalled_ms == 5_400
+    assert view.transcript_text().startswith("pi run · waiting for the model — 5 s · faux/faux-1")
+    assert wire.custom[-1]["set"]["stalled_ms"] == 5_400
+    view.handle(events[first_delta])  # data flows: cleared before the LLM layer says so
+    view.flush()
+    assert view.stalled_ms == 0 and wire.custom[-1]["set"]["stalled_ms"] == 0
+    for event in events[first_delta + 1 :]:
+        view.handle(event)
+    view.note_stall(StallNotice(stalled=True, waited_ms=9_000))  # late: the run is over
+    view.flush()
+    assert view.stalled_ms == 0 and view.status == "done"
+
+    view.note_unsaved("disk full; this turn is not in the file yet")
+    assert view.notice.startswith("Not saved to the session file: disk full")
+    assert "! Not saved to the session file" in view.transcript_text()
+    view.note_saved()
+    assert view.notice.startswith("Saved: ")
+    view.notice = ""  # dismissed
+    view.note_saved()
+    assert view.notice == ""
+
+
+def test_resync_without_content_refreshes_only_the_fallback() -> None:
+    view = RunView()
+    wire = Wire(view)
+    view.handle(AgentStartEvent())
+    view.handle(MessageEndEvent(message=UserMessage(content="hello")))
+    view.flush()
+    sent = len(wire.sent)
+    view.resync(content=False)  # a page that applies the patches has all of it
+    assert len(wire.sent) == sent
+    view.resync()
+    assert len(wire.sent) == sent  # nothing changed since: still nothing to send
+    view.handle(MessageEndEvent(message=faux_assistant_message("Hi there.")))
+    view.resync()
+    assert set(wire.updates[-1]) == set(CONTENT_TRAITS)
