@@ -1,17 +1,21 @@
 """A paged session tree in a real JupyterLab and Chromium: a session bigger than one page opens
 with its side branches folded; unfold one (its rows come from the kernel), find an entry that
-was not in the first page by search, and continue from it."""
+was not in the first page by search, and continue from it. A notebook saved headless and
+reopened without its kernel shows the saved page and says the rest needs the kernel."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+import nbformat
 import pytest
+from nbformat.sign import NotebookNotary
 
 from pi_notebook.notebook.tree_view import PAGE_ROWS
+from tests.notebook.kernel_notebook import execute
 
-from .lab import LabNotebook
+from .lab import LabNotebook, LabServer, close_notebook, open_notebook_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -86,3 +90,33 @@ def test_unfold_search_and_continue_from_an_entry_not_in_the_first_page(
     )
     assert entries[-1]["type"] == "leaf" and entries[-1]["targetId"] == target
     assert PAGE_ROWS < 3000  # the entries found were never in the synced page
+
+
+def test_a_saved_tree_without_its_kernel_shows_its_page_and_says_the_rest_needs_it(
+    lab: LabServer, browser: Any
+) -> None:
+    cells = [MAKE.replace("pages.pi.jsonl", "offline.pi.jsonl"), "%load_ext pi_notebook", "%tree"]
+    env = {"JPY_SESSION_NAME": "offline.ipynb"}
+    nb = execute(cells, lab.root, name="offline.ipynb", env=env, timeout=180)
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    NotebookNotary().sign(nb)  # Lab renders widgets only in trusted notebooks (as after a run)
+    page = open_notebook_page(browser, lab, "reopened.ipynb", [])
+    try:
+        nbformat.write(nb, lab.root / "reopened.ipynb")
+        page.page.goto(f"{lab.url}/lab/tree/reopened.ipynb?reset&token={lab.token}")
+        tree = page.page.locator(".jp-Cell .pi-tree")
+        tree.locator(".pi-node.pi-node-leaf", has_text="main 2999").wait_for()
+        tree.locator(".pi-tree-scroller").evaluate("(el) => { el.scrollTop = 1500 * 24; }")
+        offline = tree.locator(".pi-tree-offline")
+        offline.wait_for()
+        assert "the rest needs the running kernel" in offline.inner_text()
+        assert tree.locator(".pi-node-pending").first.inner_text().endswith("(needs the kernel)")
+        tree.locator(".pi-tree-scroller").evaluate("(el) => { el.scrollTop = 0; }")
+        tree.locator(".pi-node-title", has_text="main 0").wait_for()  # the saved page shows
+        assert not page.page_errors, page.page_errors
+    finally:
+        close_notebook(page)
