@@ -168,18 +168,28 @@ class Shape:
     """The shown nodes: with ``show_meta`` every node, else bookkeeping entries left out."""
 
     def __init__(self, index: TreeIndex, show_meta: bool) -> None:
-        count = len(index.ids)
-        parents, meta = index.parents, index.meta
         self.show_meta = show_meta
-        self.anc = anc = [NO] * count
+        self.anc: list[int] = []
         """The nearest shown ancestor-or-self of each node."""
-        self.parent = shown_parent = [NO] * count
-        self.first = first = [NO] * count
+        self.parent: list[int] = []
+        self.first: list[int] = []
         self.many: dict[int, list[int]] = {}
         self.roots: list[int] = []
+        self.count = 0
+        self.extend(index)
+
+    def extend(self, index: TreeIndex) -> range:
+        """Take the nodes the index gained since (a live session grows); returns them."""
+        start, count = len(self.anc), len(index.ids)
+        parents, meta, show_meta = index.parents, index.meta, self.show_meta
+        grow = count - start
+        anc, shown_parent, first = self.anc, self.parent, self.first
+        anc.extend([NO] * grow)
+        shown_parent.extend([NO] * grow)
+        first.extend([NO] * grow)
         many, roots = self.many, self.roots
         shown = 0
-        for node in range(count):
+        for node in range(start, count):
             parent = parents[node]
             up = anc[parent] if parent != NO else NO
             if show_meta or not meta[node]:
@@ -196,7 +206,8 @@ class Shape:
                     kids.append(node)
             else:
                 anc[node] = up
-        self.count = shown
+        self.count += shown
+        return range(start, count)
 
     def children(self, node: int) -> list[int]:
         kids = self.many.get(node)
@@ -265,6 +276,25 @@ class Layout:
                 stack.extend((kids[j], depth + 1, True, j == end) for j in range(end, -1, -1))
         self.total = total
         self._sizes: dict[int, int] = {}
+
+    def append(self, node: int) -> bool:
+        """Take a node just added to the shape, in place, when it only extends a chain (a live
+        run appending under the leaf) or is hidden; False when the layout must be rebuilt."""
+        shape = self.shape
+        if shape.anc[node] != node:
+            return True  # hidden bookkeeping: no row
+        parent = shape.parent[node]
+        run = self._tail.get(parent) if parent != NO else None
+        if run is None or parent in self.folded or shape.first[parent] != node:
+            return False
+        del self._tail[parent]
+        self.runs[run].nodes.append(node)
+        self._tail[node] = run
+        starts = self.starts
+        for later in range(run + 1, len(starts)):
+            starts[later] += 1
+        self.total += 1
+        return True
 
     def node_at(self, position: int) -> tuple[Run, int]:
         """The run holding display row ``position`` and the row's place in it."""

@@ -277,6 +277,7 @@ class TreeView(PiWidget):
         self._index = TreeIndex()
         self._path_key: tuple[int, str] | None = None
         self._path_nodes: set[int] = set()
+        self._path_leaf = NO
         self._shape = None
         self._layout = None
         self._folded = set()
@@ -293,8 +294,7 @@ class TreeView(PiWidget):
                 self._reset()
                 changed = self._index.update(entries)
             if changed:
-                self._shape = None
-                self._layout = None
+                self._grow()
                 self._version += 1
                 self._sync.mark("page")
             leaf = self._session.leaf_id or ""
@@ -307,6 +307,17 @@ class TreeView(PiWidget):
                 self._name = name
                 self._version += 1
                 self._sync.mark("session_name")
+
+    def _grow(self) -> None:
+        """Extend the shape and layout with the new nodes in place when they only continue a
+        chain (what a live run does); anything else rebuilds them on the next use."""
+        shape, layout = self._shape, self._layout
+        if shape is None or shape.show_meta != self._show_meta:
+            self._shape = self._layout = None
+            return
+        added = shape.extend(self._index)
+        if layout is not None and not all(layout.append(node) for node in added):
+            self._layout = None
 
     def _current_shape(self) -> Shape:
         if self._shape is None or self._shape.show_meta != self._show_meta:
@@ -334,9 +345,27 @@ class TreeView(PiWidget):
         """The current branch's nodes (cached: a page, a fold and a fetch all ask)."""
         key = (self._index.version, self._leaf)
         if self._path_key != key:
-            leaf = self._index.index.get(self._leaf)
-            self._path_key = key
-            self._path_nodes = set() if leaf is None else self._index.branch(leaf)
+            index = self._index
+            leaf = index.index.get(self._leaf)
+            old = self._path_nodes
+            if leaf is None:
+                path: set[int] = set()
+            elif self._path_leaf in old and self._path_leaf != NO:
+                # the leaf moved down from the old one (a run went on): add the steps
+                steps: list[int] = []
+                current = leaf
+                while current != NO and current not in old and len(steps) < 64:
+                    steps.append(current)
+                    current = index.parents[current]
+                if current == self._path_leaf:
+                    old.update(steps)
+                    path = old
+                else:
+                    path = index.branch(leaf)
+            else:
+                path = index.branch(leaf)
+            self._path_key, self._path_nodes = key, path
+            self._path_leaf = NO if leaf is None else leaf
         return self._path_nodes
 
     def _leaf_position(self, layout: Layout) -> int:

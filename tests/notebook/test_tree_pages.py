@@ -218,3 +218,27 @@ async def test_a_live_session_grows_the_page() -> None:
 def test_bad_page_sizes_are_refused() -> None:
     with pytest.raises(ValueError, match="page_rows"):
         TreeView(linear(1), page_rows=2)
+
+
+def test_a_live_run_extends_the_layout_in_place_and_it_matches_a_rebuild() -> None:
+    session, _ = branched(300, every=50, side=5)
+    view = TreeView(session, page_rows=50)
+    layout = view._current_layout()
+    for i in range(30):  # appended under the leaf, with a label now and then: in place
+        session.append_message(UserMessage(content=f"live {i}", timestamp=0))
+        if i % 10 == 0:
+            session.append_label(session.get_entries()[-1].id, f"l{i}")
+        view.refresh()
+        view.flush()
+        assert view._current_layout() is layout
+    grown = view.display_rows()
+    assert grown[view.page["leaf_index"]][2] == "live 29"
+    assert grown == TreeView(session, page_rows=50).display_rows()  # what a rebuild shows
+    session.set_leaf(session.get_entries()[5].id)  # a new branch: rebuilt
+    session.append_message(UserMessage(content="elsewhere", timestamp=0))
+    view.refresh()
+    assert view._current_layout() is not layout
+    fresh = TreeView(session, page_rows=50)
+    fresh.fold_side_branches()
+    view.fold_side_branches()
+    assert view.display_rows() == fresh.display_rows()
