@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import gc
 import json
+import shutil
 import statistics
 import tempfile
 import time
@@ -77,7 +78,9 @@ class Sent:
 
 
 def measure(path: Path, reps: int) -> dict[str, Any]:
-    session = Session.open(path)
+    work = path.with_suffix(".work.jsonl")
+    shutil.copy(path, work)  # the live append below writes to a copy
+    session = Session.open(work)
     builds: list[float] = []
     figures: dict[str, Any] = {}
     for _ in range(reps):
@@ -101,6 +104,12 @@ def measure(path: Path, reps: int) -> dict[str, Any]:
             view.flush()
 
         figures["unfold"], _ = timed(unfold)
+    def append() -> None:  # a live run: one more entry under the leaf, refreshed and synced
+        session.append_message(UserMessage(content="one more", timestamp=0))
+        view.refresh()
+        view.flush()
+
+    figures["append"], _ = timed(append)
     figures["search"], _ = timed(lambda: view.search("no such text anywhere"))
     figures["search_again"], _ = timed(lambda: view.search("side 9"))
     view.close()
@@ -118,10 +127,10 @@ def main() -> None:
     args = parser.parse_args()
     print(
         "| entries | shape | rows | build ms (median) | sync build ms | state bytes "
-        "| fallback ms | fetch 100 rows ms (bytes) | unfold ms | search ms (cold / warm) "
-        "| target |"
+        "| fallback ms | fetch 100 rows ms (bytes) | unfold ms | live append ms "
+        "| search ms (cold / warm) | target |"
     )
-    print("|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
+    print("|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
     with tempfile.TemporaryDirectory() as tmp:
         for text in args.sizes.split(","):
             entries = parse_size(text)
@@ -140,6 +149,7 @@ def main() -> None:
                     f"| {sync * 1000:.0f} | {figures['state']:,} "
                     f"| {figures['fallback'] * 1000:.0f} "
                     f"| {figures['fetch'] * 1000:.1f} ({figures['fetch_bytes']:,}) | {unfold} "
+                    f"| {figures['append'] * 1000:.1f} "
                     f"| {figures['search'] * 1000:.0f} / {figures['search_again'] * 1000:.0f} "
                     f"| {'met' if ok else 'not met'} |"
                 )
