@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import compress
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -82,37 +83,40 @@ class TreeIndex:
             return None
         if read == len(entries):
             return False
-        batch = entries[read:]
-        moves = self._moves
-        if any(entry.type == "leaf" for entry in batch):
-            for entry in batch:
-                if entry.type == "leaf":
-                    moves[entry.id] = entry.parent_id
-            batch = [entry for entry in batch if entry.type != "leaf"]
-        # Comprehensions and a C-level dict update: the per-entry Python work is the whole
-        # cost of reading a 100k-entry session (every field read is a pydantic attribute).
-        if not batch:
-            self._read, self._last_id = len(entries), entries[-1].id
-            return False
-        first = len(self.ids)
+        # One C-level pass over the new entries and comprehensions after it: the per-entry
+        # Python work is the whole cost of reading a 100k-entry session (each field read is a
+        # pydantic attribute), so each field is read once.
+        batch: Sequence[SessionEntry] = entries[read:]
         new_ids, parents_given, kinds = zip(*map(_FIELDS, batch), strict=True)
         parent_ids: Sequence[str | None] = parents_given
-        index = self.index
-        index.update(zip(new_ids, range(first, first + len(new_ids)), strict=True))
-        get = index.get
-        if moves:
-            parent_ids = [self._through_moves(p) if p in moves else p for p in parent_ids]
-        parents = [
-            NO if p is None else (q if (q := get(p, NO)) < position else NO)
-            for position, p in enumerate(parent_ids, first)
-        ]
-        self.ids.extend(new_ids)
-        self.parents.extend(parents)
-        self.meta.extend([kind in META_TYPES for kind in kinds])
-        self.entries.extend(batch)
-        for position, kind in enumerate(kinds, first):
-            if kind == "label" or kind == "context_edit":
-                self._bookkeeping(self.entries[position])
+        moves = self._moves
+        if "leaf" in kinds:  # navigation records: remembered, not nodes
+            keep = [k != "leaf" for k in kinds]
+            moves.update((i, p) for i, p, k in zip(new_ids, parent_ids, keep, strict=True) if not k)
+            batch = list(compress(batch, keep))
+            new_ids = tuple(compress(new_ids, keep))
+            parent_ids = list(compress(parent_ids, keep))
+            kinds = tuple(compress(kinds, keep))
+        if batch:
+            first = len(self.ids)
+            index = self.index
+            index.update(zip(new_ids, range(first, first + len(new_ids)), strict=True))
+            get = index.get
+            if moves:
+                parent_ids = [self._through_moves(p) if p in moves else p for p in parent_ids]
+            self.parents.extend(
+                [
+                    NO if p is None else (q if (q := get(p, NO)) < position else NO)
+                    for position, p in enumerate(parent_ids, first)
+                ]
+            )
+            self.ids.extend(new_ids)
+            self.meta.extend([kind in META_TYPES for kind in kinds])
+            self.entries.extend(batch)
+            if "label" in kinds or "context_edit" in kinds:
+                for position, kind in enumerate(kinds, first):
+                    if kind == "label" or kind == "context_edit":
+                        self._bookkeeping(self.entries[position])
         self._read = len(entries)
         self._last_id = entries[-1].id
         self.version += 1
