@@ -183,7 +183,7 @@ class ExecutedNotebook:
 
     @property
     def tree_views(self) -> list[dict[str, Any]]:
-        """The saved state of each ``%tree`` widget (``nodes``, ``leaf_id``, ``labels``…)."""
+        """The saved state of each ``%tree`` widget (``page``, its first rows; ``leaf_id``…)."""
         return self._widgets(_TREE_VIEW)
 
     @property

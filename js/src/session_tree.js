@@ -1,9 +1,11 @@
 // The session-tree widget: a virtualised, foldable tree of session entries with the current
-// leaf highlighted, a detail pane for the selected node and the navigation actions.
+// leaf highlighted, a detail pane for the selected node, search and the navigation actions.
+// Rows come a page at a time (tree_model.js: RowCache): the synced page, then `rows` requests
+// for what scrolls into view; folds, "all entries", search and reveal are kernel requests.
 import { formatCost, formatTokens, h } from "./dom.js";
 import { renderItem } from "./items.js";
 import { showNotice } from "./notice.js";
-import { COST, EDIT_FLAGS, FLAG, KIND, MODEL, TITLE, TOKENS, activePath, buildTree, flatten, foldOffPath, reveal } from "./tree_model.js";
+import { BITS, BRANCHING, COST, DEPTH, EDIT_FLAGS, FLAG, FOLDED, FORK, HIDDEN, ID, KIND, LABEL, LAST, MODEL, OFFLINE_MS, PATH, RowCache, TITLE, TOKENS } from "./tree_model.js";
 
 export const ROW_HEIGHT = 24;
 const OVERSCAN = 8;
@@ -35,7 +37,7 @@ export class VirtualList {
     this.scroller = scroller;
     this.renderRow = renderRow;
     this.rowHeight = rowHeight;
-    this.rows = [];
+    this.count = 0;
     this.spacer = h("div", { class: "pi-tree-spacer" });
     this.window = h("div", { class: "pi-tree-window" });
     scroller.replaceChildren(this.spacer, this.window);
@@ -43,10 +45,18 @@ export class VirtualList {
     scroller.addEventListener("scroll", () => this.schedule());
   }
 
-  setRows(rows) {
-    this.rows = rows;
-    this.spacer.style.height = `${rows.length * this.rowHeight}px`;
+  setCount(count) {
+    this.count = count;
+    this.spacer.style.height = `${count * this.rowHeight}px`;
     this.render();
+  }
+
+  // The display rows in (or near) the viewport: [first, last).
+  range() {
+    const height = this.viewport();
+    const first = Math.max(0, Math.floor(this.scroller.scrollTop / this.rowHeight) - OVERSCAN);
+    const last = Math.min(this.count, Math.ceil((this.scroller.scrollTop + height) / this.rowHeight) + OVERSCAN);
+    return [first, last];
   }
 
   schedule() {
@@ -65,16 +75,15 @@ export class VirtualList {
   }
 
   render() {
-    const height = this.viewport();
-    const first = Math.max(0, Math.floor(this.scroller.scrollTop / this.rowHeight) - OVERSCAN);
-    const last = Math.min(this.rows.length, Math.ceil((this.scroller.scrollTop + height) / this.rowHeight) + OVERSCAN);
+    const [first, last] = this.range();
     const children = [];
     for (let i = first; i < last; i++) {
-      const el = this.renderRow(this.rows[i], i);
+      const el = this.renderRow(i);
       el.style.top = `${i * this.rowHeight}px`;
       children.push(el);
     }
     this.window.replaceChildren(...children);
+    this.onRender?.(first, last);
   }
 
   scrollToIndex(index) {
@@ -90,34 +99,28 @@ export class VirtualList {
 export class SessionTreeView {
   constructor(model, el) {
     this.model = model;
-    this.folded = new Set();
-    this.showMeta = false;
+    this.cache = new RowCache();
     this.selectedId = model.get("selected_id") || null;
-    this.tree = null;
-    this.rows = [];
-    this.indexById = new Map();
-    this.path = new Set();
-    this.leafId = null;
     this.revealedLeaf = null;
+    this.pendingReveal = null; // an id to scroll to once its index is known
+    this.offline = false;
     this.build(el);
     this.listeners = [];
-    const on = (names, fn) => {
-      for (const name of names) {
-        const bound = () => fn.call(this);
-        model.on(`change:${name}`, bound);
-        this.listeners.push([`change:${name}`, bound]);
-      }
+    const on = (event, fn) => {
+      const bound = (...args) => fn.call(this, ...args);
+      model.on(event, bound);
+      this.listeners.push([event, bound]);
     };
-    on(["nodes", "tail"], this.rebuild);
-    on(["labels"], this.renderList);
-    on(["leaf_id"], this.onLeaf);
-    on(["session_name"], this.renderToolbar);
-    on(["selected_id"], this.onSelected);
-    on(["selected_detail"], this.renderDetail);
-    on(["controls", "busy"], this.renderControls);
-    on(["notice"], this.renderNotice);
-    this.rebuild();
-    this.revealLeaf();
+    for (const name of ["page"]) on(`change:${name}`, this.onPage);
+    on("change:leaf_id", this.onPage);
+    on("change:session_name", this.renderToolbar);
+    on("change:selected_id", this.onSelected);
+    on("change:selected_detail", this.renderDetail);
+    on("change:controls", this.renderControls);
+    on("change:busy", this.renderControls);
+    on("change:notice", this.renderNotice);
+    on("msg:custom", this.onMessage);
+    this.onPage();
     this.renderDetail();
     this.renderNotice();
     this.keepLeafInViewOnceShown();
@@ -145,13 +148,16 @@ export class SessionTreeView {
     this.nameEl = h("span", { class: "pi-tree-name" });
     this.countEl = h("span", { class: "pi-tree-count" });
     this.metaToggle = h("input", { type: "checkbox", class: "pi-tree-meta-toggle" });
-    this.metaToggle.addEventListener("change", () => {
-      this.showMeta = this.metaToggle.checked;
-      this.rebuild();
-    });
+    this.metaToggle.addEventListener("change", () => this.send({ type: "show_meta", show: this.metaToggle.checked }));
     this.leafButton = h("button", { class: "pi-button", type: "button", text: "Go to current", onclick: () => this.revealLeaf(true) });
-    this.foldButton = h("button", { class: "pi-button", type: "button", text: "Fold side branches", onclick: () => this.foldSideBranches() });
+    this.foldButton = h("button", { class: "pi-button", type: "button", text: "Fold side branches", onclick: () => this.send({ type: "fold_side" }) });
     this.compactButton = h("button", { class: "pi-button pi-compact", type: "button", text: "Compact", title: "compact the context from the current leaf", onclick: () => this.send({ type: "compact" }) });
+    this.searchInput = h("input", { type: "search", class: "pi-tree-search", placeholder: "search entries", "aria-label": "search entries" });
+    this.searchInput.addEventListener("keydown", (event) => {
+      event.stopPropagation(); // typing here is not a notebook shortcut
+      if (event.key === "Enter") this.search(this.searchInput.value);
+      if (event.key === "Escape") this.clearSearch();
+    });
     this.busyEl = h("span", { class: "pi-tree-busy" });
     this.toolbar = h(
       "div",
@@ -162,49 +168,81 @@ export class SessionTreeView {
       this.leafButton,
       this.foldButton,
       this.compactButton,
+      this.searchInput,
       this.busyEl,
     );
+    this.resultsEl = h("div", { class: "pi-tree-results", hidden: true });
+    this.offlineEl = h("div", { class: "pi-tree-offline", hidden: true });
     this.noticeEl = h("div", { class: "pi-notice", hidden: true });
     this.scroller = h("div", { class: "pi-tree-scroller", tabindex: 0, role: "tree" });
     this.scroller.addEventListener("keydown", (event) => this.onKey(event));
-    this.list = new VirtualList(this.scroller, (row) => this.renderRow(row));
+    this.list = new VirtualList(this.scroller, (index) => this.renderRow(index));
+    this.list.onRender = (first, last) => this.fetch(first, last);
     this.detailEl = h("div", { class: "pi-tree-detail" });
-    this.root = h("div", { class: "pi-tree" }, this.toolbar, this.noticeEl, h("div", { class: "pi-tree-body" }, this.scroller, this.detailEl));
+    this.root = h("div", { class: "pi-tree" }, this.toolbar, this.resultsEl, this.offlineEl, this.noticeEl, h("div", { class: "pi-tree-body" }, this.scroller, this.detailEl));
     el.replaceChildren(this.root);
   }
 
-  allRows() {
-    const nodes = this.model.get("nodes") || [];
-    const tail = this.model.get("tail") || [];
-    return tail.length ? nodes.concat(tail) : nodes;
-  }
+  // --- rows ----------------------------------------------------------------------------------
 
-  rebuild() {
-    this.tree = buildTree(this.allRows(), { showMeta: this.showMeta });
-    this.computePath();
+  onPage() {
+    this.cache.adopt(this.model.get("page"));
+    this.metaToggle.checked = this.cache.showMeta;
     this.renderToolbar();
-    this.renderList();
-    // a new branch: the leaf may have moved before its node arrived
-    if (this.leafId !== this.revealedLeaf) this.revealLeaf();
+    this.list.setCount(this.cache.total);
+    // a new leaf (a run went on, "Continue from here"): bring it into view
+    const leaf = this.model.get("leaf_id") || null;
+    if (leaf !== this.revealedLeaf) this.revealLeaf();
+    this.scrollToPendingReveal();
   }
 
-  computePath() {
-    const { path, leafId } = activePath(this.tree, this.model.get("leaf_id") || null);
-    this.path = path;
-    this.leafId = leafId;
+  onMessage(message) {
+    if (!message || typeof message !== "object") return;
+    if (message.type === "rows") {
+      if (this.cache.accept(message)) this.list.render();
+      this.setOffline(false);
+    } else if (message.type === "revealed") {
+      this.pendingReveal = message.layout === this.cache.layout ? null : message;
+      if (message.layout === this.cache.layout) this.list.scrollToIndex(message.index);
+      this.scrollToPendingReveal();
+    } else if (message.type === "found") {
+      this.renderResults(message);
+    }
   }
 
-  onLeaf() {
-    this.computePath();
-    this.renderToolbar();
-    this.revealLeaf();
+  scrollToPendingReveal() {
+    const pending = this.pendingReveal;
+    if (pending && pending.layout === this.cache.layout) {
+      this.pendingReveal = null;
+      this.list.scrollToIndex(pending.index);
+    }
+  }
+
+  fetch(first, last) {
+    for (const request of this.cache.requests(first, last)) this.send(request);
+    if (!this.cache.answered && !this.offlineTimer && this.cache.pending.size) {
+      this.offlineTimer = setTimeout(() => {
+        this.offlineTimer = null;
+        if (this.cache.offline()) this.setOffline(true);
+      }, OFFLINE_MS);
+    }
+  }
+
+  setOffline(offline) {
+    if (offline === this.offline) return;
+    this.offline = offline;
+    const cached = this.cache.cachedCount();
+    this.offlineEl.hidden = !offline;
+    this.offlineEl.textContent = offline
+      ? `This saved tree holds ${cached.toLocaleString("en-US")} of its ${this.cache.total.toLocaleString("en-US")} rows; the rest needs the running kernel (run %tree again).`
+      : "";
+    this.list.render();
   }
 
   renderToolbar() {
     const name = this.model.get("session_name") || "";
     this.nameEl.textContent = name ? `Session “${name}”` : "Session";
-    const total = this.tree ? this.tree.byId.size : 0;
-    this.countEl.textContent = `${total} entries`;
+    this.countEl.textContent = `${this.cache.entries} entries`;
     this.renderControls();
   }
 
@@ -217,66 +255,99 @@ export class SessionTreeView {
     this.renderDetailActions();
   }
 
-  renderList() {
-    this.rows = flatten(this.tree, this.folded);
-    this.indexById = new Map(this.rows.map((row, index) => [row.node.id, index]));
-    this.list.setRows(this.rows);
-  }
-
   revealLeaf(scroll = true) {
-    if (!this.leafId) return;
-    if (reveal(this.tree, this.leafId, this.folded)) this.renderList();
-    const index = this.indexById.get(this.leafId);
-    if (index !== undefined) this.revealedLeaf = this.leafId;
-    if (scroll && index !== undefined) this.list.scrollToIndex(index);
+    const index = this.cache.leafIndex;
+    if (index < 0) return;
+    this.revealedLeaf = this.model.get("leaf_id") || null;
+    if (scroll) this.list.scrollToIndex(index);
     else this.list.render();
   }
 
-  foldSideBranches() {
-    this.folded = foldOffPath(this.tree, this.path);
-    this.renderList();
-    this.revealLeaf();
+  toggleFold(id, folded) {
+    this.send({ type: "fold", id, folded: !folded });
   }
 
-  toggleFold(id) {
-    if (!this.folded.delete(id)) this.folded.add(id);
-    this.renderList();
-  }
-
-  renderRow(display) {
-    const { node, depth, fork, last, folded, hidden } = display;
-    const row = node.row;
-    const labels = this.model.get("labels") || {};
+  renderRow(index) {
+    const row = this.cache.get(index);
+    if (!row) {
+      const text = this.offline ? "… not in the saved page (needs the kernel)" : "loading…";
+      return h("div", { class: "pi-node pi-node-pending", "data-index": index, text });
+    }
+    const bits = row[BITS];
+    const folded = Boolean(bits & FOLDED);
     const classes = ["pi-node", `pi-node-${row[KIND]}`];
-    if (node.id === this.leafId) classes.push("pi-node-leaf");
-    else if (this.path.has(node.id)) classes.push("pi-node-path");
-    if (node.id === this.selectedId) classes.push("pi-node-selected");
+    if (index === this.cache.leafIndex) classes.push("pi-node-leaf");
+    else if (bits & PATH) classes.push("pi-node-path");
+    if (row[ID] === this.selectedId) classes.push("pi-node-selected");
     if (row[FLAG]) classes.push(`pi-node-${row[FLAG]}`);
-    const toggle = node.children.length > 0 && (display.branching || folded)
+    const toggle = bits & (BRANCHING | FOLDED)
       ? h("span", { class: "pi-node-fold", text: folded ? "▸" : "▾", title: folded ? "unfold" : "fold",
-          onclick: (event) => { event.stopPropagation(); this.toggleFold(node.id); } })
-      : h("span", { class: "pi-node-fold pi-node-nofold", text: fork ? (last ? "└" : "├") : "" });
-    const label = labels[node.id];
+          onclick: (event) => { event.stopPropagation(); this.toggleFold(row[ID], folded); } })
+      : h("span", { class: "pi-node-fold pi-node-nofold", text: bits & FORK ? (bits & LAST ? "└" : "├") : "" });
     const stats = [];
     if (row[MODEL]) stats.push(row[MODEL]);
     if (row[TOKENS]) stats.push(`${formatTokens(row[TOKENS])} tok`);
     if (row[COST]) stats.push(formatCost(row[COST]));
     const el = h(
       "div",
-      { class: classes.join(" "), "data-id": node.id, role: "treeitem", title: `${row[KIND]} ${node.id}` },
+      { class: classes.join(" "), "data-id": row[ID], "data-index": index, role: "treeitem", title: `${row[KIND]} ${row[ID]}` },
       toggle,
       h("span", { class: "pi-node-kind", text: KIND_BADGE[row[KIND]] || "•" }),
       h("span", { class: "pi-node-title", text: row[TITLE] || row[KIND] }),
-      label ? h("span", { class: "pi-node-label", text: label }) : null,
+      row[LABEL] ? h("span", { class: "pi-node-label", text: row[LABEL] }) : null,
       EDIT_FLAGS[row[FLAG]] ? h("span", { class: "pi-node-edit", text: row[FLAG], title: EDIT_FLAGS[row[FLAG]] }) : null,
-      hidden ? h("span", { class: "pi-node-hidden", text: `+${hidden}` }) : null,
-      node.id === this.leafId ? h("span", { class: "pi-node-here", text: "● current" }) : null,
+      folded ? h("span", { class: "pi-node-hidden", text: `+${row[HIDDEN].toLocaleString("en-US")}`, title: `${row[HIDDEN]} entries folded` }) : null,
+      index === this.cache.leafIndex ? h("span", { class: "pi-node-here", text: "● current" }) : null,
       stats.length ? h("span", { class: "pi-node-stats", text: stats.join(" · ") }) : null,
     );
-    el.style.paddingLeft = `${6 + depth * 16}px`;
-    el.addEventListener("click", () => this.select(node.id));
+    el.style.paddingLeft = `${6 + row[DEPTH] * 16}px`;
+    el.addEventListener("click", () => this.select(row[ID]));
     return el;
   }
+
+  // --- search --------------------------------------------------------------------------------
+
+  search(query) {
+    query = query.trim();
+    if (!query) return this.clearSearch();
+    this.query = query;
+    this.resultsEl.hidden = false;
+    this.resultsEl.replaceChildren(h("div", { class: "pi-muted", text: `searching for “${query}”…` }));
+    this.send({ type: "search", query });
+  }
+
+  clearSearch() {
+    this.query = null;
+    this.searchInput.value = "";
+    this.resultsEl.hidden = true;
+    this.resultsEl.replaceChildren();
+  }
+
+  renderResults(found) {
+    if (found.query !== this.query) return; // an older search's answer
+    const matches = found.matches || [];
+    const more = found.total > matches.length ? `, the first ${matches.length} shown` : "";
+    const items = matches.map(([id, kind, title, label]) =>
+      h("div", { class: "pi-tree-result", "data-id": id, role: "button", tabindex: 0,
+          onclick: () => this.revealEntry(id) },
+        h("span", { class: "pi-node-kind", text: KIND_BADGE[kind] || "•" }),
+        h("span", { class: "pi-node-title", text: title || kind }),
+        label ? h("span", { class: "pi-node-label", text: label }) : null),
+    );
+    const head = h("div", { class: "pi-tree-results-head" },
+      h("span", { text: `${found.total} match${found.total === 1 ? "" : "es"} for “${found.query}”${more}` }),
+      h("button", { class: "pi-button pi-tree-results-close", type: "button", text: "×", title: "close", onclick: () => this.clearSearch() }));
+    this.resultsEl.replaceChildren(head, ...items);
+  }
+
+  // Unfold what hides an entry, scroll to it and select it (the kernel answers with its index).
+  revealEntry(id) {
+    this.selectedId = id;
+    this.renderDetail();
+    this.send({ type: "reveal", id });
+  }
+
+  // --- selection and detail ------------------------------------------------------------------
 
   select(id) {
     if (!id) return;
@@ -290,11 +361,12 @@ export class SessionTreeView {
     if (event.key !== "ArrowDown" && event.key !== "ArrowUp") return;
     event.preventDefault();
     event.stopPropagation();
-    const index = this.indexById.get(this.selectedId);
+    const index = this.cache.indexOf(this.selectedId);
     const next = index === undefined ? 0 : index + (event.key === "ArrowDown" ? 1 : -1);
-    if (next < 0 || next >= this.rows.length) return;
-    this.select(this.rows[next].node.id);
+    if (next < 0 || next >= this.cache.total) return;
     this.list.scrollToIndex(next);
+    const row = this.cache.get(next);
+    if (row) this.select(row[ID]);
   }
 
   // The kernel selected a node (a click's answer, or `view.select(...)` from Python).
@@ -302,10 +374,15 @@ export class SessionTreeView {
     const synced = this.model.get("selected_id") || null;
     if (synced === this.selectedId) return;
     this.selectedId = synced;
-    const index = synced === null ? undefined : this.indexById.get(synced);
+    const index = synced === null ? undefined : this.cache.indexOf(synced);
     if (index !== undefined) this.list.scrollToIndex(index);
     else this.list.render();
     this.renderDetail();
+  }
+
+  selectedRow() {
+    const index = this.cache.indexOf(this.selectedId);
+    return index === undefined ? undefined : this.cache.get(index);
   }
 
   renderDetail() {
@@ -315,8 +392,8 @@ export class SessionTreeView {
       this.detailEl.append(h("div", { class: "pi-muted", text: "Select a node to see its message and actions." }));
       return;
     }
-    const node = this.tree && this.tree.byId.get(this.selectedId);
-    const title = node ? node.row[TITLE] : this.selectedId;
+    const row = this.selectedRow();
+    const title = row ? row[TITLE] : detail.id === this.selectedId ? detail.title : this.selectedId;
     this.detailEl.append(h("div", { class: "pi-detail-title", text: title || "" }));
     this.actionsEl = h("div", { class: "pi-detail-actions" });
     this.detailEl.append(this.actionsEl);
@@ -356,8 +433,8 @@ export class SessionTreeView {
         onclick: () => this.send({ type: "fork", id }) }));
     }
     if (controls.label) {
-      const labels = this.model.get("labels") || {};
-      const input = h("input", { type: "text", class: "pi-label-input", placeholder: "label", value: labels[id] || "" });
+      const row = this.selectedRow();
+      const input = h("input", { type: "text", class: "pi-label-input", placeholder: "label", value: (row && row[LABEL]) || "" });
       input.addEventListener("keydown", (event) => event.stopPropagation());
       parts.push(input, h("button", { class: "pi-button pi-label-set", type: "button", text: "Set label", disabled: busy,
         onclick: () => this.send({ type: "label", id, text: input.value.trim() }) }));
@@ -372,6 +449,7 @@ export class SessionTreeView {
   dispose() {
     for (const [event, fn] of this.listeners) this.model.off(event, fn);
     this.resizeObserver?.disconnect();
+    if (this.offlineTimer) clearTimeout(this.offlineTimer);
   }
 }
 

@@ -1,139 +1,117 @@
-// The session tree as data: build it from the node table the kernel syncs, fold it, flatten it
-// into display rows. Pure functions, O(n) in the number of nodes, no recursion (deep chains).
+// The session tree as the front end holds it: a cache of display rows by index. The kernel keeps
+// the tree's shape and folds (pi_notebook/notebook/tree_pages.py); the synced `page` trait holds
+// one bounded page (the top rows and those around the current leaf) and every other row is
+// fetched on demand, in aligned blocks, with `rows` requests answered by custom messages.
 
-// Columns of a node row (pi_notebook/notebook/widget_protocol.py: NodeRow). PARENT is the index
-// of the parent's row in the table (parents come first), or null for a root.
+// Columns of a display row (tree_view.py: TreeView.display_rows).
 export const ID = 0;
-export const PARENT = 1;
-export const KIND = 2;
-export const TITLE = 3;
-export const MODEL = 4;
-export const TOKENS = 5;
-export const COST = 6;
-export const FLAG = 7;
+export const KIND = 1;
+export const TITLE = 2;
+export const MODEL = 3;
+export const TOKENS = 4;
+export const COST = 5;
+export const FLAG = 6;
+export const LABEL = 7;
+export const DEPTH = 8;
+export const BITS = 9;
+export const HIDDEN = 10;
 
-// Bookkeeping entries hidden unless asked for; their children hang from the nearest shown ancestor.
-// pi 1.6 hides its `usage` entries (tokens spent outside the transcript) the same way.
-export const META_KINDS = new Set(["label", "session_info", "custom", "active_tools", "usage"]);
+// Bits of BITS (tree_pages.py): under a branch point, its last child, a branch point itself,
+// folded, on the current branch.
+export const FORK = 1;
+export const LAST = 2;
+export const BRANCHING = 4;
+export const FOLDED = 8;
+export const PATH = 16;
 
 // Flags a context edit puts on the message it targets (FLAG column), with their tooltips.
 export const EDIT_FLAGS = { edited: "edited in the context", omitted: "hidden from the context" };
 
-export function buildTree(rows, { showMeta = false } = {}) {
-  const byId = new Map();
-  for (let index = 0; index < rows.length; index++) {
-    const row = rows[index];
-    const parentRow = row[PARENT] === null || row[PARENT] === undefined ? undefined : rows[row[PARENT]];
-    byId.set(row[ID], {
-      id: row[ID],
-      row,
-      index,
-      parentId: parentRow === undefined || parentRow === row ? null : parentRow[ID],
-      parent: null,
-      children: [],
-      visible: showMeta || !META_KINDS.has(row[KIND]),
-      size: 1, // shown nodes in this subtree, itself included
-    });
+export const BLOCK = 100; // rows per fetch
+export const OFFLINE_MS = 4000; // a fetch unanswered this long: the kernel is not there
+
+export class RowCache {
+  constructor() {
+    this.layout = -1;
+    this.total = 0;
+    this.entries = 0;
+    this.leafIndex = -1;
+    this.showMeta = false;
+    this.rows = new Map(); // display index -> row
+    this.pending = new Map(); // block -> time asked
+    this.answered = false; // a reply came (so the kernel is there)
   }
-  const resolved = new Map(); // hidden node id -> its nearest shown ancestor (or null)
-  const shownAncestor = (id) => {
-    const chain = [];
-    let current = id;
-    let result = null;
-    for (let steps = 0; current !== null && current !== undefined && steps <= byId.size; steps++) {
-      if (resolved.has(current)) {
-        result = resolved.get(current);
-        break;
+
+  // A new page from the kernel: rows of older layouts are dropped.
+  adopt(page) {
+    page = page || {};
+    const fresh = page.layout !== this.layout;
+    this.layout = page.layout ?? -1;
+    this.total = page.total || 0;
+    this.entries = page.entries || 0;
+    this.leafIndex = page.leaf_index ?? -1;
+    this.showMeta = Boolean(page.show_meta);
+    if (fresh) {
+      this.rows.clear();
+      this.pending.clear();
+    }
+    for (const [start, rows] of page.segments || []) this.put(start, rows);
+  }
+
+  put(start, rows) {
+    for (let i = 0; i < rows.length; i++) this.rows.set(start + i, rows[i]);
+  }
+
+  // A `rows` reply; false when it belongs to another layout (it is dropped).
+  accept(reply) {
+    this.answered = true;
+    if (reply.layout !== this.layout) return false;
+    this.put(reply.start, reply.rows || []);
+    const block = Math.floor(reply.start / BLOCK);
+    this.pending.delete(block);
+    return true;
+  }
+
+  get(index) {
+    return this.rows.get(index);
+  }
+
+  indexOf(id) {
+    for (const [index, row] of this.rows) if (row[ID] === id) return index;
+    return undefined;
+  }
+
+  // The requests that fetch the missing rows of [first, last), in aligned blocks, each asked once.
+  requests(first, last, now = Date.now()) {
+    const out = [];
+    last = Math.min(last, this.total);
+    for (let block = Math.floor(Math.max(0, first) / BLOCK); block * BLOCK < last; block++) {
+      if (this.pending.has(block)) continue;
+      const start = block * BLOCK;
+      const end = Math.min(this.total, start + BLOCK);
+      let complete = true;
+      for (let i = Math.max(start, first); i < Math.min(end, last); i++) {
+        if (!this.rows.has(i)) {
+          complete = false;
+          break;
+        }
       }
-      const node = byId.get(current);
-      if (!node) break;
-      if (node.visible) {
-        result = node;
-        break;
-      }
-      chain.push(current);
-      current = node.parentId;
+      if (complete) continue;
+      this.pending.set(block, now);
+      out.push({ type: "rows", layout: this.layout, start, end });
     }
-    for (const hiddenId of chain) resolved.set(hiddenId, result);
-    return result;
-  };
-  const roots = [];
-  const order = [];
-  for (const node of byId.values()) {
-    if (!node.visible) continue;
-    const parent = node.parentId === null ? null : shownAncestor(node.parentId);
-    node.parent = parent === node ? null : parent;
-    if (node.parent) node.parent.children.push(node);
-    else roots.push(node);
-    order.push(node);
+    return out;
   }
-  // Subtree sizes: children come after their parents in file order, so walk it backwards.
-  for (let i = order.length - 1; i >= 0; i--) {
-    const node = order[i];
-    if (node.parent) node.parent.size += node.size;
-  }
-  return { byId, roots, count: order.length, shownAncestor };
-}
 
-// Ids from the leaf up to its root (hidden entries included), and the shown node standing for
-// the leaf (the leaf itself, or its nearest shown ancestor when the leaf is hidden).
-export function activePath(tree, leafId) {
-  const path = new Set();
-  let current = leafId;
-  for (let steps = 0; current && steps <= tree.byId.size; steps++) {
-    const node = tree.byId.get(current);
-    if (!node) break;
-    path.add(current);
-    current = node.parentId;
+  // Whether a fetch has waited longer than OFFLINE_MS with no reply ever (a saved notebook
+  // opened without its kernel).
+  offline(now = Date.now()) {
+    if (this.answered) return false;
+    for (const asked of this.pending.values()) if (now - asked >= OFFLINE_MS) return true;
+    return false;
   }
-  const leaf = leafId ? tree.shownAncestor(leafId) : null;
-  return { path, leafId: leaf ? leaf.id : null };
-}
 
-// Display rows in depth-first order. A node with one child continues at the same depth (long
-// linear chains do not drift right); the children of a branch point are indented one level.
-// A folded node hides its subtree and reports how many nodes it hides.
-export function flatten(tree, folded = new Set()) {
-  const out = [];
-  const stack = [];
-  const rootsBranch = tree.roots.length > 1;
-  for (let i = tree.roots.length - 1; i >= 0; i--) {
-    stack.push({ node: tree.roots[i], depth: 0, fork: rootsBranch, last: i === tree.roots.length - 1 });
+  cachedCount() {
+    return this.rows.size;
   }
-  while (stack.length > 0) {
-    const { node, depth, fork, last } = stack.pop();
-    const isFolded = node.children.length > 0 && folded.has(node.id);
-    out.push({ node, depth, fork, last, branching: node.children.length > 1, folded: isFolded, hidden: isFolded ? node.size - 1 : 0 });
-    if (isFolded) continue;
-    const children = node.children;
-    const branching = children.length > 1;
-    for (let i = children.length - 1; i >= 0; i--) {
-      stack.push({ node: children[i], depth: branching ? depth + 1 : depth, fork: branching, last: i === children.length - 1 });
-    }
-  }
-  return out;
-}
-
-// Unfold every ancestor of `id` so it shows; returns true if something was unfolded.
-export function reveal(tree, id, folded) {
-  let changed = false;
-  let node = tree.byId.get(id);
-  node = node && (node.visible ? node : tree.shownAncestor(id));
-  for (let current = node && node.parent; current; current = current.parent) {
-    if (folded.delete(current.id)) changed = true;
-  }
-  return changed;
-}
-
-// Fold every branch point's side branches that do not contain the active path: a quick way to
-// tame a big tree. Returns the new folded set.
-export function foldOffPath(tree, path) {
-  const folded = new Set();
-  for (const node of tree.byId.values()) {
-    if (!node.visible || node.children.length < 2) continue;
-    for (const child of node.children) {
-      if (!path.has(child.id) && child.children.length > 0) folded.add(child.id);
-    }
-  }
-  return folded;
 }

@@ -90,7 +90,8 @@ describe("session tree ← kernel state", () => {
   it("shows both branches, the current leaf and the label", () => {
     const { el } = mountTree(state);
     const shown = [...el.querySelectorAll(".pi-node")].map((node) => node.getAttribute("data-id"));
-    const ids = (title) => state.nodes.filter((row) => row[3] === title).map((row) => row[0]);
+    const rows = state.page.segments.flatMap(([, segment]) => segment);
+    const ids = (title) => rows.filter((row) => row[2] === title).map((row) => row[0]);
     for (const title of ["hello", "hi", "another branch"]) expect(shown).toContain(ids(title)[0]);
     expect(el.querySelector(".pi-node-leaf").getAttribute("data-id")).toBe(state.leaf_id);
     expect(el.textContent).toContain("start");

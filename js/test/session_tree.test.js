@@ -1,106 +1,29 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import widget, { SessionTreeView } from "../src/session_tree.js";
-import { activePath, buildTree, flatten, foldOffPath, reveal } from "../src/tree_model.js";
+import { BLOCK, BRANCHING, FOLDED, FORK, LAST, OFFLINE_MS, PATH, RowCache } from "../src/tree_model.js";
 import { FakeModel } from "./fake_model.js";
 
-// [id, parent, kind, title, model, tokens, cost, flag]; written with parent ids, then turned
-// into the wire's table (parents as row indexes) by `table`.
-const row = (id, parent, kind = "user", title = id, extra = {}) => [id, parent, kind, title, extra.model || "", extra.tokens || 0, extra.cost || 0, extra.flag || ""];
+// A display row as the kernel sends it: [id, kind, title, model, tokens, cost, flag, label,
+// depth, bits, hidden].
+const row = (id, kind = "user", title = id, extra = {}) => [id, kind, title, extra.model || "", extra.tokens || 0, extra.cost || 0, extra.flag || "", extra.label || "", extra.depth || 0, extra.bits ?? LAST, extra.hidden || 0];
 
-function table(rows) {
-  const index = new Map(rows.map((r, i) => [r[0], i]));
-  return rows.map((r) => [r[0], r[1] === null ? null : (index.get(r[1]) ?? null), ...r.slice(2)]);
+// A long linear session: display row i is entry n<i>.
+const chainRow = (i) => row(`n${i}`, i % 2 ? "assistant" : "user", `turn ${i}`, { bits: LAST | PATH });
+
+function page(total, segments, extra = {}) {
+  return { layout: extra.layout ?? 1, total, entries: extra.entries ?? total, leaf_index: extra.leaf ?? total - 1, show_meta: false, segments };
 }
 
-// Deterministic generated session: mostly a chain of turns, with a branch every so often.
-function generate(count, seed = 7) {
-  let state = seed;
-  const random = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-  const kinds = ["user", "assistant", "tool_result", "assistant"];
-  const rows = [];
-  let tip = null;
-  for (let i = 0; i < count; i++) {
-    let parent = tip;
-    if (i > 10 && random() < 0.03) parent = rows[Math.floor(random() * rows.length)][0];
-    const id = `n${i}`;
-    rows.push(row(id, parent, kinds[i % 4], `turn ${i} ${"words ".repeat(i % 7)}`, { model: i % 4 === 1 ? "faux/m" : "", tokens: i % 4 === 1 ? 100 + i : 0, cost: i % 4 === 1 ? 0.001 : 0 }));
-    tip = id;
-  }
-  return rows;
+// The synced page of a `total`-row chain: the first 30 rows and the 200 before the leaf.
+function chainPage(total, layout = 1) {
+  const range = (a, b) => Array.from({ length: b - a }, (_, k) => chainRow(a + k));
+  return page(total, [[0, range(0, 30)], [total - 200, range(total - 200, total)]], { layout });
 }
 
-describe("tree model", () => {
-  const rows = table([
-    row("a", null, "model_change", "model: faux/m"),
-    row("b", "a", "user", "hi"),
-    row("c", "b", "assistant", "hello"),
-    row("l", "c", "label", "label"),
-    row("d", "l", "user", "go on"),
-    row("e", "d", "assistant", "sure"),
-    row("f", "c", "branch_summary", "summary"),
-    row("g", "f", "user", "other way"),
-  ]);
-
-  it("hides bookkeeping entries and hangs their children from the nearest shown ancestor", () => {
-    const tree = buildTree(rows);
-    expect(tree.count).toBe(7);
-    expect(tree.byId.get("c").children.map((n) => n.id)).toEqual(["d", "f"]);
-    const all = buildTree(rows, { showMeta: true });
-    expect(all.byId.get("c").children.map((n) => n.id)).toEqual(["l", "f"]);
-    expect(tree.byId.get("c").size).toBe(5);
-  });
-
-  it("indents only at branch points, so long chains stay left", () => {
-    const flat = flatten(buildTree(rows));
-    expect(flat.map((r) => [r.node.id, r.depth])).toEqual([["a", 0], ["b", 0], ["c", 0], ["d", 1], ["e", 1], ["f", 1], ["g", 1]]);
-    expect(flat.find((r) => r.node.id === "c").branching).toBe(true);
-    expect(flat.find((r) => r.node.id === "f").last).toBe(true);
-  });
-
-  it("finds the active path, standing in for a hidden leaf", () => {
-    const tree = buildTree(rows);
-    expect(activePath(tree, "e")).toEqual({ path: new Set(["e", "d", "l", "c", "b", "a"]), leafId: "e" });
-    expect(activePath(tree, "l").leafId).toBe("c");
-    expect(activePath(tree, null).leafId).toBeNull();
-  });
-
-  it("folds subtrees, counts what is hidden, and reveals a node on demand", () => {
-    const tree = buildTree(rows);
-    const folded = new Set(["c"]);
-    const flat = flatten(tree, folded);
-    expect(flat.map((r) => r.node.id)).toEqual(["a", "b", "c"]);
-    expect(flat[2].hidden).toBe(4);
-    expect(reveal(tree, "g", folded)).toBe(true);
-    expect(folded.size).toBe(0);
-    const off = foldOffPath(tree, activePath(tree, "e").path);
-    expect([...off]).toEqual(["f"]);
-  });
-
-  it("survives cycles and unknown parents", () => {
-    const tree = buildTree(table([row("x", "y"), row("y", "x"), row("z", "missing")]));
-    expect(flatten(tree).length).toBeLessThanOrEqual(3);
-    expect(tree.roots.map((n) => n.id)).toContain("z");
-  });
-
-  it("handles 2,000 nodes in linear work, without recursion", () => {
-    const big = table(generate(2000));
-    const tree = buildTree(big);
-    const flat = flatten(tree);
-    expect(flat.length).toBe(2000);
-    expect(tree.roots.length).toBe(1);
-    expect(Math.max(...flat.map((r) => r.depth))).toBeGreaterThan(2); // it does branch
-    expect(new Set(flat.map((r) => r.node.id)).size).toBe(2000);
-    const chain = buildTree(Array.from({ length: 50_000 }, (_, i) => row(`c${i}`, i ? i - 1 : null)));
-    expect(flatten(chain).every((r) => r.depth === 0)).toBe(true);
-  });
-});
-
-function treeState(rows, overrides = {}) {
+function treeState(pageValue, overrides = {}) {
   return {
-    nodes: table(rows),
-    tail: [],
-    labels: {},
-    leaf_id: rows.length ? rows[rows.length - 1][0] : "",
+    page: pageValue,
+    leaf_id: "",
     session_name: "Demo",
     selected_id: "",
     selected_detail: {},
@@ -122,31 +45,91 @@ function mount(state) {
 
 afterEach(() => {
   while (views.length) views.pop().dispose();
+  vi.useRealTimers();
+});
+
+describe("RowCache", () => {
+  it("adopts a page, keeps its rows until another layout comes, and drops stale replies", () => {
+    const cache = new RowCache();
+    cache.adopt(chainPage(20_000));
+    expect([cache.total, cache.cachedCount(), cache.leafIndex]).toEqual([20_000, 230, 19_999]);
+    expect(cache.get(19_999)[0]).toBe("n19999");
+    expect(cache.indexOf("n5")).toBe(5);
+    expect(cache.accept({ type: "rows", layout: 0, start: 500, rows: [chainRow(500)] })).toBe(false);
+    expect(cache.get(500)).toBeUndefined();
+    expect(cache.accept({ type: "rows", layout: 1, start: 500, rows: [chainRow(500)] })).toBe(true);
+    expect(cache.get(500)[0]).toBe("n500");
+    cache.adopt(chainPage(20_000)); // the same layout again (a leaf sync): rows stay
+    expect(cache.get(500)[0]).toBe("n500");
+    cache.adopt(chainPage(20_001, 2));
+    expect(cache.get(500)).toBeUndefined();
+  });
+
+  it("asks for missing rows in aligned blocks, each once", () => {
+    const cache = new RowCache();
+    cache.adopt(chainPage(20_000));
+    expect(cache.requests(0, 25)).toEqual([]); // in the page
+    const asked = cache.requests(9_950, 10_060, 0);
+    expect(asked).toEqual([
+      { type: "rows", layout: 1, start: 9_900, end: 10_000 },
+      { type: "rows", layout: 1, start: 10_000, end: 10_100 },
+    ]);
+    expect(cache.requests(9_950, 10_060, 0)).toEqual([]); // pending
+    expect(cache.offline(OFFLINE_MS - 1)).toBe(false);
+    expect(cache.offline(OFFLINE_MS)).toBe(true); // never answered: a saved notebook, no kernel
+    cache.accept({ type: "rows", layout: 1, start: 9_900, rows: Array.from({ length: BLOCK }, (_, k) => chainRow(9_900 + k)) });
+    expect(cache.offline(OFFLINE_MS * 2)).toBe(false);
+    expect(cache.requests(19_990, 20_100)).toEqual([]); // clamped to the total, in the page
+  });
 });
 
 describe("SessionTreeView", () => {
-  it("keeps the DOM small for a 2,000-node session and follows the scroll", () => {
-    const rows = generate(2000);
-    const { el, view } = mount(treeState(rows));
+  it("keeps the DOM small for a 20,000-row tree and fetches what scrolls into view", () => {
+    const { model, el, view } = mount(treeState(chainPage(20_000), { leaf_id: "n19999" }));
     const shown = el.querySelectorAll(".pi-node").length;
     expect(shown).toBeGreaterThan(5);
     expect(shown).toBeLessThanOrEqual(40);
-    expect(el.querySelectorAll("*").length).toBeLessThan(600);
-    expect(el.querySelector(".pi-tree-count").textContent).toBe("2000 entries");
-    expect(view.tree.roots.length).toBe(1);
-    // The leaf (last row) is revealed and marked on first render.
+    expect(el.querySelector(".pi-tree-count").textContent).toBe("20000 entries");
     const leaf = el.querySelector(".pi-node-leaf");
-    expect(leaf.getAttribute("data-id")).toBe("n1999");
+    expect(leaf.getAttribute("data-id")).toBe("n19999");
     expect(leaf.textContent).toContain("● current");
-    view.scroller.scrollTop = 0;
+    expect(model.sent).toEqual([]); // the leaf's rows are in the page
+    expect(el.querySelector(".pi-tree-spacer").style.height).toBe(`${20_000 * 24}px`);
+
+    view.scroller.scrollTop = 10_000 * 24;
     view.list.render();
-    expect(el.querySelector(".pi-node").getAttribute("data-id")).toBe("n0");
-    expect(el.querySelectorAll(".pi-node").length).toBeLessThanOrEqual(40);
-    const spacer = el.querySelector(".pi-tree-spacer");
-    expect(spacer.style.height).toBe(`${2000 * 24}px`);
+    expect(el.querySelectorAll(".pi-node-pending").length).toBeGreaterThan(5);
+    expect(el.querySelector(".pi-node-pending").textContent).toBe("loading…");
+    expect(model.sent).toEqual([
+      { type: "rows", layout: 1, start: 9_900, end: 10_000 },
+      { type: "rows", layout: 1, start: 10_000, end: 10_100 },
+    ]);
+    for (const start of [9_900, 10_000]) {
+      model.custom({ type: "rows", layout: 1, start, rows: Array.from({ length: BLOCK }, (_, k) => chainRow(start + k)) });
+    }
+    expect(el.querySelectorAll(".pi-node-pending").length).toBe(0);
+    expect(el.querySelector('[data-id="n10000"]')).not.toBeNull();
   });
 
-  it("scrolls to the current node once the page lays the tree out, and after a new branch", () => {
+  it("says the rest needs the kernel when a saved page is scrolled past with no kernel", () => {
+    vi.useFakeTimers();
+    const { model, el, view } = mount(treeState(chainPage(20_000)));
+    view.scroller.scrollTop = 5_000 * 24;
+    view.list.render();
+    expect(model.sent.length).toBeGreaterThan(0);
+    expect(el.querySelector(".pi-tree-offline").hidden).toBe(true);
+    vi.advanceTimersByTime(OFFLINE_MS + 10);
+    const offline = el.querySelector(".pi-tree-offline");
+    expect(offline.hidden).toBe(false);
+    expect(offline.textContent).toContain("230 of its 20,000 rows");
+    expect(offline.textContent).toContain("needs the running kernel");
+    expect(el.querySelector(".pi-node-pending").textContent).toContain("needs the kernel");
+    view.scroller.scrollTop = 0; // the saved page still shows
+    view.list.render();
+    expect(el.querySelector('[data-id="n0"]')).not.toBeNull();
+  });
+
+  it("scrolls to the current node once the page lays the tree out, and after a new leaf", () => {
     // jsdom has no layout: a ResizeObserver stand-in and a settable height play the page.
     const observers = [];
     globalThis.ResizeObserver = class {
@@ -155,8 +138,7 @@ describe("SessionTreeView", () => {
       disconnect() { this.disconnected = true; }
     };
     try {
-      const rows = generate(2000);
-      const { model, view } = mount(treeState(rows));
+      const { model, view } = mount(treeState(chainPage(2000), { leaf_id: "n1999" }));
       let height = 0;
       Object.defineProperty(view.scroller, "clientHeight", { get: () => height });
       view.scroller.scrollTop = 0; // built before layout: its scroll was lost
@@ -164,26 +146,23 @@ describe("SessionTreeView", () => {
       expect(view.scroller.scrollTop).toBe(0); // still no height: nothing to do yet
       height = 240;
       observers[0].callback();
-      const leafRow = view.indexById.get("n1999");
-      expect(leafRow).toBeGreaterThan(100);
-      expect(view.scroller.scrollTop).toBeGreaterThan((leafRow - 10) * 24);
-      expect(view.scroller.scrollTop).toBeLessThanOrEqual(leafRow * 24);
+      expect(view.scroller.scrollTop).toBeGreaterThan((1999 - 10) * 24);
+      expect(view.scroller.scrollTop).toBeLessThanOrEqual(1999 * 24);
       expect(observers[0].disconnected).toBe(true);
-      // a new branch: the leaf moves to a node that arrives with the next sync
+      // a new branch: the leaf moves, and the page of the new layout comes with it
       view.scroller.scrollTop = 0;
-      const branch = [...rows, row("x1", "n3", "user", "a new branch")];
-      model.update({ leaf_id: "x1" });
-      model.update({ nodes: table(branch) });
-      const index = view.indexById.get("x1");
-      expect(view.scroller.scrollTop).toBeGreaterThan((index - 10) * 24);
+      const next = chainPage(2001, 2);
+      next.leaf_index = 1500;
+      model.update({ leaf_id: "x1", page: next });
+      expect(view.scroller.scrollTop).toBeGreaterThan((1500 - 10) * 24);
     } finally {
       delete globalThis.ResizeObserver;
     }
   });
 
   it("selects a node, shows its detail when it arrives, and sends the actions", () => {
-    const rows = [row("a", null, "user", "hi"), row("b", "a", "assistant", "hello", { model: "faux/m", tokens: 1500, cost: 0.002 })];
-    const { model, el } = mount(treeState(rows));
+    const rows = [row("a", "user", "hi", { bits: PATH | LAST }), row("b", "assistant", "hello", { model: "faux/m", tokens: 1500, cost: 0.002, label: "v1", bits: PATH | LAST })];
+    const { model, el } = mount(treeState(page(2, [[0, rows]])));
     el.querySelector('[data-id="b"]').click();
     expect(model.sent).toEqual([{ type: "select", id: "b" }]);
     expect(el.querySelector(".pi-tree-detail").textContent).toContain("loading…");
@@ -197,6 +176,7 @@ describe("SessionTreeView", () => {
     const detail = el.querySelector(".pi-tree-detail");
     expect(detail.querySelector("strong").textContent).toBe("world");
     expect(detail.querySelector(".pi-detail-meta").textContent).toContain("1,500 tokens");
+    expect(detail.querySelector(".pi-label-input").value).toBe("v1");
     detail.querySelector(".pi-summarize").checked = true;
     detail.querySelector(".pi-navigate").click();
     detail.querySelector(".pi-fork").click();
@@ -209,61 +189,86 @@ describe("SessionTreeView", () => {
       { type: "label", id: "b", text: "checkpoint" },
       { type: "compact" },
     ]);
-  });
-
-  it("grows live from the tail, moves the leaf and shows labels", () => {
-    const rows = [row("a", null, "user", "hi"), row("b", "a", "assistant", "hello")];
-    const { model, el } = mount(treeState(rows));
-    const tail = table([...rows, row("c", "b", "user", "more"), row("d", "c", "assistant", "ok")]).slice(rows.length);
-    model.update({ tail, leaf_id: "d", labels: { b: "v1" } });
-    expect(el.querySelectorAll(".pi-node").length).toBe(4);
-    expect(el.querySelector(".pi-node-leaf").getAttribute("data-id")).toBe("d");
     expect(el.querySelector('[data-id="b"] .pi-node-label').textContent).toBe("v1");
     expect(el.querySelector('[data-id="a"]').classList.contains("pi-node-path")).toBe(true);
   });
 
-  it("folds and unfolds branches, and can show bookkeeping entries", () => {
-    const rows = [row("a", null), row("b", "a"), row("c", "a"), row("d", "c"), row("i", "d", "session_info", "name: x")];
-    const { el } = mount(treeState(rows, { leaf_id: "b" }));
-    expect(el.querySelectorAll(".pi-node").length).toBe(4);
+  it("draws branch points, folded subtrees with their size, and sends fold requests", () => {
+    const rows = [
+      row("a", "user", "a", { bits: LAST | BRANCHING | PATH }),
+      row("b", "assistant", "b", { depth: 1, bits: FORK | PATH }),
+      row("c", "assistant", "c", { depth: 1, bits: FORK | LAST | FOLDED, hidden: 1234 }),
+    ];
+    const { model, el } = mount(treeState(page(3, [[0, rows]], { leaf: 1 })));
+    expect(el.querySelector('[data-id="a"] .pi-node-fold').textContent).toBe("▾");
+    expect(el.querySelector('[data-id="b"] .pi-node-fold').textContent).toBe("├");
+    const folded = el.querySelector('[data-id="c"]');
+    expect(folded.querySelector(".pi-node-fold").textContent).toBe("▸");
+    expect(folded.querySelector(".pi-node-hidden").textContent).toBe("+1,234");
+    expect(folded.style.paddingLeft).toBe("22px");
+    folded.querySelector(".pi-node-fold").click();
     el.querySelector('[data-id="a"] .pi-node-fold').click();
-    expect(el.querySelectorAll(".pi-node").length).toBe(1);
-    expect(el.querySelector('[data-id="a"] .pi-node-hidden').textContent).toBe("+3");
-    el.querySelector('[data-id="a"] .pi-node-fold').click();
+    el.querySelectorAll(".pi-tree-toolbar button")[1].click(); // fold side branches
     const toggle = el.querySelector(".pi-tree-meta-toggle");
     toggle.checked = true;
     toggle.dispatchEvent(new Event("change"));
-    expect(el.querySelectorAll(".pi-node").length).toBe(5);
-    el.querySelector(".pi-tree-toolbar button").click(); // go to current
+    expect(model.sent).toEqual([
+      { type: "fold", id: "c", folded: false },
+      { type: "fold", id: "a", folded: true },
+      { type: "fold_side" },
+      { type: "show_meta", show: true },
+    ]);
     expect(el.querySelector(".pi-node-leaf").getAttribute("data-id")).toBe("b");
   });
 
-  it("shows pi 1.6 kinds: system patches, context edits on their targets, usage hidden", () => {
+  it("searches in the kernel, lists the matches and reveals the one clicked", () => {
+    const { model, el, view } = mount(treeState(chainPage(20_000)));
+    const input = el.querySelector(".pi-tree-search");
+    input.value = " turn 7777 ";
+    input.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter" }));
+    expect(model.sent).toEqual([{ type: "search", query: "turn 7777" }]);
+    expect(el.querySelector(".pi-tree-results").textContent).toContain("searching");
+    model.custom({ type: "found", query: "older", matches: [], total: 0 }); // not this search's
+    expect(el.querySelector(".pi-tree-results").textContent).toContain("searching");
+    model.custom({ type: "found", query: "turn 7777", matches: [["n7777", "assistant", "turn 7777", "here"]], total: 1 });
+    const result = el.querySelector(".pi-tree-result");
+    expect(result.textContent).toContain("turn 7777");
+    expect(el.querySelector(".pi-tree-results-head").textContent).toContain("1 match for “turn 7777”");
+    result.click();
+    expect(model.sent.at(-1)).toEqual({ type: "reveal", id: "n7777" });
+    // the kernel unfolds what hid it (a new layout), sends its rows, then where it is
+    model.update({ page: chainPage(20_000, 2), selected_id: "n7777" });
+    model.custom({ type: "rows", layout: 2, start: 7_700, rows: Array.from({ length: 100 }, (_, k) => chainRow(7_700 + k)) });
+    model.custom({ type: "revealed", layout: 2, id: "n7777", index: 7777 });
+    expect(view.scroller.scrollTop).toBeGreaterThan(7_700 * 24);
+    const shown = el.querySelector('.pi-node[data-id="n7777"]');
+    expect(shown.classList.contains("pi-node-selected")).toBe(true);
+    input.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape" }));
+    expect(el.querySelector(".pi-tree-results").hidden).toBe(true);
+  });
+
+  it("shows pi 1.6 kinds: system patches and context edits on their targets", () => {
     const rows = [
-      row("s", null, "system", "system: Base. · tools +read"),
-      row("u", "s", "user", "question", { flag: "edited" }),
-      row("a", "u", "assistant", "answer", { flag: "omitted" }),
-      row("w", "a", "usage", "usage: cache_warm", { tokens: 400 }),
-      row("e", "w", "context_edit", "edit → a: hidden from context"),
+      row("s", "system", "system: Base. · tools +read"),
+      row("u", "user", "question", { flag: "edited" }),
+      row("a", "assistant", "answer", { flag: "omitted" }),
+      row("e", "context_edit", "edit → a: hidden from context"),
+      row("w", "usage", "usage: cache_warm", { tokens: 400 }),
     ];
-    const { el } = mount(treeState(rows));
-    expect([...el.querySelectorAll(".pi-node")].map((n) => n.getAttribute("data-id"))).toEqual(["s", "u", "a", "e"]);
+    const { el } = mount(treeState(page(5, [[0, rows]])));
     expect(el.querySelector('[data-id="s"] .pi-node-kind').textContent).toBe("S");
     expect(el.querySelector('[data-id="e"] .pi-node-kind').textContent).toBe("E");
+    expect(el.querySelector('[data-id="w"] .pi-node-kind').textContent).toBe("$");
     const hidden = el.querySelector('[data-id="a"]');
     expect(hidden.classList.contains("pi-node-omitted")).toBe(true);
     expect(hidden.querySelector(".pi-node-edit").getAttribute("title")).toBe("hidden from the context");
     expect(el.querySelector('[data-id="u"] .pi-node-edit').textContent).toBe("edited");
     expect(el.querySelector('[data-id="s"] .pi-node-edit')).toBeNull();
-    const toggle = el.querySelector(".pi-tree-meta-toggle");
-    toggle.checked = true;
-    toggle.dispatchEvent(new Event("change"));
-    expect(el.querySelector('[data-id="w"] .pi-node-kind').textContent).toBe("$");
   });
 
   it("follows a selection made in the kernel", () => {
-    const rows = [row("a", null), row("b", "a"), row("c", "b")];
-    const { model, el } = mount(treeState(rows, { selected_id: "a" }));
+    const rows = [row("a"), row("b"), row("c")];
+    const { model, el } = mount(treeState(page(3, [[0, rows]]), { selected_id: "a" }));
     expect(el.querySelector(".pi-node-selected").getAttribute("data-id")).toBe("a");
     model.update({ selected_id: "c", selected_detail: { id: "c", type: "message", items: [], text: "raw entry" } });
     expect(el.querySelector(".pi-node-selected").getAttribute("data-id")).toBe("c");
@@ -272,8 +277,8 @@ describe("SessionTreeView", () => {
   });
 
   it("moves the selection with the arrow keys", () => {
-    const rows = [row("a", null), row("b", "a"), row("c", "b")];
-    const { model, el, view } = mount(treeState(rows));
+    const rows = [row("a"), row("b"), row("c")];
+    const { model, el, view } = mount(treeState(page(3, [[0, rows]])));
     view.scroller.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowDown" }));
     view.scroller.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowDown" }));
     view.scroller.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowUp" }));
@@ -282,8 +287,7 @@ describe("SessionTreeView", () => {
   });
 
   it("hides actions that have no handler and shows busy state and notices", () => {
-    const rows = [row("a", null)];
-    const { model, el } = mount(treeState(rows, { controls: { navigate: false, fork: false, label: false, compact: false } }));
+    const { model, el } = mount(treeState(page(1, [[0, [row("a")]]]), { controls: { navigate: false, fork: false, label: false, compact: false } }));
     el.querySelector('[data-id="a"]').click();
     expect(el.querySelector(".pi-detail-actions").children.length).toBe(0);
     expect(el.querySelector(".pi-compact").hidden).toBe(true);
@@ -294,7 +298,7 @@ describe("SessionTreeView", () => {
   });
 
   it("unsubscribes on cleanup", () => {
-    const model = new FakeModel(treeState([row("a", null)]));
+    const model = new FakeModel(treeState(page(1, [[0, [row("a")]]])));
     const cleanup = widget.render({ model, el: document.createElement("div") });
     cleanup();
     expect(model.listenerCount()).toBe(0);

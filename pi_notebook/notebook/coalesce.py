@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Protocol
 
 __all__ = ["Cancellable", "Coalescer", "Scheduler"]
@@ -34,7 +35,10 @@ class Coalescer:
     ``flush_fn(names)`` sets those traits (in one ``hold_sync`` block, so one comm message).
     Timers run on ``scheduler``, by default the running event loop at the time of the change.
     Without either (plain synchronous use), a change flushes at once when the interval has
-    passed and otherwise waits for the next change or an explicit :meth:`flush`.
+    passed and otherwise waits for the next change or an explicit :meth:`flush`. A batch of
+    changes made in :meth:`hold` flushes once at its end: a loop marking as it reads a big
+    source would otherwise flush (and re-send everything) every ``interval`` as it goes,
+    quadratic in the source's size.
 
     Not thread-safe: mark and flush on the event loop's thread.
     """
@@ -57,6 +61,7 @@ class Coalescer:
         self._timer: Cancellable | None = None
         self._last_flush = -float("inf")
         self._flushes = 0
+        self._held = 0
 
     @property
     def interval(self) -> float:
@@ -75,8 +80,27 @@ class Coalescer:
     def mark(self, *names: str) -> None:
         """Note that these traits changed; they are synced within ``interval``."""
         self._dirty.update(names)
-        if self._dirty and self._timer is None:
+        if self._dirty and self._timer is None and not self._held:
             self._schedule()
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """Mark freely inside: nothing is scheduled or flushed until the block ends (nested
+        blocks: the outermost one), then what was marked is scheduled once."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+            if not self._held and self._dirty and self._timer is None:
+                self._schedule()
+
+    def discard(self) -> None:
+        """Forget what was marked (its values were just sent whole) and a pending timer."""
+        self._dirty.clear()
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
 
     def _schedule(self) -> None:
         delay = max(0.0, self._last_flush + self._interval - self._clock())

@@ -1,10 +1,13 @@
-"""The session-tree widget: the whole tree of a :class:`~pi_notebook.harness.Session`.
+"""The session-tree widget: a :class:`~pi_notebook.harness.Session` of any size, a page at a time.
 
-Nodes travel as a compact table (:data:`~pi_notebook.notebook.widget_protocol.NodeRow`) in two
-traits: ``nodes`` (the bulk) and ``tail`` (rows added since). :meth:`TreeView.refresh` reads
-only the entries appended since the last read and syncs just ``tail`` (plus the leaf and labels
-when they moved); ``tail`` is folded into ``nodes`` when it grows long or on :meth:`resync`.
-Clicking a node asks the kernel for its messages (a ``select`` request answered through the
+The kernel keeps the tree's shape (:mod:`.tree_pages`) and the fold state; the front end is a
+virtual list over ``page["total"]`` display rows. The synced ``page`` trait holds one bounded
+page (the top rows and those around the current leaf), so the comm's opening message and a
+saved notebook stay small whatever the session's size; every other row is fetched on demand
+with a ``rows`` request, answered by a custom message (never stored in the notebook). Folding,
+"all entries", search and "reveal" are requests too: the kernel changes the layout, re-sends
+the page (its ``layout`` number tells the front end to drop rows of an older layout) and
+answers. Clicking a node asks for its messages (``select``, answered through the
 ``selected_id``/``selected_detail`` traits, so a saved notebook keeps the selection).
 
 Actions call callbacks the owner sets (``on_navigate(entry_id, summarize)``,
@@ -16,47 +19,42 @@ from __future__ import annotations
 
 import asyncio
 import html
-import json
 import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar, TypeAlias
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 import traitlets
 
 from ..harness import Session
 from .coalesce import Coalescer, Scheduler
+from .tree_pages import NO, PATH, Layout, Shape, TreeIndex, side_branches, text_lines
+from .tree_rows import EDIT_FLAGS, EntryRow, entry_detail, node_row, short_id
 from .widget_base import Callback, PiWidget, module_loader
-from .widget_protocol import (
-    NodeDetail,
-    NodeKind,
-    NodeRow,
-    TranscriptItem,
-    TreeControls,
-    clip,
-    content_text,
-    message_json,
-    note_item,
-    transcript_item,
-    usage_summary,
-)
+from .widget_protocol import TreeControls, message_json
 
-__all__ = ["CONTENT_TRAITS", "EntryRow", "TreeView", "entry_detail", "node_row", "short_id"]
+__all__ = [
+    "CONTENT_TRAITS",
+    "FETCH_ROWS",
+    "PAGE_ROWS",
+    "EntryRow",
+    "TreeView",
+    "entry_detail",
+    "node_row",
+    "short_id",
+]
 
-EntryRow: TypeAlias = tuple[str, str | None, NodeKind, str, str, int, float, str]
-"""A node row with its parent as an entry id (the wire's ``NodeRow`` has the parent's index)."""
-
-TITLE_CHARS = 120
+PAGE_ROWS = 300
+"""Display rows in the synced page (~60 kB at most: titles are cut at ~160 characters)."""
+FETCH_ROWS = 500
+"""The most rows one ``rows`` request is answered with."""
+SEARCH_MATCHES = 100
+"""Matches a search sends (it counts them all)."""
+SEARCH_CHUNK = 2_000
+"""Rows a search reads between yields to the event loop (their titles are built on first use)."""
 FALLBACK_LINES = 400
 """Lines of the tree in its text/HTML fallback (a 20,000-entry tree would store ~6 MB)."""
-META_KINDS = frozenset({"label", "session_info", "custom", "active_tools", "usage"})
-"""Bookkeeping entries: hidden in the text rendering (and by default in the widget). pi hides
-``usage`` entries from its tree too."""
-EDIT_FLAGS = {"edited": "edited in context", "omitted": "hidden from context"}
-"""Flags a context edit puts on its target, and how the text rendering shows them."""
 CONTENT_TRAITS = (
-    "nodes",
-    "tail",
-    "labels",
+    "page",
     "leaf_id",
     "session_name",
     "selected_id",
@@ -69,228 +67,7 @@ CONTENT_TRAITS = (
 _QUIET_EVENTS = frozenset(
     {"message_start", "message_update", "tool_execution_start", "tool_execution_update"}
 )
-
-
-def short_id(entry_id: str) -> str:
-    """The part of an entry id worth showing: its last 8 characters. (Ids are time-ordered
-    UUIDv7 strings, so neighbouring entries share their first 8; ``%fork`` accepts this.)"""
-    return entry_id[-8:]
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
-    return ""
-
-
-def _names(tools: Any) -> str:
-    return ", ".join(str(tool.get("name", "")) for tool in tools or () if isinstance(tool, Mapping))
-
-
-def _system_title(message: Mapping[str, Any]) -> str:
-    """A system message in one line: its text, section patches and tool changes."""
-    parts = []
-    text = _first_line(content_text(message.get("content")))
-    if text:
-        parts.append(text)
-    sections = message.get("sections")
-    if isinstance(sections, Mapping) and sections:
-        changes = [f"-{name}" if value is None else str(name) for name, value in sections.items()]
-        parts.append("sections " + ", ".join(changes))
-    added, removed = _names(message.get("toolsAdded")), _names(message.get("toolsRemoved"))
-    if added or removed:
-        tools = ([f"+{added}"] if added else []) + ([f"-{removed}"] if removed else [])
-        parts.append("tools " + " ".join(tools))
-    return "system: " + (" · ".join(parts) or "(empty)")
-
-
-def _system_text(message: Mapping[str, Any]) -> str:
-    """A system message for the detail pane: its text, each section patch, the tool changes."""
-    parts = []
-    text = content_text(message.get("content"))
-    if text:
-        parts.append(text)
-    sections = message.get("sections")
-    for name, value in sections.items() if isinstance(sections, Mapping) else ():
-        parts.append(
-            f"[section {name}: removed]" if value is None else f"[section {name}]\n{value}"
-        )
-    for tool in message.get("toolsAdded") or ():
-        if isinstance(tool, Mapping):
-            parts.append(f"[tool added] {tool.get('name', '')}: {tool.get('description', '')}")
-    removed = _names(message.get("toolsRemoved"))
-    if removed:
-        parts.append(f"[tools removed] {removed}")
-    return "\n\n".join(parts) or "(an empty system message)"
-
-
-def _message_row(entry_id: str, parent: str | None, message: Mapping[str, Any]) -> EntryRow:
-    role = message.get("role")
-    if role == "system":
-        return (entry_id, parent, "system", _system_title(message), "", 0, 0.0, "")
-    if role == "user":
-        content = message.get("content")
-        title = _first_line(content_text(content)) or "[image]"
-        return (entry_id, parent, "user", title, "", 0, 0.0, "")
-    if role == "assistant":
-        blocks = [b for b in message.get("content") or () if isinstance(b, Mapping)]
-        text = _first_line(
-            "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-        )
-        calls = [str(b.get("name", "")) for b in blocks if b.get("type") == "toolCall"]
-        stop = message.get("stopReason")
-        flag = stop if stop in ("error", "aborted") else ""
-        if not text:
-            if calls:
-                text = "→ " + ", ".join(calls)
-            elif stop == "error":
-                text = f"error: {_first_line(str(message.get('errorMessage') or ''))}"
-            elif stop == "aborted":
-                text = "(stopped)"
-            else:
-                text = "(thinking only)" if blocks else "(empty reply)"
-        elif calls:
-            text = f"{text} → {', '.join(calls)}"
-        usage = usage_summary(message.get("usage"))
-        tokens = usage["total_tokens"] or usage["input"] + usage["output"]
-        provider, model = message.get("provider"), message.get("model")
-        name = f"{provider}/{model}" if provider and model else str(model or "")
-        return (entry_id, parent, "assistant", text, name, tokens, usage["cost"], flag)
-    if role == "toolResult":
-        name = str(message.get("toolName", "tool"))
-        first = _first_line(content_text(message.get("content")))
-        flag = "error" if message.get("isError") else ""
-        return (
-            entry_id,
-            parent,
-            "tool_result",
-            f"{name}: {first}" if first else name,
-            "",
-            0,
-            0.0,
-            flag,
-        )
-    if role == "bashExecution":
-        return (
-            entry_id,
-            parent,
-            "message",
-            f"$ {_first_line(str(message.get('command', '')))}",
-            "",
-            0,
-            0.0,
-            "",
-        )
-    if role == "custom":
-        text = _first_line(content_text(message.get("content")))
-        title = f"{message.get('customType', 'custom')}: {text}"
-        return (entry_id, parent, "message", title, "", 0, 0.0, "")
-    summary = _first_line(str(message.get("summary", "")))
-    return (
-        entry_id,
-        parent,
-        "message",
-        f"{role}: {summary}" if summary else str(role),
-        "",
-        0,
-        0.0,
-        "",
-    )
-
-
-def node_row(entry: Mapping[str, Any]) -> EntryRow:
-    """The tree row of one session entry, given as pi's JSON."""
-    entry_id = str(entry.get("id", ""))
-    parent = entry.get("parentId")
-    parent = None if parent is None else str(parent)
-    kind = entry.get("type")
-    if kind == "message":
-        message = entry.get("message")
-        return _message_row(entry_id, parent, message if isinstance(message, Mapping) else {})
-    title: str
-    node_kind: NodeKind
-    model = ""
-    if kind == "model_change":
-        model = f"{entry.get('provider', '')}/{entry.get('modelId', '')}"
-        node_kind, title = "model_change", f"model → {model}"
-    elif kind == "thinking_level_change":
-        node_kind, title = "thinking_change", f"thinking → {entry.get('thinkingLevel', '')}"
-    elif kind == "active_tools_change":
-        names = entry.get("activeToolNames") or []
-        node_kind, title = "active_tools", "tools: " + (", ".join(map(str, names)) or "none")
-    elif kind == "compaction":
-        before = int(entry.get("tokensBefore") or 0)
-        node_kind, title = "compaction", f"compaction · {before:,} tokens summarized"
-    elif kind == "branch_summary":
-        node_kind = "branch_summary"
-        title = f"branch summary: {_first_line(str(entry.get('summary', '')))}"
-    elif kind == "custom":
-        node_kind, title = "custom", f"custom: {entry.get('customType', '')}"
-    elif kind == "custom_message":
-        text = _first_line(content_text(entry.get("content")))
-        node_kind, title = "custom_message", f"{entry.get('customType', 'custom')}: {text}"
-    elif kind == "label":
-        label = entry.get("label")
-        target = short_id(str(entry.get("targetId", "")))
-        node_kind = "label"
-        title = f"label “{label}” → {target}" if label else f"label cleared → {target}"
-    elif kind == "session_info":
-        node_kind, title = "session_info", f"name: {entry.get('name') or '(cleared)'}"
-    elif kind == "context_edit":
-        target = short_id(str(entry.get("targetId", "")))
-        replacement = entry.get("replacement")
-        node_kind = "context_edit"
-        if isinstance(replacement, Mapping):
-            text = _first_line(content_text(replacement.get("content")))
-            title = f"edit → {target}: {text}" if text else f"edit → {target}"
-        else:
-            title = f"edit → {target}: hidden from context"
-    elif kind == "usage":
-        usage = usage_summary(entry.get("usage"))
-        model = f"{entry.get('provider', '')}/{entry.get('model', '')}"
-        note = entry.get("note")
-        title = f"usage: {entry.get('kind', '')}" + (f" ({note})" if note else "")
-        tokens = usage["total_tokens"] or usage["input"] + usage["output"]
-        return (entry_id, parent, "usage", title, model, tokens, usage["cost"], "")
-    else:
-        node_kind, title = "other", str(kind)
-    return (entry_id, parent, node_kind, title[: TITLE_CHARS + 40], model, 0, 0.0, "")
-
-
-def entry_detail(entry: Mapping[str, Any]) -> NodeDetail:
-    """What the detail pane shows for an entry (given as pi's JSON)."""
-    row = node_row(entry)
-    entry_id = row[0]
-    kind = str(entry.get("type", ""))
-    items: list[TranscriptItem] = []
-    text = ""
-    message = entry.get("message")
-    if kind == "message" and isinstance(message, Mapping) and message.get("role") == "system":
-        text = clip(_system_text(message), 50_000)
-    elif kind == "message" and isinstance(message, Mapping):
-        items.append(transcript_item(message, entry_id))
-    elif kind == "compaction":
-        message = {"role": "compactionSummary", **entry}
-        items.append(note_item(message, entry_id))
-    elif kind == "branch_summary":
-        items.append(note_item({"role": "branchSummary", **entry}, entry_id))
-    elif kind == "custom_message":
-        items.append(note_item({**entry, "role": "custom"}, entry_id))
-    else:
-        text = clip(json.dumps(entry, indent=2, ensure_ascii=False, default=str), 50_000)
-    return {
-        "id": entry_id,
-        "type": kind,
-        "timestamp": str(entry.get("timestamp", "")),
-        "title": row[3],
-        "model": row[4],
-        "tokens": row[5],
-        "cost": row[6],
-        "items": items,
-        "text": text,
-    }
+_KIND_PREFIX = {"user": "user: ", "assistant": "assistant: ", "tool_result": "tool ", "message": ""}
 
 
 class TreeView(PiWidget):
@@ -302,9 +79,7 @@ class TreeView(PiWidget):
 
     content_traits = CONTENT_TRAITS
 
-    nodes: traitlets.List[Any] = traitlets.List().tag(sync=True)
-    tail: traitlets.List[Any] = traitlets.List().tag(sync=True)
-    labels = traitlets.Dict().tag(sync=True)
+    page = traitlets.Dict().tag(sync=True)
     leaf_id = traitlets.Unicode("").tag(sync=True)
     session_name = traitlets.Unicode("").tag(sync=True)
     selected_id = traitlets.Unicode("").tag(sync=True)
@@ -338,29 +113,33 @@ class TreeView(PiWidget):
         sync_interval: float = 0.05,
         clock: Callable[[], float] = time.monotonic,
         scheduler: Scheduler | None = None,
-        tail_limit: int = 256,
+        page_rows: int = PAGE_ROWS,
     ) -> None:
-        if tail_limit < 1:
-            raise ValueError(f"tail_limit must be at least 1, got {tail_limit!r}")
-        self._tail_limit = tail_limit
+        if page_rows < 10:
+            raise ValueError(f"page_rows must be at least 10, got {page_rows!r}")
+        self._page_rows = page_rows
         self._sync = Coalescer(
             self._flush, interval=sync_interval, clock=clock, scheduler=scheduler
         )
         self._session = session
         self._version = 0
+        self._layout_number = 0
+        self._paged: Layout | None = None  # the layout of the page last built
+        self._last_page: dict[str, Any] = {}
         self._busy_count = 0
-        self._reset()
-        self._read_session()
-        self._base = len(self._rows)
-        # The whole tree goes out with the comm's opening message.
-        super().__init__(
-            nodes=[list(row) for row in self._wire],
-            labels=dict(self._labels),
-            leaf_id=self._leaf,
-            session_name=self._name,
-            controls=dict(self._controls()),
-        )
-        self._sync.flush()  # the marks made while reading: values already current, sends nothing
+        self._searches: set[asyncio.Task[None]] = set()
+        with self._sync.hold():
+            self._reset()
+            self._read_session()
+            self._fold_big_tree()
+            # The first page goes out with the comm's opening message.
+            super().__init__(
+                page=self._page(),
+                leaf_id=self._leaf,
+                session_name=self._name,
+                controls=dict(self._controls()),
+            )
+            self._sync.discard()  # the marks made while reading: their values were just sent
         self._connect(loop)
 
     # --- owner API -------------------------------------------------------------------------------
@@ -373,37 +152,18 @@ class TreeView(PiWidget):
     def session(self, session: Session) -> None:
         """Show another session (``%session new``/``open``): the tree is rebuilt."""
         self._session = session
-        self._reset()
-        self.selected_id = ""
-        self.selected_detail = {}
-        self.refresh()
-        self._fold_tail()
+        with self._sync.hold():
+            self._reset()
+            self.selected_id = ""
+            self.selected_detail = {}
+            self.refresh()
+            self._fold_big_tree()
 
     def refresh(self) -> None:
-        """Read what the session gained since the last read (cheap: only new entries are
-        summarised) and sync the changes, throttled."""
+        """Read what the session gained since the last read (cheap: only the new entries'
+        ids and parents) and sync the page, throttled."""
         self._channel.bind()
         self._read_session()
-
-    def _read_session(self) -> None:
-        entries = self._session.get_entries()
-        known = self._entries_read
-        if known > len(entries) or (known and entries[known - 1].id != self._last_entry_id):
-            self._reset()  # the session was replaced or rewritten: start over
-            known = 0
-        for entry in entries[known:]:
-            self._take(message_json(entry))
-        if len(entries) > known:
-            self._entries_read = len(entries)
-            self._last_entry_id = entries[-1].id
-        leaf = self._session.leaf_id or ""
-        if leaf != self._leaf:
-            self._leaf = leaf
-            self._sync.mark("leaf_id")
-        name = self._session.name or ""
-        if name != self._name:
-            self._name = name
-            self._sync.mark("session_name")
 
     def handle(self, event: Any) -> None:
         """Refresh on agent or harness events that may have changed the session (subscribe it
@@ -419,101 +179,248 @@ class TreeView(PiWidget):
             self.selected_detail = dict(entry_detail(message_json(entry))) if entry else {}
 
     def resync(self, *, full: bool = False) -> None:
-        """Read the session, fold ``tail`` into ``nodes``, then :meth:`PiWidget.resync`."""
+        """Read the session, then :meth:`PiWidget.resync`."""
         self.refresh()
-        self._fold_tail()
         super().resync(full=full)
 
     @property
     def rows(self) -> list[EntryRow]:
-        """Every node row, in file order, parents as ids (``nodes + tail`` hold them with
-        parents as row indexes)."""
-        return list(self._rows)
+        """Every node row, in file order, parents as ids (builds every title: for tests and
+        small trees; the widget builds only the rows it sends)."""
+        return self._index.rows()
 
-    # --- the node table --------------------------------------------------------------------------
+    def display_rows(self, start: int = 0, end: int | None = None) -> list[list[Any]]:
+        """Display rows ``start`` to ``end`` of the current layout, as a ``rows`` reply has
+        them: ``[id, kind, title, model, tokens, cost, flag, label, depth, bits, hidden]``."""
+        layout = self._current_layout()
+        return self._wire_rows(layout, start, layout.total if end is None else end)
 
-    _rows: list[EntryRow]
-    _wire: list[NodeRow]
-    _index: dict[str, int]
-    _base: int
-    _labels: dict[str, str]
-    _entries_read: int
-    _last_entry_id: str
+    def position(self, entry_id: str) -> int | None:
+        """The display index of an entry (of its nearest shown ancestor for a hidden one), or
+        ``None`` when a fold hides it."""
+        node = self._index.index.get(entry_id)
+        if node is None:
+            return None
+        layout = self._current_layout()
+        shown = layout.shape.anc[node]
+        return None if shown == NO else layout.position(shown)
+
+    @property
+    def folded_ids(self) -> list[str]:
+        """The entries whose subtrees are folded, in file order."""
+        return [self._index.ids[node] for node in sorted(self._folded)]
+
+    def fold(self, entry_id: str, folded: bool = True) -> None:
+        """Fold (or unfold) the subtree under an entry, as its toggle does."""
+        node = self._index.index.get(entry_id)
+        if node is None:
+            raise KeyError(entry_id)
+        shown = self._current_shape().anc[node]
+        if shown == NO:
+            return
+        if folded:
+            self._folded.add(shown)
+        else:
+            self._folded.discard(shown)
+        self._relayout()
+
+    def fold_side_branches(self) -> None:
+        """Fold every side branch off the current branch."""
+        shape = self._current_shape()
+        self._folded = side_branches(shape, self._path())
+        self._relayout()
+
+    def show_meta(self, show: bool) -> None:
+        """Show bookkeeping entries (labels, names, usage…) or hide them, as "all entries"."""
+        if show != self._show_meta:
+            self._show_meta = show
+            self._shape = None
+            self._relayout()
+
+    def reveal(self, entry_id: str) -> int | None:
+        """Unfold what hides an entry; its display index (of its nearest shown ancestor)."""
+        node = self._index.index.get(entry_id)
+        if node is None:
+            return None
+        shape = self._current_shape()
+        current = shape.parent[shape.anc[node]] if shape.anc[node] != NO else NO
+        changed = False
+        while current != NO:
+            if current in self._folded:
+                self._folded.discard(current)
+                changed = True
+            current = shape.parent[current]
+        if changed:
+            self._relayout()
+        return self.position(entry_id)
+
+    def search(self, query: str, limit: int = SEARCH_MATCHES) -> tuple[list[list[Any]], int]:
+        """Shown entries whose title, label or id contains ``query`` (case ignored): up to
+        ``limit`` as ``[id, kind, title, label]``, and how many matched."""
+        matches: list[list[Any]] = []
+        total = 0
+        for chunk in self._search_chunks(query, limit, matches):
+            total += chunk
+        return matches, total
+
+    # --- the tree's shape ------------------------------------------------------------------------
+
+    _index: TreeIndex
+    _shape: Shape | None
+    _layout: Layout | None
+    _folded: set[int]
+    _show_meta: bool
     _leaf: str
     _name: str
 
     def _reset(self) -> None:
-        self._rows = []
-        self._wire = []  # the rows as sent: parents as indexes
-        self._index = {}
-        self._base = 0  # rows[:base] are in `nodes`, the rest in `tail`
-        self._labels = {}
-        self._entries_read = 0
-        self._last_entry_id = ""
+        self._index = TreeIndex()
+        self._path_key: tuple[int, str] | None = None
+        self._path_nodes: set[int] = set()
+        self._path_leaf = NO
+        self._shape = None
+        self._layout = None
+        self._folded = set()
+        self._show_meta = False
         self._leaf = ""
         self._name = ""
-        self._moves: dict[str, str | None] = {}  # leaf-move id -> its parent
-        self._sync.mark("nodes", "tail", "labels", "leaf_id", "session_name")
+        self._sync.mark("page", "leaf_id", "session_name")
 
-    def _take(self, entry: Mapping[str, Any]) -> None:
-        kind = entry.get("type")
-        if kind == "leaf":  # a navigation record, not a node: what pi hangs under it is ours
-            parent_id = entry.get("parentId")
-            self._moves[str(entry.get("id", ""))] = None if parent_id is None else str(parent_id)
+    def _read_session(self) -> None:
+        entries = self._session.get_entries()
+        with self._sync.hold():
+            changed = self._index.update(entries)
+            if changed is None:  # the session was replaced or rewritten: start over
+                self._reset()
+                changed = self._index.update(entries)
+            if changed:
+                self._grow()
+                self._version += 1
+                self._sync.mark("page")
+            leaf = self._session.leaf_id or ""
+            if leaf != self._leaf:
+                self._leaf = leaf
+                self._version += 1
+                self._sync.mark("leaf_id", "page")
+            name = self._session.name or ""
+            if name != self._name:
+                self._name = name
+                self._version += 1
+                self._sync.mark("session_name")
+
+    def _grow(self) -> None:
+        """Extend the shape and layout with the new nodes in place when they only continue a
+        chain (what a live run does); anything else rebuilds them on the next use."""
+        shape, layout = self._shape, self._layout
+        if shape is None or shape.show_meta != self._show_meta:
+            self._shape = self._layout = None
             return
-        if kind == "label":
-            target = str(entry.get("targetId", ""))
-            label = entry.get("label")
-            if label:
-                self._labels[target] = str(label)
+        added = shape.extend(self._index)
+        if layout is not None and not all(layout.append(node) for node in added):
+            self._layout = None
+
+    def _current_shape(self) -> Shape:
+        if self._shape is None or self._shape.show_meta != self._show_meta:
+            self._shape = Shape(self._index, self._show_meta)
+        return self._shape
+
+    def _current_layout(self) -> Layout:
+        if self._layout is None:
+            self._layout = Layout(self._current_shape(), self._folded)
+            self._folded = set(self._layout.folded)
+        return self._layout
+
+    def _relayout(self) -> None:
+        self._layout = None
+        self._sync.mark("page")
+
+    def _fold_big_tree(self) -> None:
+        """A tree bigger than a page opens with its side branches folded (one row each, with
+        their size): the current branch is what one came for."""
+        if self._current_shape().count > self._page_rows:
+            self._folded = side_branches(self._current_shape(), self._path())
+            self._relayout()
+
+    def _path(self) -> set[int]:
+        """The current branch's nodes (cached: a page, a fold and a fetch all ask)."""
+        key = (self._index.version, self._leaf)
+        if self._path_key != key:
+            index = self._index
+            leaf = index.index.get(self._leaf)
+            old = self._path_nodes
+            if leaf is None:
+                path: set[int] = set()
+            elif self._path_leaf in old and self._path_leaf != NO:
+                # the leaf moved down from the old one (a run went on): add the steps
+                steps: list[int] = []
+                current = leaf
+                while current != NO and current not in old and len(steps) < 64:
+                    steps.append(current)
+                    current = index.parents[current]
+                if current == self._path_leaf:
+                    old.update(steps)
+                    path = old
+                else:
+                    path = index.branch(leaf)
             else:
-                self._labels.pop(target, None)
-            self._sync.mark("labels")
-        row = node_row(entry)
-        if row[1] in self._moves:
-            row = (row[0], self._through_moves(row[1]), *row[2:])
-        parent = None if row[1] is None else self._index.get(row[1])
-        if kind == "context_edit":
-            self._mark_edited(str(entry.get("targetId", "")), entry.get("replacement") is None)
-        self._index[row[0]] = len(self._rows)
-        self._rows.append(row)
-        self._wire.append((row[0], parent, *row[2:]))
-        self._version += 1
-        if len(self._rows) - self._base > self._tail_limit:
-            self._fold_tail()
+                path = index.branch(leaf)
+            self._path_key, self._path_nodes = key, path
+            self._path_leaf = NO if leaf is None else leaf
+        return self._path_nodes
+
+    def _leaf_position(self, layout: Layout) -> int:
+        leaf = self._index.index.get(self._leaf)
+        if leaf is None or layout.shape.anc[leaf] == NO:
+            return -1
+        position = layout.position(layout.shape.anc[leaf])
+        return -1 if position is None else position
+
+    def _wire_rows(self, layout: Layout, start: int, end: int) -> list[list[Any]]:
+        index = self._index
+        path = self._path()
+        labels = index.labels
+        out: list[list[Any]] = []
+        for node, depth, bits, hidden in layout.rows(max(0, start), end):
+            row = index.row(node)
+            if node in path:
+                bits |= PATH
+            out.append([row[0], *row[2:], labels.get(row[0], ""), depth, bits, hidden])
+        return out
+
+    def _page(self) -> dict[str, Any]:
+        """The synced page: the whole layout when it fits, else its first rows and the rows
+        around the current leaf."""
+        layout = self._current_layout()
+        total, size = layout.total, self._page_rows
+        leaf = self._leaf_position(layout)
+        if total <= size:
+            segments = [[0, self._wire_rows(layout, 0, total)]]
         else:
-            self._sync.mark("tail")
-
-    def _through_moves(self, parent: str | None) -> str | None:
-        for _ in range(len(self._moves) + 1):
-            if parent not in self._moves:
-                break
-            parent = self._moves[parent]
-        return parent
-
-    def _mark_edited(self, target: str, hidden: bool) -> None:
-        """Flag the target of a context edit (the latest edit in the file sets the flag)."""
-        index = self._index.get(target)
-        if index is None:
-            return
-        flag = "omitted" if hidden else "edited"
-        self._rows[index] = (*self._rows[index][:7], flag)
-        self._wire[index] = (*self._wire[index][:7], flag)
-        self._sync.mark("nodes" if index < self._base else "tail")
-
-    def _fold_tail(self) -> None:
-        if self._base != len(self._rows):
-            self._base = len(self._rows)
-            self._sync.mark("nodes", "tail")
+            head = size // 8
+            low = max(head, (leaf if leaf >= 0 else total) - (size - head) * 3 // 4)
+            high = min(total, low + size - head)
+            low = max(head, high - (size - head))
+            segments = [[0, self._wire_rows(layout, 0, head)]]
+            segments.append([low, self._wire_rows(layout, low, high)])
+        page = {
+            "layout": self._layout_number,
+            "total": total,
+            "entries": len(self._index),
+            "leaf_index": leaf,
+            "show_meta": self._show_meta,
+            "segments": segments,
+        }
+        if layout is not self._paged or page != self._last_page:
+            # another layout, or rows that changed: the front end drops the rows it fetched
+            self._layout_number += 1
+            page["layout"] = self._layout_number
+            self._paged, self._last_page = layout, dict(page)
+        return page
 
     def _flush(self, names: frozenset[str]) -> None:
         with self.hold_sync():
-            if "nodes" in names:
-                self.nodes = [list(row) for row in self._wire[: self._base]]
-            if "tail" in names:
-                self.tail = [list(row) for row in self._wire[self._base :]]
-            if "labels" in names:
-                self.labels = dict(self._labels)
+            if "page" in names:
+                self.page = self._page()
             if "leaf_id" in names:
                 self.leaf_id = self._leaf
             if "session_name" in names:
@@ -532,18 +439,75 @@ class TreeView(PiWidget):
     def _callbacks_changed(self) -> None:
         self._sync.mark("controls")
 
+    # --- search ----------------------------------------------------------------------------------
+
+    def _search_chunks(self, query: str, limit: int, matches: list[list[Any]]) -> Any:
+        """Yields the match count of each chunk of :data:`SEARCH_CHUNK` nodes."""
+        needle = query.strip().casefold()
+        index, shape = self._index, self._current_shape()
+        count = len(index)
+        for start in range(0, count, SEARCH_CHUNK):
+            found = 0
+            for node in range(start, min(count, start + SEARCH_CHUNK)):
+                if shape.anc[node] != node:
+                    continue
+                row = index.row(node)
+                label = index.labels.get(row[0], "")
+                if needle and (
+                    needle in row[3].casefold()
+                    or needle in label.casefold()
+                    or needle in row[0].casefold()
+                ):
+                    found += 1
+                    if len(matches) < limit:
+                        matches.append([row[0], row[2], row[3], label])
+            yield found
+
+    async def _search_async(self, query: str) -> None:
+        matches: list[list[Any]] = []
+        total = 0
+        for found in self._search_chunks(query, SEARCH_MATCHES, matches):
+            total += found
+            await asyncio.sleep(0)  # a 100k-entry search never holds the loop for long
+        self.send({"type": "found", "query": query, "matches": matches, "total": total})
+
+    def _start_search(self, query: str) -> None:
+        for task in self._searches:
+            task.cancel()  # a newer query replaces it
+        loop = self._channel.loop
+        if loop is None:
+            matches, total = self.search(query)
+            self.send({"type": "found", "query": query, "matches": matches, "total": total})
+            return
+        task = loop.create_task(self._search_async(query))
+        self._searches.add(task)
+        task.add_done_callback(self._searches.discard)
+
     # --- front-end requests (on the event loop) --------------------------------------------------
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         kind = message["type"]
         entry_id = message.get("id")
-        if kind in ("select", "navigate", "fork", "label") and (
+        if kind in ("select", "navigate", "fork", "label", "fold", "reveal") and (
             not isinstance(entry_id, str) or self._session.get_entry(entry_id) is None
         ):
             self._set_notice(f"The session has no entry {entry_id!r} (was it replaced?).")
             return
-        if kind == "select":
+        assert entry_id is None or isinstance(entry_id, str)
+        if kind == "rows":
+            self._answer_rows(message)
+        elif kind == "select" and entry_id:
             self.select(entry_id)
+        elif kind == "fold" and entry_id:
+            self.fold(entry_id, bool(message.get("folded", True)))
+        elif kind == "fold_side":
+            self.fold_side_branches()
+        elif kind == "show_meta":
+            self.show_meta(bool(message.get("show")))
+        elif kind == "search":
+            self._start_search(str(message.get("query", ""))[:200])
+        elif kind == "reveal" and entry_id:
+            self._answer_reveal(entry_id)
         elif kind == "navigate":
             self._act(
                 kind,
@@ -563,6 +527,29 @@ class TreeView(PiWidget):
         else:
             self._set_notice(f"Ignored an unknown widget request {kind!r}.")
 
+    def _answer_rows(self, message: Mapping[str, Any]) -> None:
+        start, end = message.get("start"), message.get("end")
+        if not isinstance(start, int) or not isinstance(end, int) or start < 0:
+            self._set_notice(f"Ignored a malformed rows request: {dict(message)!r:.200}")
+            return
+        self._sync.flush()  # a pending layout goes out first: the reply belongs to it
+        end = min(end, start + FETCH_ROWS)
+        rows = self.display_rows(start, end)
+        self.send({"type": "rows", "layout": self._layout_number, "start": start, "rows": rows})
+
+    def _answer_reveal(self, entry_id: str) -> None:
+        position = self.reveal(entry_id)
+        self.select(entry_id)
+        self._sync.flush()
+        if position is None:
+            return
+        start = max(0, position - 40)
+        rows = self.display_rows(start, position + 40)
+        self.send({"type": "rows", "layout": self._layout_number, "start": start, "rows": rows})
+        self.send(
+            {"type": "revealed", "layout": self._layout_number, "id": entry_id, "index": position}
+        )
+
     def _act(
         self, kind: str, label: str, callback: Callable[..., object] | None, *args: object
     ) -> None:
@@ -576,26 +563,57 @@ class TreeView(PiWidget):
             self.busy = ""
         self.refresh()
 
+    def close(self) -> None:
+        for task in getattr(self, "_searches", ()):
+            task.cancel()
+        super().close()
+
     # --- text fallbacks --------------------------------------------------------------------------
+
+    def _text_lines(self) -> list[tuple[str, int]]:
+        return text_lines(Shape(self._index, False) if self._show_meta else self._current_shape())
+
+    def _line(self, prefix: str, node: int, leaf_shown: int) -> str:
+        row = self._index.row(node)
+        label = self._index.labels.get(row[0])
+        marks = (f"  [{label}]" if label else "") + ("  *current" if node == leaf_shown else "")
+        if row[7] in EDIT_FLAGS:
+            marks = f"  ({EDIT_FLAGS[row[7]]}){marks}"
+        return f"{prefix}{short_id(row[0])} {_KIND_PREFIX.get(row[2], '')}{row[3]}{marks}"
+
+    def _leaf_shown(self) -> int:
+        leaf = self._index.index.get(self._leaf)
+        if leaf is None:
+            return NO
+        shape = self._current_shape() if not self._show_meta else Shape(self._index, False)
+        return shape.anc[leaf]
 
     def tree_lines(self) -> list[str]:
         """The tree as text lines: indentation only at branch points, bookkeeping entries
         hidden, the current leaf marked with ``*``."""
-        return list(_tree_lines(self._rows, self._labels, self._leaf))
+        leaf = self._leaf_shown()
+        return [self._line(prefix, node, leaf) for prefix, node in self._text_lines()]
 
     def tree_text(self) -> str:
         """The text fallback: at most :data:`FALLBACK_LINES` lines of the tree (its first and
         its newest), since a saved notebook stores it twice (text and HTML) per view."""
         head = f"Session “{self._name}”" if self._name else "Session"
         leaf = f" · current {short_id(self._leaf)}" if self._leaf else ""
-        lines = self.tree_lines()
+        lines = self._text_lines()
+        shown = self._leaf_shown()
         if len(lines) > FALLBACK_LINES:
             first = FALLBACK_LINES // 8
             last = FALLBACK_LINES - first
             left_out = len(lines) - FALLBACK_LINES
             gap = f"… {left_out:,} more lines (the widget shows the whole tree)"
-            lines = [*lines[:first], gap, *lines[-last:]]
-        return "\n".join([f"{head} · {len(self._rows)} entries{leaf}", *lines])
+            text = [
+                *(self._line(p, n, shown) for p, n in lines[:first]),
+                gap,
+                *(self._line(p, n, shown) for p, n in lines[-last:]),
+            ]
+        else:
+            text = [self._line(p, n, shown) for p, n in lines]
+        return "\n".join([f"{head} · {len(self._index)} entries{leaf}", *text])
 
     def tree_html(self) -> str:
         return (
@@ -606,59 +624,3 @@ class TreeView(PiWidget):
     def _fallbacks(self) -> tuple[str, str]:
         return self.tree_text(), self.tree_html()
 
-
-_KIND_PREFIX = {"user": "user: ", "assistant": "assistant: ", "tool_result": "tool ", "message": ""}
-
-
-def _tree_lines(rows: Iterable[EntryRow], labels: Mapping[str, str], leaf: str) -> Iterable[str]:
-    rows = list(rows)
-    by_id = {row[0]: row for row in rows}
-    shown: dict[str, str | None] = {}  # hidden id -> nearest shown ancestor
-
-    def shown_parent(parent: str | None) -> str | None:
-        seen = 0
-        path: list[str] = []
-        while parent is not None and parent in by_id and seen <= len(by_id):
-            if parent in shown:
-                parent = shown[parent]
-                break
-            if by_id[parent][2] not in META_KINDS:
-                break
-            path.append(parent)
-            parent = by_id[parent][1]
-            seen += 1
-        for hidden in path:
-            shown[hidden] = parent
-        return parent if parent in by_id else None
-
-    children: dict[str | None, list[EntryRow]] = {}
-    for row in rows:
-        if row[2] in META_KINDS:
-            continue
-        parent = shown_parent(row[1])
-        children.setdefault(None if parent == row[0] else parent, []).append(row)
-    leaf_shown = leaf if leaf in by_id and by_id[leaf][2] not in META_KINDS else shown_parent(leaf)
-    # (row, this line's prefix, the prefix of the lines below it in the same chain)
-    stack: list[tuple[EntryRow, str, str]] = [
-        (root, "", "") for root in reversed(children.get(None, []))
-    ]
-    while stack:
-        row, head, prefix = stack.pop()
-        label = labels.get(row[0])
-        marks = (f"  [{label}]" if label else "") + ("  *current" if row[0] == leaf_shown else "")
-        if row[7] in EDIT_FLAGS:
-            marks = f"  ({EDIT_FLAGS[row[7]]}){marks}"
-        yield f"{head}{short_id(row[0])} {_KIND_PREFIX.get(row[2], '')}{row[3]}{marks}"
-        kids = children.get(row[0], [])
-        if len(kids) == 1:
-            stack.append((kids[0], prefix, prefix))
-            continue
-        for index in range(len(kids) - 1, -1, -1):
-            last = index == len(kids) - 1
-            stack.append(
-                (
-                    kids[index],
-                    prefix + ("└─ " if last else "├─ "),
-                    prefix + ("   " if last else "│  "),
-                )
-            )

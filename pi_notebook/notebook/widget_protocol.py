@@ -30,10 +30,10 @@ Run view (``RunView``) traits:
 
 The functions at the end turn pi's message JSON into these shapes.
 
-Session tree (``TreeView``) traits: ``nodes`` and ``tail`` (lists of :data:`NodeRow`; the tree is
-``nodes + tail``), ``labels`` (``{entry_id: label}``), ``leaf_id``, ``session_name``,
-``selected_id``, ``selected_detail`` (:class:`NodeDetail` or ``{}``), ``controls``
-(:class:`TreeControls`), ``busy`` and ``notice``.
+Session tree (``TreeView``) traits: ``page`` (one bounded page of display rows: the tree is paged,
+the rest is fetched with ``rows`` requests answered by custom messages, never saved; see
+``tree_view``), ``leaf_id``, ``session_name``, ``selected_id``, ``selected_detail``
+(:class:`NodeDetail` or ``{}``), ``controls`` (:class:`TreeControls`), ``busy`` and ``notice``.
 """
 
 from __future__ import annotations
@@ -411,15 +411,11 @@ NodeKind: TypeAlias = Literal[
 ]
 
 NodeRow: TypeAlias = tuple[str, int | None, NodeKind, str, str, int, float, str]
-"""One tree node, a JSON array: ``[id, parent, kind, title, model, tokens, cost, flag]``.
-
-``parent`` is the index of the parent's row in ``nodes + tail`` (parents come first; ``null``
-for a root), which keeps the table small with UUID ids. ``title`` is a one-line summary,
-``model`` is ``provider/model-id`` for replies and model changes, ``tokens``/``cost`` are a
-reply's total tokens and dollars, ``flag`` is ``"error"``, ``"aborted"``, ``"edited"`` or
-``"omitted"`` (a context edit replaced or hid the message) or ``""``. Rows come in
-session file order; leaf moves are not nodes.
-"""
+"""One entry as a row: ``[id, parent, kind, title, model, tokens, cost, flag]``. ``title`` is a
+one-line summary, ``model`` is ``provider/model-id`` for replies and model changes,
+``tokens``/``cost`` are a reply's total tokens and dollars, ``flag`` is ``"error"``,
+``"aborted"``, ``"edited"`` or ``"omitted"`` (a context edit replaced or hid the message) or
+``""``. The tree widget sends display rows built from these (``TreeView.display_rows``)."""
 
 
 class TreeControls(TypedDict):

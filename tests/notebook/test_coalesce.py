@@ -178,3 +178,23 @@ async def test_on_a_running_loop_the_loop_runs_the_timers() -> None:
 def test_the_interval_must_be_positive() -> None:
     with pytest.raises(ValueError, match="interval"):
         Coalescer(lambda names: None, interval=0)
+
+
+def test_hold_defers_the_synchronous_flush_to_the_end_of_a_batch() -> None:
+    """Outside an event loop a mark flushes at once when the interval has passed: a loop
+    marking as it reads would flush (and re-send everything) every interval, quadratic."""
+    clock = FakeClock()
+    flushed: list[frozenset[str]] = []
+    sync = Coalescer(flushed.append, interval=0.05, clock=clock)
+    with sync.hold():
+        for i in range(1000):
+            clock.now = i * 0.01
+            sync.mark("rows")
+            with sync.hold():  # nested: only the outermost block ends the batch
+                sync.mark("leaf")
+        assert flushed == []
+    assert flushed == [frozenset({"rows", "leaf"})]
+    sync.mark("rows")
+    sync.discard()
+    sync.flush()
+    assert len(flushed) == 1 and sync.dirty == frozenset()

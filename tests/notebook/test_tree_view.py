@@ -1,5 +1,6 @@
-"""The session-tree widget's Python half: the node table from a real Session, cheap incremental
-refreshes, selection details, actions hopped onto the loop, and the text fallbacks."""
+"""The session-tree widget's Python half: rows from a real Session, the synced page and what a
+refresh re-sends, selection details, actions hopped onto the loop, and the text fallbacks.
+(The paging itself: test_tree_pages.py.)"""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ import shutil
 import threading
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from pi_notebook.agent.agent import Agent
 from pi_notebook.agent.events import MessageUpdateEvent
@@ -23,8 +22,9 @@ from pi_notebook.ai import (
     faux_tool_call,
 )
 from pi_notebook.harness import InMemorySessionStorage, Session
+from pi_notebook.notebook.tree_pages import BRANCHING, FOLDED, FORK, PATH
 from pi_notebook.notebook.tree_view import CONTENT_TRAITS as TREE_CONTENT
-from pi_notebook.notebook.tree_view import TreeView, entry_detail, node_row
+from pi_notebook.notebook.tree_view import PAGE_ROWS, TreeView, entry_detail, node_row
 from tests.notebook.test_run_view import Wire, click, settle
 from tests.paths import GOLDEN
 
@@ -48,12 +48,12 @@ def chat(session: Session, turns: int, prefix: str = "turn") -> None:
 # --- the node table ------------------------------------------------------------------------------
 
 
-def test_the_golden_session_becomes_a_compact_node_table(tmp_path: Path) -> None:
+def test_the_golden_session_becomes_rows_and_a_page(tmp_path: Path) -> None:
     session = sample_session(tmp_path)
     view = TreeView(session)
-    assert len(view.nodes) == len(session.get_entries()) and view.tail == []
-    rows = {row[0]: row for row in view.nodes}
-    assert rows["c94109b7"] == [
+    assert len(view.rows) == len([e for e in session.get_entries() if e.type != "leaf"])
+    rows = {row[0]: row for row in view.rows}
+    assert rows["c94109b7"] == (
         "c94109b7",
         None,
         "model_change",
@@ -62,15 +62,21 @@ def test_the_golden_session_becomes_a_compact_node_table(tmp_path: Path) -> None
         0,
         0.0,
         "",
-    ]
-    assert rows["395c4bfb"][2:4] == ["user", "Read src/app.ts and tell me what it does."]
-    assert rows["fbe2bf54"][2:4] == ["assistant", "→ read"]
-    assert rows["fbe2bf54"][4:7] == ["anthropic/claude-sonnet-4-5", 1240, 0.0042]
-    assert rows["dc4407d6"][2:4] == ["tool_result", "read: export function main() {"]
+    )
+    assert rows["395c4bfb"][2:4] == ("user", "Read src/app.ts and tell me what it does.")
+    assert rows["fbe2bf54"][2:4] == ("assistant", "→ read")
+    assert rows["fbe2bf54"][4:7] == ("anthropic/claude-sonnet-4-5", 1240, 0.0042)
+    assert rows["dc4407d6"][2:4] == ("tool_result", "read: export function main() {")
     assert rows["e278acc8"][2] == "branch_summary"
-    assert rows["9df221ad"][2:4] == ["compaction", "compaction · 2,715 tokens summarized"]
+    assert rows["9df221ad"][2:4] == ("compaction", "compaction · 2,715 tokens summarized")
     assert rows["b90dc256"][2] == "label"
-    assert view.labels == {"fa74abb6": "checkpoint-1"}
+    page = view.page
+    (segment,) = page["segments"]  # a small tree: all of it
+    shown = {row[0]: row for row in segment[1]}
+    assert segment[0] == 0 and len(shown) == page["total"] == 18  # label and name hidden
+    assert page["entries"] == 20 and "b90dc256" not in shown
+    assert shown["fa74abb6"][7] == "checkpoint-1"  # its label, on the row
+    assert shown[view.leaf_id][9] & PATH and page["leaf_index"] == list(shown).index("ded3406f")
     assert view.leaf_id == "ded3406f" and view.session_name == "Demo session"
     assert view.controls == {"navigate": False, "fork": False, "label": False, "compact": False}
 
@@ -153,49 +159,41 @@ def test_details_show_the_messages_of_an_entry(tmp_path: Path) -> None:
 # --- live updates --------------------------------------------------------------------------------
 
 
-def test_refresh_sends_only_what_changed() -> None:
+def test_refresh_sends_the_page_only_when_it_changed() -> None:
     session = fresh_session()
     chat(session, 500)
     view = TreeView(session)
     wire = Wire(view)
-    assert len(view.nodes) == 1000
-    table = json.dumps(view.nodes)
-    assert len(table) / 1000 < 150  # a compact table: well under 150 bytes a node
+    assert view.page["total"] == 1000 and view.page["leaf_index"] == 999
+    assert sum(len(rows) for _, rows in view.page["segments"]) == PAGE_ROWS
+    assert len(json.dumps(view.page)) < PAGE_ROWS * 150  # a compact page
 
     session.append_message(UserMessage(content="one more"))
     view.refresh()
     view.flush()
     (update,) = wire.updates
-    assert set(update) == {"tail", "leaf_id"}
-    assert len(json.dumps(update)) < 400
-    assert view.tail[0][2:4] == ["user", "one more"]
+    assert set(update) == {"page", "leaf_id"}
+    assert update["page"]["total"] == 1001
+    assert update["page"]["segments"][-1][1][-1][1:3] == ["user", "one more"]
 
     session.append_label(session.get_entries()[0].id, "start")
     view.refresh()
     view.flush()
-    assert set(wire.updates[-1]) == {"tail", "labels", "leaf_id"}
+    assert set(wire.updates[-1]) == {"page", "leaf_id"}
+    assert view.page["segments"][0][1][0][7] == "start"
     view.refresh()
     view.flush()
     assert len(wire.updates) == 2  # nothing new: nothing sent
 
 
-def test_a_long_tail_is_folded_into_the_nodes() -> None:
+def test_reading_a_big_session_outside_an_event_loop_flushes_once() -> None:
+    """The Coalescer's synchronous path: marks made while reading wait for the read's end."""
     session = fresh_session()
-    view = TreeView(session, tail_limit=10)
-    chat(session, 4)
+    view = TreeView(session, sync_interval=1e-9)  # every mark would flush at once
+    wire = Wire(view)
+    chat(session, 2000)
     view.refresh()
-    view.flush()
-    assert (len(view.nodes), len(view.tail)) == (0, 8)
-    chat(session, 2, "more")
-    view.refresh()
-    view.flush()
-    assert (len(view.nodes), len(view.tail)) == (11, 1)
-    chat(session, 1, "last")
-    view.resync()
-    assert (len(view.nodes), len(view.tail)) == (14, 0)
-    assert [row[0] for row in view.nodes] == [e.id for e in session.get_entries()]
-    with pytest.raises(ValueError, match="tail_limit"):
-        TreeView(session, tail_limit=0)
+    assert len(wire.updates) == 1 and wire.updates[0]["page"]["total"] == 4000
 
 
 def test_resync_reads_the_session_and_sends_the_content_once() -> None:
@@ -206,7 +204,8 @@ def test_resync_reads_the_session_and_sends_the_content_once() -> None:
     view.resync()  # picks up what the session gained, even without a refresh
     update = wire.updates[-1]
     assert set(update) == set(TREE_CONTENT)
-    assert [row[3] for row in update["nodes"]] == ["turn 0: question", "turn 0: answer"]
+    (segment,) = update["page"]["segments"]
+    assert [row[2] for row in segment[1]] == ["turn 0: question", "turn 0: answer"]
     sent = len(wire.updates)
     view.resync()
     assert len(wire.updates) == sent
@@ -222,17 +221,25 @@ def test_leaf_moves_and_a_replaced_session() -> None:
     view.refresh()
     view.flush()
     assert view.leaf_id == session.leaf_id
-    assert all(row[2] != "other" for row in view.tail)  # the leaf entry is not a node
+    assert all(row[2] != "other" for row in view.rows)  # the leaf entry is not a node
     assert view.rows[-1][1] == first_answer
-    assert view.tail[-1][1] == 1  # the first answer's row
+    rows = view.display_rows()
+    assert [(r[2], r[8], r[9] & (FORK | BRANCHING)) for r in rows] == [
+        ("turn 0: question", 0, 0),
+        ("turn 0: answer", 0, BRANCHING),
+        ("turn 1: question", 1, FORK),
+        ("turn 1: answer", 1, 0),
+        ("a new branch", 1, FORK),
+    ]
+    assert view.page["leaf_index"] == 4
 
     other = fresh_session()
     chat(other, 1, "other")
-    view.select(view.nodes[0][0])
+    view.select(rows[0][0])
     view.session = other
     view.flush()
-    assert [row[3] for row in view.nodes] == ["other 0: question", "other 0: answer"]
-    assert view.selected_id == "" and view.tail == []
+    assert [row[2] for row in view.display_rows()] == ["other 0: question", "other 0: answer"]
+    assert view.selected_id == "" and view.page["total"] == 2
 
 
 async def test_the_tree_follows_a_live_run_through_handle(faux: FauxProvider) -> None:
@@ -249,7 +256,7 @@ async def test_the_tree_follows_a_live_run_through_handle(faux: FauxProvider) ->
     agent.subscribe(view.handle)
     await agent.prompt("hi")
     await settle(view)
-    assert [row[2:4] for row in view.nodes + view.tail] == [["user", "hi"], ["assistant", "Hello!"]]
+    assert [row[1:3] for row in view.display_rows()] == [["user", "hi"], ["assistant", "Hello!"]]
     reads = view.sync_count
     update = MessageUpdateEvent.model_construct(type="message_update")
     for _ in range(100):
@@ -298,7 +305,7 @@ async def test_actions_run_on_the_loop_and_refresh_the_tree() -> None:
     assert view.busy == "labelling…"
     release.set()
     await settle(view, rounds=10)
-    assert view.busy == "" and view.labels == {target: "v1"}
+    assert view.busy == "" and view.display_rows()[1][7] == "v1"
 
     click(view, {"type": "fork", "id": target})
     click(view, {"type": "compact"})
@@ -345,9 +352,13 @@ def test_two_thousand_entries_with_branches() -> None:
         session.append_message(UserMessage(content=f"q{i}"))
         session.append_message(faux_assistant_message(f"a{i}"))
     view = TreeView(session)
-    rows = view.nodes
-    assert len([r for r in rows if r[2] in ("user", "assistant")]) == 2000
-    assert len(json.dumps(view.get_state(["nodes"]))) < 2000 * 100  # UUID ids: ~40 bytes each
+    assert len([r for r in view.rows if r[2] in ("user", "assistant")]) == 2000
+    assert len(json.dumps(view.get_state(["page"]))) < PAGE_ROWS * 150
+    # bigger than a page: the side branches open folded, one row each with their size
+    assert len(view.folded_ids) == 9
+    folded = [r for r in view.display_rows() if r[9] & FOLDED]
+    assert len(folded) == 9 and all(r[10] > 0 for r in folded)
+    assert view.page["total"] + sum(r[10] for r in folded) == 2000
     lines = view.tree_lines()
     assert len(lines) == 2000
     assert max(len(line) - len(line.lstrip("│ ├└─")) for line in lines) < 40  # no drift right

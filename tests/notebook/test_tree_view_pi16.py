@@ -60,18 +60,19 @@ def test_context_edits_mark_their_targets(tmp_path: Path) -> None:
     text = view.tree_text()
     assert "(hidden from context)" in text and "(edited in context)" in text
     # the wire carries the flag too, and a later edit re-sends the marked row
-    assert {row[7] for row in view.nodes} >= {"edited", "omitted"}
+    assert {row[6] for row in view.display_rows()} >= {"edited", "omitted"}
 
 
 def test_an_edit_appended_later_flags_a_row_already_sent(tmp_path: Path) -> None:
     session = Session.create(tmp_path / "s.jsonl", cwd="/p")
     question = session.append_message(UserMessage(content=[TextContent(text="q")]))
-    view = TreeView(session, tail_limit=1)
+    view = TreeView(session)
+    assert view.page["segments"][0][1][0][6] == ""
     session.append_message(UserMessage(content=[TextContent(text="r")]))
     session.append_context_edit(question.id, None)
     view.refresh()
-    view._sync.flush()
-    assert view.nodes[0][7] == "omitted"
+    view.flush()
+    assert view.page["segments"][0][1][0][6] == "omitted"
 
 
 def test_what_pi_appends_after_our_leaf_move_hangs_under_the_target(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pi_notebook.notebook.tree_view import FALLBACK_LINES
+from pi_notebook.notebook.tree_view import FALLBACK_LINES, PAGE_ROWS
 from pi_notebook.notebook.widget_base import STATIC
 from tests.notebook.kernel_notebook import FAUX_SETUP, execute, widget_states
 
@@ -51,3 +51,27 @@ def test_a_big_trees_fallback_is_bounded(tmp_path: Path) -> None:
     assert len(text) == FALLBACK_LINES + 2 and "more lines" in text[1 + FALLBACK_LINES // 8]
     assert text[-1].endswith("question 2999  *current")
     assert len(shown["text/html"]) < 100_000
+
+
+def test_a_twenty_thousand_entry_tree_saves_one_bounded_page(tmp_path: Path) -> None:
+    """Issue 11/15: a 20,000-entry ``%tree`` saved 3.9 MB of widget state; now its state holds
+    one page of rows (the top and the rows around the current leaf) whatever the size, and
+    the rest is fetched from the kernel on demand (custom messages, not saved)."""
+    make = (
+        "from pi_notebook.ai import UserMessage\n"
+        "from pi_notebook.harness import Session\n"
+        "session = Session.create('test.pi.jsonl', cwd='.')\n"
+        "for i in range(20_000):\n"
+        "    session.append_message(UserMessage(content=f'question {i}', timestamp=0))"
+    )
+    nb = execute([make, "%load_ext pi_notebook", "%tree"], tmp_path, env=ENV, timeout=180)
+    (tree,) = [m["state"] for m in widget_states(nb).values() if "page" in m["state"]]
+    page = tree["page"]
+    assert page["total"] == page["entries"] == 20_000 and page["leaf_index"] == 19_999
+    rows = [row for _, segment in page["segments"] for row in segment]
+    assert len(rows) == PAGE_ROWS and rows[-1][2] == "question 19999"
+    assert rows[0][2] == "question 0"
+    assert len(json.dumps(tree)) < 100_000  # before: 3.9 MB
+    code = sum((STATIC / name).stat().st_size for name in ("session_tree.js", "session_tree.css"))
+    saved = (tmp_path / "test.ipynb").stat().st_size
+    assert saved < code + 250_000, (saved, code)  # the code once, the page, the text fallback
