@@ -357,8 +357,7 @@ async def test_without_a_frontend_the_tools_say_what_they_would_have_done(
     assert text(result) == (
         "No notebook frontend is connected to this kernel (it runs under nbclient, papermill or "
         "a terminal, or JupyterLab lacks the pi_notebook extension), so no cell was inserted. "
-        "The code cell would have been (proposed as cell proposed-1):\n```python\ndf.head()\n```\n"
-        'To run it, call run_cell with cell_id "proposed-1"; do not insert it again.'
+        "The code cell would have been (proposed as cell proposed-1):\n```python\ndf.head()\n```"
     )
     assert result.details == {
         "notebook": {

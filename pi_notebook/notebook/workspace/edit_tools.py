@@ -326,8 +326,7 @@ class WriteTools:
             language = "markdown" if kind == "markdown" else "python"
             text = (
                 f"{head}no cell was inserted. The {kind} cell would have been "
-                f"(proposed as cell {cell_id}):\n{_fence(source, language)}\n"
-                f'To run it, call run_cell with cell_id "{cell_id}"; do not insert it again.'
+                f"(proposed as cell {cell_id}):\n{_fence(source, language)}"
             )
             detail.update(cell_id=cell_id, cell_type=kind, source=source)
         elif name == "edit_cell":
