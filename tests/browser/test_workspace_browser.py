@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -521,3 +522,61 @@ def test_a_reloaded_page_links_again(open_ws: Callable[..., LabNotebook]) -> Non
     nb.wait_until(lambda: len(cells_of(nb)) == 4, "the inserted cell")
     assert cells_of(nb)[3]["source"] == "after_reload = 1"
     run.locator(".pi-transcript .pi-assistant", has_text="Inserted.").wait_for()
+
+
+# Run a JupyterLab command on the notebook with cell `index` active (what a key press does).
+_JS_COMMAND = """
+([id, index, command]) => {
+  const app = window.jupyterapp;
+  const panel = Array.from(app.shell.widgets('main')).find((w) => w.id === id);
+  app.shell.activateById(id);
+  panel.content.activeCellIndex = index;
+  panel.content.deselectAll();
+  return app.commands.execute(command).then(() => null);
+}
+"""
+
+
+def type_into(nb: LabNotebook, index: int, text: str) -> None:
+    """Replace cell ``index``'s source by typing, as a user does in the editor."""
+    editor = nb.cell(index).locator(".cm-content")
+    editor.click()
+    nb.page.keyboard.press("Control+a")
+    nb.page.keyboard.type(text)
+    nb.page.keyboard.press("Escape")
+
+
+def test_the_change_summary_reads_the_document(open_ws: Callable[..., LabNotebook]) -> None:
+    """What the model is told before a run comes from the open document too: a cell edited in
+    the editor after it ran, and a cell the user added and never ran."""
+    nb = open_ws(
+        "ws_document.ipynb",
+        [LOAD, faux_setup('[faux_assistant_message("Noted.")]'), "rate = 0.1", "%%agent\nWhat?"],
+    )
+    nb.run_and_wait(0, 1, 2)
+    type_into(nb, 2, "rate = 0.2")
+    nb.page.evaluate(_JS_COMMAND, [nb.panel_id, 2, "notebook:insert-cell-below"])
+    nb.wait_until(lambda: len(cells_of(nb)) == 5, "the new cell")
+    type_into(nb, 3, "total = rate * 100")
+    cells = cells_of(nb)
+    assert [c["source"] for c in cells[2:4]] == ["rate = 0.2", "total = rate * 100"]
+    edited_id, unrun_id = cells[2]["id"], cells[3]["id"]
+
+    nb.run(4)
+    nb.cell(4).locator(".pi-run .pi-transcript .pi-assistant", has_text="Noted.").wait_for()
+    changes = [
+        e
+        for e in nb.session_entries()
+        if e.get("type") == "custom_message" and e.get("customType") == "notebook_changes"
+    ]
+    assert changes, "no change summary in the session"
+    summary = changes[-1]["content"]
+    summary = summary if isinstance(summary, str) else " ".join(b["text"] for b in summary)
+    # the document's part lists each cell as "N. [In[n]] id ID (notes): source"
+    document = [line for line in summary.splitlines() if re.match(r"\d+\. \[", line)]
+    edited = next(line for line in document if f"id {edited_id}" in line)
+    assert "EDITED after it ran" in edited and "rate = 0.2" in edited, summary
+    unrun = next(line for line in document if f"id {unrun_id}" in line)
+    assert "not run yet" in unrun and "total = rate * 100" in unrun, summary
+    # what the kernel really ran is there too: the old source of the edited cell
+    assert "rate = 0.1" in summary

@@ -357,9 +357,28 @@ async def test_without_a_frontend_the_tools_say_what_they_would_have_done(
     assert text(result) == (
         "No notebook frontend is connected to this kernel (it runs under nbclient, papermill or "
         "a terminal, or JupyterLab lacks the pi_notebook extension), so no cell was inserted. "
-        "The code cell would have been:\n```python\ndf.head()\n```"
+        "The code cell would have been (proposed as cell proposed-1):\n```python\ndf.head()\n```"
     )
-    assert result.details == {"notebook": {"action": "insert", "applied": False}}
+    assert result.details == {
+        "notebook": {
+            "action": "insert",
+            "applied": False,
+            "cell_id": "proposed-1",
+            "cell_type": "code",
+            "source": "df.head()",
+        }
+    }
+    ran = await made["run_cell"].execute("r", {"cell_id": "proposed-1"}, None, lambda _p: 0)
+    assert "cell proposed-1 was not run" in text(ran)
+    assert text(ran).endswith("```python\ndf.head()\n```")
+    assert ran.details == {
+        "notebook": {
+            "action": "run",
+            "applied": False,
+            "cell_id": "proposed-1",
+            "source": "df.head()",
+        }
+    }
     with pytest.raises(NotebookNotConnected):
         await document.cells()
 
@@ -369,7 +388,8 @@ from pi_notebook.ai import faux_assistant_message, faux_tool_call, register_faux
 faux = register_faux_provider(tokens_per_second=1000)
 faux.set_responses([
     faux_assistant_message([faux_tool_call("insert_cell", {"source": "df.describe()"}, id="i1")]),
-    faux_assistant_message([faux_tool_call("run_cell", {"cell_id": "abc"}, id="r1")]),
+    faux_assistant_message([faux_tool_call("run_cell", {"cell_id": "proposed-1"}, id="r1")]),
+    faux_assistant_message([faux_tool_call("run_cell", {"cell_id": "abc"}, id="r2")]),
     faux_assistant_message("Done."),
 ])
 %model faux/faux-1
@@ -396,8 +416,12 @@ def test_nbclient_without_a_frontend_is_deterministic(tmp_path: Path) -> None:
     )
     assert "also without a notebook frontend" in outputs_text(nb.cells[2])
     results = json.loads(outputs_text(nb.cells[4]))
-    assert [name for name, _text, _details in results] == ["insert_cell", "run_cell"]
-    inserted, ran = results
+    assert [name for name, _text, _details in results] == ["insert_cell", "run_cell", "run_cell"]
+    inserted, ran, unknown = results
     assert "no cell was inserted" in inserted[1] and "df.describe()" in inserted[1]
-    assert inserted[2] == {"notebook": {"action": "insert", "applied": False}}
-    assert "cell abc was not run" in ran[1]
+    assert inserted[2]["notebook"]["cell_id"] == "proposed-1"
+    assert inserted[2]["notebook"]["applied"] is False
+    assert "cell proposed-1 was not run" in ran[1] and "df.describe()" in ran[1]
+    assert "cell abc was not run" in unknown[1]
+    # the executed notebook shows the proposal in the %%agent cell's output
+    assert "df.describe()" in outputs_text(nb.cells[3])

@@ -1,11 +1,14 @@
 // pi_notebook's JupyterLab 4 / Notebook 7 extension: it gives the kernel's agent the open
 // notebook as its workspace. For each notebook whose kernel has loaded pi_notebook, this side
 // opens one comm (target "pi_notebook.workspace") that carries the kernel's requests (read the
-// cells, insert, edit, delete, run a cell) and the replies. The kernel announces itself by
-// opening a comm to this target at `%load_ext pi_notebook` (that comm is only an announcement:
-// every notebook view answers with its own comm, so two views never both apply one request);
-// after a page reload the announcement is found among the kernel's open comms.
-import { INotebookTracker } from "@jupyterlab/notebook";
+// cells, insert, edit, delete, run a cell) and the replies. This side always speaks first: the
+// kernel never opens a comm, so clients without this extension (nbclient, papermill) get none
+// they cannot handle. At `%load_ext pi_notebook` the kernel keeps a marker among its comms that
+// it never opens toward a frontend; this side looks for it with a comm_info request when it
+// meets a kernel and after each cell the notebook runs while it is not linked, and opens its
+// own comm once the marker is there (every view opens one, so two views never both apply one
+// request).
+import { INotebookTracker, NotebookActions } from "@jupyterlab/notebook";
 import { TARGET, WorkspaceLink } from "./protocol.js";
 import { notebookAdapter } from "./notebook_adapter.js";
 
@@ -37,18 +40,34 @@ function watch(panel, app) {
     if (loaded) open(kernel);
   };
 
+  const linked = (kernel) => {
+    const comm = links.get(kernel);
+    return Boolean(comm && !comm.isDisposed);
+  };
+  const check = (kernel) => {
+    if (kernel.connectionStatus === "connected" && !linked(kernel)) {
+      openIfLoaded(kernel).catch(() => undefined);
+    }
+  };
+
   const onKernel = () => {
     const kernel = panel.sessionContext.session?.kernel;
     if (!kernel) return;
-    kernel.registerCommTarget(TARGET, () => open(kernel));
-    const check = () => {
-      if (kernel.connectionStatus === "connected") openIfLoaded(kernel).catch(() => undefined);
-    };
-    kernel.connectionStatusChanged.connect(check);
-    check();
+    kernel.connectionStatusChanged.connect(() => check(kernel));
+    check(kernel);
   };
   panel.sessionContext.kernelChanged.connect(onKernel);
   panel.sessionContext.ready.then(onKernel).catch(() => undefined);
+
+  // A cell of this notebook ran (perhaps `%load_ext pi_notebook`, or a kernel restart dropped
+  // the link): look for the marker again. Nothing is asked once linked.
+  const onExecuted = (_sender, { notebook }) => {
+    if (notebook !== panel.content) return;
+    const kernel = panel.sessionContext.session?.kernel;
+    if (kernel) check(kernel);
+  };
+  NotebookActions.executed.connect(onExecuted);
+  panel.disposed.connect(() => NotebookActions.executed.disconnect(onExecuted));
 }
 
 const plugin = {

@@ -3,9 +3,13 @@
 The kernel cannot see the document by itself: the labextension that ships in the wheel
 (``js/src/lab``, built into ``pi_notebook/labextension``) opens a comm to the target
 :data:`TARGET` for each notebook view whose kernel has loaded pi_notebook, and answers requests
-on it (read the cells, insert, edit, delete, run one). ``install()`` registers the target and
-opens an announcement comm, so a view already open when ``%load_ext pi_notebook`` runs links at
-once, and a view opened later finds the announcement among the kernel's open comms.
+on it (read the cells, insert, edit, delete, run one). The frontend speaks first: the kernel
+never opens a comm itself, so a client without the extension (nbclient, papermill, a plain
+JupyterLab) never receives a comm it has no handler for. ``install()`` registers the target and
+a *marker*: a comm object kept in the kernel's comm manager but never opened toward a frontend
+(no ``comm_open`` is sent), so it shows only in ``comm_info`` replies. The extension asks for
+``comm_info`` when it meets a kernel and after each cell it runs there, finds the marker once
+``%load_ext pi_notebook`` has run, and opens its link.
 
 Comm callbacks may arrive on a kernel subshell's thread (JupyterLab sends comm messages over a
 subshell), so they only hop onto the kernel's event loop; every request is awaited there.
@@ -17,9 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from .history import OutputSummary
 
@@ -118,6 +123,26 @@ class _Comm(Protocol):
     def close(self) -> None: ...
 
 
+class _Marker:
+    """What ``comm_info`` lists while pi_notebook is loaded: an entry in the comm manager
+    that is no comm (a real one would send ``comm_close`` when collected). A frontend that
+    writes to it is ignored."""
+
+    target_name = TARGET
+
+    def __init__(self) -> None:
+        self.comm_id = f"pi-notebook-marker-{uuid.uuid4().hex}"
+
+    def handle_msg(self, _msg: dict[str, Any]) -> None:
+        return None
+
+    def handle_close(self, _msg: dict[str, Any]) -> None:
+        return None
+
+    def close(self, *_args: Any, **_kwargs: Any) -> None:
+        return None
+
+
 @dataclass
 class _Link:
     comm: _Comm
@@ -140,14 +165,15 @@ class NotebookDocument:
         self._pending: dict[int, tuple[_Link, asyncio.Future[Any]]] = {}
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._announcement: _Comm | None = None
+        self._marker: _Marker | None = None
         self._manager: Any = None
 
     # --- the comm --------------------------------------------------------------------------------
 
     def install(self, loop: asyncio.AbstractEventLoop | None = None) -> bool:
-        """Register the comm target with the kernel's comm manager and announce it; False
-        when there is no kernel (a terminal IPython), where the document stays disconnected."""
+        """Register the comm target and the marker with the kernel's comm manager (nothing is
+        sent); False when there is no kernel (a terminal IPython): the document stays
+        disconnected."""
         if self._manager is not None:
             return True
         try:
@@ -162,8 +188,9 @@ class NotebookDocument:
         manager = comm.get_comm_manager()
         manager.register_target(TARGET, self._on_open_threadsafe)
         self._manager = manager
-        # A view already open links when it sees this; later views find it in comm_info.
-        self._announcement = comm.create_comm(target_name=TARGET, data={"type": "announce"})
+        # the extension finds it in comm_info and opens its own link
+        self._marker = _Marker()
+        manager.register_comm(cast(Any, self._marker))  # duck-typed: no comm is sent
         return True
 
     def uninstall(self) -> None:
@@ -171,9 +198,10 @@ class NotebookDocument:
         for link in list(self._links):
             self._drop(link, "pi_notebook was unloaded")
             link.comm.close()
-        if self._announcement is not None:
-            self._announcement.close()
-            self._announcement = None
+        if self._marker is not None and self._manager is not None:
+            # dropped without a comm_close: no frontend ever heard of it
+            self._manager.unregister_comm(self._marker)
+            self._marker = None
         if self._manager is not None:
             self._manager.unregister_target(TARGET, self._on_open_threadsafe)
             self._manager = None

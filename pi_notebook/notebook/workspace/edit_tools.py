@@ -18,7 +18,9 @@ also one queued by Run All), a cell the agent asks to run cannot start before th
 as "interrupted".
 
 Without a frontend (nbclient, papermill, a terminal) every tool returns a clear, deterministic
-result saying no notebook is connected and what would have been done.
+result saying no notebook is connected and what would have been done. A proposed cell gets an
+id (``proposed-1``, ...) so the model can go on and ask to run it: ``run_cell`` then answers
+with the code that would have run, and the executed notebook shows the proposal whole.
 
 Each result's ``details["notebook"]`` records the change (action, cell id, source...), so the
 session tree shows what every branch did to the notebook.
@@ -126,6 +128,8 @@ class WriteTools:
     """Tools the user allowed for the rest of the session ("always allow")."""
     _approved: set[str] = field(default_factory=set)
     _run_number: int | None = None
+    _proposed: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Cells proposed without a frontend: id → (cell type, source)."""
 
     # --- the run and its approvals ---------------------------------------------------------------
 
@@ -314,17 +318,35 @@ class WriteTools:
         )
         source = str(params.get("source", ""))
         cell_id = str(params.get("cell_id", ""))
+        detail: dict[str, Any] = {"action": name.removesuffix("_cell"), "applied": False}
         if name == "insert_cell":
             kind = str(params.get("cell_type") or "code")
-            text = f"{head}no cell was inserted. The {kind} cell would have been:\n{_fence(source)}"
+            cell_id = f"proposed-{len(self._proposed) + 1}"
+            self._proposed[cell_id] = (kind, source)
+            language = "markdown" if kind == "markdown" else "python"
+            text = (
+                f"{head}no cell was inserted. The {kind} cell would have been "
+                f"(proposed as cell {cell_id}):\n{_fence(source, language)}"
+            )
+            detail.update(cell_id=cell_id, cell_type=kind, source=source)
         elif name == "edit_cell":
             text = f"{head}cell {cell_id} was not edited. Its new source would have been:\n"
             text += _fence(source)
+            detail.update(cell_id=cell_id, source=source)
         elif name == "delete_cell":
             text = f"{head}cell {cell_id} was not deleted."
+            detail.update(cell_id=cell_id)
+        elif cell_id in self._proposed:
+            kind, proposed = self._proposed[cell_id]
+            text = (
+                f"{head}cell {cell_id} was not run. This is the code that would have run; "
+                f"show it to the user, who can run it:\n{_fence(proposed)}"
+            )
+            detail.update(cell_id=cell_id, source=proposed)
         else:
             text = f"{head}cell {cell_id} was not run."
-        return _text_result(text, {"action": name.removesuffix("_cell"), "applied": False})
+            detail.update(cell_id=cell_id)
+        return _text_result(text, detail)
 
     async def _insert(
         self, _call: str, params: dict[str, Any], _signal: AbortSignal | None
