@@ -56,6 +56,7 @@ from .events import (
     ToolExecutionUpdateEvent,
     fast_construct,
 )
+from .sync_tools import loop_awake
 from .tool_output import MAX_TOOL_TEXT_CHARS, bound_result, bound_text
 from .tools import AgentTool, AgentToolResult
 from .types import (
@@ -315,7 +316,8 @@ class _Batch:
         started = time.perf_counter()
         try:
             running = prepared.tool.execute(call.id, prepared.args, signal, on_update)
-            gave_up, result = await _unless_aborted(running, signal)
+            with loop_awake():  # any tool, raw ones too: an interrupt is handled while it runs
+                gave_up, result = await _unless_aborted(running, signal)
             if gave_up:
                 return self.stopped_error(call)
             duration_ms = _elapsed_ms(started)

@@ -22,6 +22,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from ..agent.tools import AgentTool
 from ..ai.models import clamp_thinking_level, supported_thinking_levels
 from ..ai.types import ThinkingLevel, UserMessage
 from ..harness import Session
@@ -560,7 +561,7 @@ class PiMagics(Magics):
         value = self.pi.namespace.get(name)
         if value is None:
             raise UsageError(f"No function or built-in tool named {name!r}")
-        if not callable(value):
+        if not (callable(value) or isinstance(value, AgentTool)):
             raise UsageError(f"{name!r} is a {type(value).__name__}, not a function")
 
     def _now_or_queued(self, title: str, change: Callable[[], str]) -> None:

@@ -42,6 +42,26 @@ async def slow() -> str:
         except asyncio.CancelledError:
             pass
 """,
+    "raw-agent-tool": """
+from pi_notebook.agent import AgentTool, AgentToolResult
+
+async def _never(call_id, args, signal, on_update):
+    started.set()
+    while True:  # never resolves, and swallows its cancellation
+        try:
+            await asyncio.get_running_loop().create_future()
+        except asyncio.CancelledError:
+            pass
+    return AgentToolResult(content=[])
+
+slow = AgentTool(
+    name='slow',
+    description='A raw AgentTool (not @tool): waits for good, deaf to the abort.',
+    parameters={'type': 'object', 'properties': {}},
+    execute=_never,
+)
+%tools add slow
+""",
     "sync-forever": """
 @pi_notebook.tool
 def slow() -> str:
