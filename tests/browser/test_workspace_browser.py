@@ -516,12 +516,27 @@ def test_a_reloaded_page_links_again(open_ws: Callable[..., LabNotebook]) -> Non
     nb = open_ws("ws_reload.ipynb", [LOAD, faux_setup(INSERT_ONLY), "%%agent\nAdd a cell."])
     nb.run_and_wait(0, 1)
     nb.save_and_reload()
+    # the page links when it meets the kernel; a run started before that sees no frontend
+    nb.wait_until(lambda: nb.page.evaluate(_JS_LINKS, nb.panel_id) >= 2, "the page's link")
     nb.run(2)
     run = nb.cell(2).locator(".pi-run")
     run.locator('.pi-tool[data-tool-call-id="call_insert"] .pi-allow').click()
     nb.wait_until(lambda: len(cells_of(nb)) == 4, "the inserted cell")
     assert cells_of(nb)[3]["source"] == "after_reload = 1"
     run.locator(".pi-transcript .pi-assistant", has_text="Inserted.").wait_for()
+
+
+# How many comms of the workspace target the notebook's kernel has open: its marker, plus one per
+# linked page.
+_JS_LINKS = """
+async (id) => {
+  const panel = Array.from(window.jupyterapp.shell.widgets('main')).find((w) => w.id === id);
+  const kernel = panel?.sessionContext.session?.kernel;
+  if (!kernel || kernel.connectionStatus !== 'connected') return 0;
+  const reply = await kernel.requestCommInfo({ target_name: 'pi_notebook.workspace' });
+  return Object.keys(reply.content.comms ?? {}).length;
+}
+"""
 
 
 # Run a JupyterLab command on the notebook with cell `index` active (what a key press does).
