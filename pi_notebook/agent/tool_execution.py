@@ -36,10 +36,13 @@ result message, as pi 1.6). The calls of a reply cut off by the token limit (sto
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
+import sys
 import time
 from collections.abc import Awaitable, Coroutine, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Final, TypeAlias, TypeVar
 
 from ..ai.abort import AbortSignal
@@ -95,6 +98,17 @@ def _forget(task: asyncio.Future[Any]) -> None:
     _abandoned.discard(task)
     if not task.cancelled() and task.exception() is not None:
         _log.debug("an abandoned tool failed late", exc_info=task.exception())
+
+
+async def _validation() -> ModuleType:
+    """The validation module. jsonschema loads with the first call, not with the package (see
+    agent/__init__.py), and in a thread: its import can take seconds (rfc3987-syntax builds a
+    grammar), which must not stall the event loop (a kernel's, with its widgets and aborts)."""
+    name = f"{__package__}.validation"
+    loaded = sys.modules.get(name)
+    if loaded is None:
+        loaded = await asyncio.to_thread(importlib.import_module, name)
+    return loaded
 
 
 async def _unless_aborted(work: Awaitable[_T], signal: AbortSignal | None) -> tuple[bool, _T]:
@@ -242,9 +256,9 @@ class _Batch:
         return prepared
 
     async def _prepare(self, call: ToolCall, signal: AbortSignal | None) -> _Prepared | _Outcome:
-        # jsonschema loads with the first call, not with the package (see agent/__init__.py)
-        from .validation import arguments_error_for, validate_tool_arguments
-
+        validation = await _validation()
+        arguments_error_for = validation.arguments_error_for
+        validate_tool_arguments = validation.validate_tool_arguments
         tool = self.tools.get(call.name)
         if tool is None:
             return _error(f"Tool {call.name} not found")

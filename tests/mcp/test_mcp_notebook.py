@@ -184,7 +184,9 @@ def test_stop_cancels_the_call_and_kernel_shutdown_ends_the_server(tmp_path: Pat
     mark, pid_file = tmp_path / "mark", tmp_path / "pid"
     nb = execute(
         [
-            setup(call("mcp__demo__hang", {}), "faux_assistant_message('stopped')"),
+            setup(call("mcp__demo__hang", {}), "faux_assistant_message('stopped')")
+            # loaded now, so that the call reaches the server before the abort below
+            + "\nimport pi_notebook.agent.validation",
             LOAD,
             f"%mcp add demo --env DEMO_MARK_FILE={mark} --env DEMO_PID_FILE={pid_file} "
             f"-- {sys.executable} demo_server.py stdio",
