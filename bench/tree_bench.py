@@ -107,11 +107,13 @@ def measure(path: Path, reps: int) -> dict[str, Any]:
     )
     figures["fetch_bytes"] = sent.last_bytes()
     if view.folded_ids:
+
         def unfold() -> None:
             view.fold(view.folded_ids[0], False)
             view.flush()
 
         figures["unfold"], _ = timed(unfold)
+
     def append() -> None:  # a live run: one more entry under the leaf, refreshed and synced
         session.append_message(UserMessage(content="one more", timestamp=0))
         view.refresh()

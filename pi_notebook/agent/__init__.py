@@ -76,6 +76,7 @@ def __getattr__(name: str) -> _typing.Any:  # PEP 562: the tools layer loads on 
 def __dir__() -> list[str]:
     return sorted([*globals(), *_FROM_TOOLS, *_FROM_VALIDATION])
 
+
 __all__ = [
     "CANCELLED_TOOL_MESSAGE",
     "AfterToolCallContext",

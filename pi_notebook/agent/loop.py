@@ -231,8 +231,7 @@ class _Run:
             return
         if not isinstance(update, RequestUpdate):
             raise TypeError(
-                "prepare_request must return a RequestUpdate or None, "
-                f"not {type(update).__name__}"
+                f"prepare_request must return a RequestUpdate or None, not {type(update).__name__}"
             )
         self._take(update.context, update.model, update.thinking_level)
 

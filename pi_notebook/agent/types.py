@@ -218,9 +218,7 @@ def finish_turn_action(decision: object) -> FinishTurnAction | None:
         return None
     if isinstance(decision, Mapping):
         if "action" not in decision:
-            raise ValueError(
-                f"finish_turn returned a mapping without 'action': {dict(decision)!r}"
-            )
+            raise ValueError(f"finish_turn returned a mapping without 'action': {dict(decision)!r}")
         action = decision["action"]
     elif hasattr(decision, "action"):
         action = decision.action

@@ -74,8 +74,7 @@ class _Backlog(deque[_Queued]):
     def __iter__(self) -> Iterator[AssistantMessageEvent]:
         # chain, not ``yield from``: a run's events come straight from its generator
         return chain.from_iterable(
-            item.events() if type(item) is DeltaRun else (item,)
-            for item in deque.__iter__(self)
+            item.events() if type(item) is DeltaRun else (item,) for item in deque.__iter__(self)
         )
 
 
@@ -102,6 +101,7 @@ class EventBatch:
 
     def __repr__(self) -> str:
         return f"<EventBatch of {len(self)} events>"
+
 
 _running_producers: set[asyncio.Task[None]] = set()
 """Strong references: a producer task must not be garbage-collected while it streams."""

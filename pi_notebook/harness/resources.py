@@ -124,7 +124,6 @@ class _FrontmatterLoader(yaml.SafeLoader):
     """PyYAML's safe loader read as YAML 1.2 (as pi's ``yaml`` package reads it): only
     ``true``/``false`` are booleans (``yes``, ``on`` stay text) and dates stay text."""
 
-
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         """A mapping whose keys are unique (PyYAML would keep the last of a repeated key)."""
         seen: set[Any] = set()

@@ -110,10 +110,7 @@ def rewrite_wait_cell(lines: list[str]) -> list[str]:
     except ValueError:
         return lines  # let the magic itself report the bad arguments
     if not "".join(lines[1:]).strip():
-        return [
-            "raise __import__('IPython').core.error.UsageError("
-            f"{EMPTY_PROMPT!r}) from None\n"
-        ]
+        return [f"raise __import__('IPython').core.error.UsageError({EMPTY_PROMPT!r}) from None\n"]
     if WAIT_FLAG not in tokens:
         return lines
     rest = shlex.join(t for t in tokens if t != WAIT_FLAG)

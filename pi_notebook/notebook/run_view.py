@@ -860,9 +860,7 @@ class RunView(PiWidget):
         if self._stalled:
             status = f"{_STALL_WORDS} — {self._stalled // 1000} s"
         lines = [
-            f"pi run · {status}"
-            + (f" · {self._model}" if self._model else "")
-            + f" · {usage}"
+            f"pi run · {status}" + (f" · {self._model}" if self._model else "") + f" · {usage}"
         ]
         for item in self._items:
             lines.append(_item_text(item))

@@ -623,4 +623,3 @@ class TreeView(PiWidget):
 
     def _fallbacks(self) -> tuple[str, str]:
         return self.tree_text(), self.tree_html()
-

@@ -236,7 +236,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-
 class _CallbackOwner(Protocol):
     def _callbacks_changed(self) -> None: ...
 

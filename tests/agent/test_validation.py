@@ -182,7 +182,9 @@ def test_a_ref_that_names_nothing_rejects_only_the_values_at_its_place() -> None
         validate_tool_arguments(tool, {"a": 1})
     remote = Tool(name="t", parameters=_object({"a": {"$ref": "https://example.com/s.json"}}))
     assert validate_tool_arguments(remote, {}) == {}
-    with pytest.raises(ToolArgumentsError, match=r"unresolved reference https://example\.com/s\.json"):
+    with pytest.raises(
+        ToolArgumentsError, match=r"unresolved reference https://example\.com/s\.json"
+    ):
         validate_tool_arguments(remote, {"a": 1})
 
 

@@ -56,7 +56,12 @@ async def test_any_mix_of_async_for_and_next_batch_gives_the_same_events() -> No
     expected = [_view(e) for e in reference._backlog]  # checked by hand below
     assert len(expected) == 13
     assert [v[2] for v in expected if v[0].__name__ == "TextDeltaEvent"] == [
-        ["a"], ["ab"], ["abc"], ["abcd", "hm"], ["abcde", "hm"], ["abcdef", "hm"]
+        ["a"],
+        ["ab"],
+        ["abc"],
+        ["abcd", "hm"],
+        ["abcde", "hm"],
+        ["abcdef", "hm"],
     ]
     for split in range(len(expected) + 1):
         stream = AssistantMessageEventStream()

@@ -94,7 +94,7 @@ def test_same_events_as_httpx_sse_for_any_body_and_any_reads(
 
 def test_a_typical_stream() -> None:
     body = (
-        b"event: message_start\ndata: {\"a\": 1}\n\n"
+        b'event: message_start\ndata: {"a": 1}\n\n'
         b": ping\n\nevent: content_block_delta\r\ndata: line one\r\ndata: line two\r\n\r\n"
         b"data: [DONE]\n\ndata: unfinished"
     )

@@ -85,9 +85,7 @@ def test_unfold_search_and_continue_from_an_entry_not_in_the_first_page(
     detail.locator(".pi-navigate").click()
     tree.locator(".pi-node.pi-node-leaf", has_text="side 1250.7").wait_for()
     entries = nb.session_entries()
-    target = next(
-        e["id"] for e in entries if e.get("message", {}).get("content") == "side 1250.7"
-    )
+    target = next(e["id"] for e in entries if e.get("message", {}).get("content") == "side 1250.7")
     assert entries[-1]["type"] == "leaf" and entries[-1]["targetId"] == target
     assert PAGE_ROWS < 3000  # the entries found were never in the synced page
 

@@ -192,8 +192,12 @@ async def test_search_finds_entries_not_in_the_page_and_reveal_unfolds_to_them()
     await settle(view)
     rows, revealed = wire.custom[-2:]
     index = revealed["index"]
-    assert revealed == {"type": "revealed", "layout": view.page["layout"], "id": target,
-                        "index": index}
+    assert revealed == {
+        "type": "revealed",
+        "layout": view.page["layout"],
+        "id": target,
+        "index": index,
+    }
     assert rows["layout"] == revealed["layout"]  # after the page of the new layout
     assert rows["rows"][index - rows["start"]][0] == target
     assert view.display_rows(index, index + 1)[0][0] == target

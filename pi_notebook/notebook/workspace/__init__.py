@@ -2,7 +2,6 @@
 between turns (``summary``), the read tools, and (from the frontend side) the open document and
 the tools that write to it."""
 
-
 from .document import DocumentCell, DocumentError, NotebookDocument, NotebookNotConnected
 from .edit_tools import WRITE_TOOL_NAMES, WriteTools
 from .history import ErrorInfo, ExecutionHistory, ExecutionRecord, OutputSummary
