@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { WorkspaceLink, boundedOutputs, summarizeOutput, summarizeOutputs } from "../src/lab/protocol.js";
+import { WorkspaceLink, boundedOutputs, freeCellId, summarizeOutput, summarizeOutputs } from "../src/lab/protocol.js";
 
 // An in-memory notebook behind the adapter interface notebook_adapter.js gives over Lab's models.
 function memoryNotebook(cells) {
@@ -12,8 +12,8 @@ function memoryNotebook(cells) {
   const executed = [];
   return {
     cells: () => cells.map((cell) => ({ ...cell })),
-    insert(source, afterId, cellType) {
-      const cell = { id: `new-${(next += 1)}`, cell_type: cellType, source, execution_count: null, outputs: [] };
+    insert(source, afterId, cellType, id) {
+      const cell = { id: id ?? `new-${(next += 1)}`, cell_type: cellType, source, execution_count: null, outputs: [] };
       cells.splice(afterId === null ? cells.length : index(afterId) + 1, 0, cell);
       return cell.id;
     },
@@ -118,6 +118,22 @@ describe("WorkspaceLink", () => {
       { type: "reply", id: 10, ok: false, error: 'unknown request "format_disk"' },
     ]);
     expect(notebook.state).toHaveLength(1);
+  });
+
+  it("gives an inserted cell the id the kernel asks for, made unique", async () => {
+    const { link, sent, notebook } = linked([{ id: "agent-call_1", cell_type: "code", source: "1", execution_count: null, outputs: [] }]);
+    await link.handle({ type: "request", id: 1, op: "insert", source: "2", after_cell_id: null, cell_id: "agent-call_2" });
+    await link.handle({ type: "request", id: 2, op: "insert", source: "3", after_cell_id: null, cell_id: "agent-call_1" });
+    await link.handle({ type: "request", id: 3, op: "insert", source: "4", after_cell_id: null, cell_id: "agent-call_1" });
+    await link.handle({ type: "request", id: 4, op: "insert", source: "5", after_cell_id: null, cell_id: "no spaces" });
+    expect(sent.map((reply) => reply.result?.id ?? reply.error)).toEqual([
+      "agent-call_2",
+      "agent-call_1-2",
+      "agent-call_1-3",
+      'not a valid cell id: "no spaces"',
+    ]);
+    expect(notebook.state).toHaveLength(4);
+    expect(freeCellId("x".repeat(64), ["x".repeat(64)])).toBe(`${"x".repeat(62)}-2`);
   });
 
   it("appends at the end when no anchor cell is given", async () => {

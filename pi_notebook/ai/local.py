@@ -28,6 +28,7 @@ import tempfile
 import threading
 import time
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any, Final
@@ -256,6 +257,8 @@ class LocalServer:
         alias: str = MODEL_ID,
         startup_timeout: float = 60.0,
         verbose: bool = False,
+        chat_template: str | None = None,
+        sampling: Mapping[str, float | int] | None = None,
     ) -> None:
         if n_ctx < 64:
             raise ValueError(f"n_ctx must be at least 64, got {n_ctx}")
@@ -267,6 +270,12 @@ class LocalServer:
         self.alias = alias
         self.startup_timeout = startup_timeout
         self.verbose = verbose
+        self.chat_template = chat_template
+        """A Jinja chat template used instead of the model's own (e.g. one that teaches a
+        model its tool-call format); None: the model's."""
+        self.sampling = {**SAMPLING, **(sampling or {})}
+        """The server's default sampling: :data:`SAMPLING` with ``sampling``'s overrides
+        (``{"temp": 0}`` for the most repeatable replies)."""
         self._server: Any = None
         self._address: str | None = None
         self._lock = threading.Lock()
@@ -299,8 +308,11 @@ class LocalServer:
             params.port = 0
             params.n_ctx = self.n_ctx
             params.n_predict = min(MAX_OUTPUT_TOKENS, self.n_ctx // 2)
-            for name, value in SAMPLING.items():
+            for name, value in self.sampling.items():
                 setattr(params.sampling, name, value)
+            if self.chat_template is not None:
+                params.use_jinja = True
+                params.chat_template = self.chat_template
             params.cpuparams.n_threads = self.threads
             params.cpuparams_batch.n_threads = self.threads
             params.offline = True

@@ -255,6 +255,34 @@ def test_a_second_server_with_its_own_context_size(local_model: Model) -> None:
         httpx.get(f"{address}/health", timeout=5, trust_env=False)
 
 
+TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}"
+    "<|im_end|>\n{% endfor %}<|im_start|>assistant\n"
+)
+
+
+@needs_xllamacpp
+def test_a_server_with_its_own_chat_template_and_sampling(local_model: Model) -> None:
+    """How notebooks/workspace.ipynb is recorded: Qwen with a tool-call template, at
+    temperature 0 (here on SmolLM2, which is at hand)."""
+    server = local.LocalServer(
+        local.cached_model_path(), n_ctx=512, chat_template=TEMPLATE, sampling={"temp": 0.0}
+    )
+    with server:
+        props = httpx.get(f"{server.address}/props", timeout=30, trust_env=False).json()
+        assert props["chat_template"] == TEMPLATE.strip()  # the server trims it
+        params = props["default_generation_settings"]["params"]
+        assert params["temperature"] == 0
+        assert params["repeat_penalty"] == pytest.approx(local.SAMPLING["penalty_repeat"])
+        reply = httpx.post(
+            f"{server.address}/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8},
+            timeout=60,
+            trust_env=False,
+        )
+        assert reply.json()["choices"][0]["message"]["content"]
+
+
 # --- server errors -----------------------------------------------------------------------------
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "launch_chromium",
     "open_notebook_page",
     "start_lab",
+    "start_lab_with_labextension",
     "write_notebook",
 ]
 
@@ -108,8 +109,9 @@ def _free_port() -> int:
         return port
 
 
-def _lab_environment(base: Path) -> dict[str, str]:
+def _lab_environment(base: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _SECRET_VARIABLES}
+    env.update(extra or {})
     settings = base / "settings"
     # No "get notified about Jupyter news?" toast, no update check: quiet screenshots.
     notification = settings / "@jupyterlab" / "apputils-extension"
@@ -128,8 +130,11 @@ def _lab_environment(base: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def start_lab(base: Path, *, extra_args: Sequence[str] = ()) -> Iterator[LabServer]:
-    """Run ``jupyter lab`` with its files under ``base`` until the block ends."""
+def start_lab(
+    base: Path, *, extra_args: Sequence[str] = (), env: dict[str, str] | None = None
+) -> Iterator[LabServer]:
+    """Run ``jupyter lab`` with its files under ``base`` until the block ends; ``env`` is added
+    to the server's environment, which its kernels inherit."""
     root = base / "root"
     root.mkdir(parents=True, exist_ok=True)
     port = _free_port()
@@ -155,7 +160,7 @@ def start_lab(base: Path, *, extra_args: Sequence[str] = ()) -> Iterator[LabServ
             command,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env=_lab_environment(base),
+            env=_lab_environment(base, env),
             cwd=root,
             start_new_session=True,  # its own process group: the kernels go down with it
         )
@@ -165,6 +170,22 @@ def start_lab(base: Path, *, extra_args: Sequence[str] = ()) -> Iterator[LabServ
         yield server
     finally:
         _stop(process)
+
+
+@contextlib.contextmanager
+def start_lab_with_labextension(
+    base: Path, labextension: Path, env: dict[str, str] | None = None
+) -> Iterator[LabServer]:
+    """:func:`start_lab` with ``labextension`` (this checkout's build) first on
+    ``JUPYTER_PATH`` (an editable install made elsewhere may hold another build, or none)."""
+    data = base / "data" / "labextensions"
+    data.mkdir(parents=True)
+    (data / "pi-notebook-widgets").symlink_to(labextension, target_is_directory=True)
+    paths = [str(base / "data"), os.environ.get("JUPYTER_PATH", "")]
+    with start_lab(
+        base, env={"JUPYTER_PATH": os.pathsep.join(p for p in paths if p), **(env or {})}
+    ) as server:
+        yield server
 
 
 def _wait_for_server(server: LabServer, process: subprocess.Popen[bytes]) -> None:
@@ -349,16 +370,18 @@ def open_notebook_page(
     browser: Any,
     server: LabServer,
     name: str,
-    cells: Sequence[str],
+    cells: Sequence[str] | None,
     *,
     viewport: tuple[int, int] = (1280, 1000),
     before_load: Callable[[Any], None] | None = None,
 ) -> LabNotebook:
-    """Write ``cells`` as ``name`` in the server's root, open it in a new browser context and
-    wait until its kernel is idle. ``before_load(page)`` runs before navigation (to attach
-    listeners). Close it with :func:`close_notebook`."""
+    """Write ``cells`` as ``name`` in the server's root (None: open the notebook already
+    there), open it in a new browser context and wait until its kernel is idle.
+    ``before_load(page)`` runs before navigation (to attach listeners). Close it with
+    :func:`close_notebook`."""
     path = server.root / name
-    write_notebook(path, cells)
+    if cells is not None:
+        write_notebook(path, cells)
     context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
@@ -386,7 +409,7 @@ def notebook_opener(browser: Any, server: LabServer) -> Iterator[Callable[..., L
     opened notebook is closed, and uncaught errors in their pages fail the test."""
     opened: list[LabNotebook] = []
 
-    def open_(name: str, cells: Sequence[str]) -> LabNotebook:
+    def open_(name: str, cells: Sequence[str] | None) -> LabNotebook:
         notebook = open_notebook_page(browser, server, name, cells)
         opened.append(notebook)
         return notebook

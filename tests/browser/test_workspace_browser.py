@@ -31,7 +31,7 @@ from .lab import (
     _stop,
     _wait_for_server,
     notebook_opener,
-    start_lab,
+    start_lab_with_labextension,
     write_notebook,
 )
 
@@ -72,16 +72,10 @@ def workspace_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServe
     """A JupyterLab that loads this checkout's labextension."""
     if not (LABEXTENSION / "package.json").exists():
         pytest.fail("pi_notebook/labextension is missing: run `npm run build --prefix js`")
-    base = tmp_path_factory.mktemp("workspace-lab")
-    data = base / "data" / "labextensions"
-    data.mkdir(parents=True)
-    (data / "pi-notebook-widgets").symlink_to(LABEXTENSION, target_is_directory=True)
-    with pytest.MonkeyPatch.context() as patch:
-        paths = [str(base / "data"), os.environ.get("JUPYTER_PATH", "")]
-        patch.setenv("JUPYTER_PATH", os.pathsep.join(p for p in paths if p))
-        with start_lab(base) as server:
-            patch.undo()  # the server has its environment; the tests' own is left as it was
-            yield server
+    with start_lab_with_labextension(
+        tmp_path_factory.mktemp("workspace-lab"), LABEXTENSION
+    ) as server:
+        yield server
 
 
 @pytest.fixture
@@ -175,6 +169,7 @@ def test_an_allowed_cell_lands_below_the_agent_cell_runs_and_reaches_the_reply(
     after = cells_of(nb)
     assert [c["id"] for c in after[:3]] == [c["id"] for c in before[:3]]
     inserted = after[3]
+    assert inserted["id"] == "agent-call_insert"  # the kernel names it after the tool call
     assert inserted["source"].startswith("total = sum(range(10))")
     assert inserted["type"] == "code"
     assert [c["source"] for c in after[4:]] == [c["source"] for c in before[3:]]

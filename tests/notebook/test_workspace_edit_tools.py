@@ -22,7 +22,7 @@ from pi_notebook.notebook.workspace.document import (
     NotebookDocument,
     NotebookNotConnected,
 )
-from pi_notebook.notebook.workspace.edit_tools import WriteTools, unified_diff
+from pi_notebook.notebook.workspace.edit_tools import WriteTools, new_cell_id, unified_diff
 from pi_notebook.notebook.workspace.history import ExecutionHistory, OutputSummary
 
 from .kernel_notebook import execute, outputs_text
@@ -203,7 +203,14 @@ async def test_inserts_land_below_the_agent_cell_then_below_the_last_insert(
     )
     assert [c["id"] for c in frontend.cells] == ["agent", "new1", "new2", "later"]
     assert frontend.cells[2]["cell_type"] == "markdown"
-    assert text(first).startswith("Inserted code cell new1 below cell agent.")
+    assert text(first).startswith(
+        'Inserted code cell new1 below cell agent. It has not run yet: run_cell with cell_id "new1"'
+    )
+    assert text(second).startswith("Inserted markdown cell new2 below cell new1. Markdown cells")
+    # the kernel asks for an id made from the call's (this fake frontend picks its own, as a
+    # frontend older than the field does; the real one is tested in tests/browser)
+    asks = [r for r in frontend.requests if r["op"] == "insert"]
+    assert len(asks) == 2 and all(r["cell_id"].startswith("agent-call-insert_cell-") for r in asks)
     assert first.details == {
         "notebook": {
             "action": "insert",
@@ -344,6 +351,14 @@ async def test_a_frontend_that_goes_away_fails_requests_clearly(workspace: Setup
     assert "x = 1" in text(result)
 
 
+def test_an_inserted_cell_id_is_made_from_the_call_id() -> None:
+    assert new_cell_id("call_abc123") == "agent-call_abc123"
+    assert new_cell_id("toolu_01A:b/c") == "agent-toolu_01A-b-c"
+    assert new_cell_id("::") == "agent-cell"
+    long = new_cell_id("x" * 200)
+    assert len(long) == 54 and len(long) + len("-99") <= 64
+
+
 async def test_without_a_frontend_the_tools_say_what_they_would_have_done(
     shell: tuple[Any, ExecutionHistory],
 ) -> None:
@@ -358,6 +373,7 @@ async def test_without_a_frontend_the_tools_say_what_they_would_have_done(
         "No notebook frontend is connected to this kernel (it runs under nbclient, papermill or "
         "a terminal, or JupyterLab lacks the pi_notebook extension), so no cell was inserted. "
         "The code cell would have been (proposed as cell proposed-1):\n```python\ndf.head()\n```"
+        '\nrun_cell with cell_id "proposed-1" shows the user the code to run.'
     )
     assert result.details == {
         "notebook": {

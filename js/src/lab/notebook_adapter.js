@@ -37,9 +37,15 @@ export function notebookAdapter(panel) {
         };
       });
     },
-    insert(source, afterId, cellType) {
+    insert(source, afterId, cellType, id) {
       const index = afterId === null ? cellModels(panel).length : cellIndex(panel, afterId) + 1;
-      const cell = notebookModel(panel).sharedModel.insertCell(index, { cell_type: cellType, source, metadata: {} });
+      // the shared model takes the id it is given (a fresh uuid without one)
+      const cell = notebookModel(panel).sharedModel.insertCell(index, {
+        cell_type: cellType,
+        source,
+        metadata: {},
+        ...(id === undefined ? {} : { id }),
+      });
       return cell.getId();
     },
     edit(id, source) {

@@ -77,8 +77,21 @@ export function boundedOutputs(outputs, max = OUTPUTS_MAX_CHARS) {
   return kept;
 }
 
+// An nbformat cell id (4.5): the kernel may ask for one when it inserts a cell.
+const CELL_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+// `wanted`, or `wanted-2`, `wanted-3`... when the notebook already has a cell with that id.
+export function freeCellId(wanted, taken) {
+  const ids = new Set(taken);
+  if (!ids.has(wanted)) return wanted;
+  for (let n = 2; ; n += 1) {
+    const id = `${wanted.slice(0, 64 - String(n).length - 1)}-${n}`;
+    if (!ids.has(id)) return id;
+  }
+}
+
 // Answers the kernel's requests against one notebook. `adapter` has cells(), insert(source,
-// afterId, cellType), edit(id, source), remove(id), execute(id) and outputs(id); each throws an
+// afterId, cellType, id), edit(id, source), remove(id), execute(id) and outputs(id); each throws an
 // Error with a plain-words message when it cannot do what was asked.
 export class WorkspaceLink {
   constructor(adapter, send) {
@@ -116,7 +129,13 @@ export class WorkspaceLink {
         const cellType = request.cell_type || "code";
         if (!["code", "markdown", "raw"].includes(cellType)) throw new Error(`unknown cell type ${cellType}`);
         const after = request.after_cell_id ?? null;
-        return { id: adapter.insert(requireString(request, "source"), after, cellType) };
+        const source = requireString(request, "source");
+        const wanted = request.cell_id;
+        if (wanted !== undefined && (typeof wanted !== "string" || !CELL_ID.test(wanted))) {
+          throw new Error(`not a valid cell id: ${JSON.stringify(wanted)}`);
+        }
+        const id = wanted === undefined ? undefined : freeCellId(wanted, adapter.cells().map((cell) => cell.id));
+        return { id: adapter.insert(source, after, cellType, id) };
       }
       case "edit":
         adapter.edit(requireString(request, "cell_id"), requireString(request, "source"));

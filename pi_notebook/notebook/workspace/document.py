@@ -320,13 +320,21 @@ class NotebookDocument:
         return cells
 
     async def insert_cell(
-        self, source: str, *, after_cell_id: str | None, cell_type: CellType = "code"
+        self,
+        source: str,
+        *,
+        after_cell_id: str | None,
+        cell_type: CellType = "code",
+        cell_id: str | None = None,
     ) -> str:
-        """Insert a cell right after ``after_cell_id`` (None: at the end); its id."""
+        """Insert a cell right after ``after_cell_id`` (None: at the end); its id — ``cell_id``
+        when given and free, that id with a ``-N`` suffix when the notebook already has it
+        (a frontend older than this request field picks its own)."""
         if cell_type not in _CELL_TYPES:
             raise ValueError(f"cell_type must be one of {', '.join(_CELL_TYPES)}")
+        fields: dict[str, Any] = {"cell_id": cell_id} if cell_id is not None else {}
         result = await self._request(
-            "insert", source=source, after_cell_id=after_cell_id, cell_type=cell_type
+            "insert", source=source, after_cell_id=after_cell_id, cell_type=cell_type, **fields
         )
         return str(result["id"])
 

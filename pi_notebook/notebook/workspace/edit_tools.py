@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -54,6 +55,7 @@ __all__ = [
     "RUN_POLL_SECONDS",
     "WRITE_TOOL_NAMES",
     "WriteTools",
+    "new_cell_id",
     "unified_diff",
 ]
 
@@ -65,6 +67,8 @@ RUN_POLL_SECONDS = 0.2
 _IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _MAX_TEXT = 8_000
 _MAX_DIFF = 20_000
+_MAX_ID_BASE = 48
+"""Room for ``agent-`` and the frontend's ``-N`` suffix within nbformat's 64 characters."""
 
 _Body = Callable[[str, dict[str, Any], AbortSignal | None], Awaitable[AgentToolResult]]
 
@@ -92,6 +96,15 @@ def unified_diff(old: str, new: str, name: str = "cell") -> str:
     )
     text = "\n".join(lines)
     return text if len(text) <= _MAX_DIFF else text[:_MAX_DIFF] + "\n[... diff cut]"
+
+
+def new_cell_id(tool_call_id: str) -> str:
+    """The id asked for a cell the call ``tool_call_id`` inserts: the call's id, made a valid
+    nbformat cell id. It ties the cell to the call that made it (the session tree and the
+    notebook file name the same cell), and a replayed cassette gives the same cell ids as the
+    recording did. The frontend adds a suffix if the notebook already has a cell with it."""
+    cleaned = re.sub(r"[^A-Za-z0-9_-]", "-", tool_call_id).strip("-")[:_MAX_ID_BASE]
+    return f"agent-{cleaned}" if cleaned else "agent-cell"
 
 
 def _fence(source: str, language: str = "python") -> str:
@@ -326,7 +339,8 @@ class WriteTools:
             language = "markdown" if kind == "markdown" else "python"
             text = (
                 f"{head}no cell was inserted. The {kind} cell would have been "
-                f"(proposed as cell {cell_id}):\n{_fence(source, language)}"
+                f"(proposed as cell {cell_id}):\n{_fence(source, language)}\n"
+                f'run_cell with cell_id "{cell_id}" shows the user the code to run.'
             )
             detail.update(cell_id=cell_id, cell_type=kind, source=source)
         elif name == "edit_cell":
@@ -349,7 +363,7 @@ class WriteTools:
         return _text_result(text, detail)
 
     async def _insert(
-        self, _call: str, params: dict[str, Any], _signal: AbortSignal | None
+        self, call_id: str, params: dict[str, Any], _signal: AbortSignal | None
     ) -> AgentToolResult:
         source = str(params["source"])
         cell_type = cast(CellType, params.get("cell_type") or "code")
@@ -357,22 +371,27 @@ class WriteTools:
         note = ""
         try:
             cell_id = await self.document.insert_cell(
-                source, after_cell_id=after, cell_type=cell_type
+                source, after_cell_id=after, cell_type=cell_type, cell_id=new_cell_id(call_id)
             )
         except DocumentError:
             if after is None:
                 raise
             # the cell it should follow was deleted meanwhile: the end, never the cursor
             cell_id = await self.document.insert_cell(
-                source, after_cell_id=None, cell_type=cell_type
+                source, after_cell_id=None, cell_type=cell_type, cell_id=new_cell_id(call_id)
             )
             note = " (the cell it should follow is gone, so it went to the end)"
             after = None
         self.anchor_cell_id = cell_id
         where = f"below cell {after}" if after is not None else "at the end of the notebook"
         language = "markdown" if cell_type == "markdown" else "python"
+        run_hint = (
+            f'It has not run yet: run_cell with cell_id "{cell_id}" runs it.'
+            if cell_type == "code"
+            else "Markdown cells do not run."
+        )
         return _text_result(
-            f"Inserted {cell_type} cell {cell_id} {where}{note}. It has not run yet.\n"
+            f"Inserted {cell_type} cell {cell_id} {where}{note}. {run_hint}\n"
             + _fence(source, language),
             {
                 "action": "insert",
