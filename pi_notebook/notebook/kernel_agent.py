@@ -49,6 +49,7 @@ from .default_model import (
 )
 from .locations import fallback_session_path, sibling_session_path
 from .notebook_tools import ToolRegistry, builtin_tools
+from .repeat_guard import RepeatGuard
 from .runs import Run
 from .workspace.document import DocumentError, NotebookDocument, NotebookNotConnected
 from .workspace.edit_tools import WRITE_TOOL_NAMES, WriteTools
@@ -221,6 +222,8 @@ class NotebookAgent:
         )
         """Insert, edit, delete and run cells (each approved in the run view)."""
         self._run_cells: dict[int, str | None] = {}
+        self.repeat_guard = RepeatGuard()
+        """Refuses a tool call repeated with the same arguments in one run (small models loop)."""
         self._write_tools = self.write_tools.tools()
         self._pushed: list[str] = []
         """The tool names the harness was last given."""
@@ -482,6 +485,7 @@ class NotebookAgent:
         self._active = run
         self._note_session_writes(run)  # e.g. the change summary just before could not be written
         self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
+        self.repeat_guard.begin_run()
         if self._harness is not None and self._pushed != [t.name for t in self.offered_tools()]:
             self._push_tools()  # a notebook frontend connected or went away since the last run
         try:
@@ -677,9 +681,17 @@ class NotebookAgent:
             self._harness.set_tools(self._offer())
 
     async def _approve_tool_call(self, event: ToolCallEvent) -> ToolCallResult | None:
-        """The ``tool_call`` hook: tools marked ``requires_approval`` wait for Allow / Deny in
-        the run view (denied after ``approval_timeout`` seconds without an answer)."""
+        """The ``tool_call`` hook: a call repeated too often in one run is refused (see
+        :mod:`.repeat_guard`); tools marked ``requires_approval`` wait for Allow / Deny in the
+        run view (denied after ``approval_timeout`` seconds without an answer)."""
         name = event.tool_name
+        verdict = self.repeat_guard.check(name, dict(event.input))
+        if verdict.reason is not None:
+            if verdict.stop and self._harness is not None:
+                if self._active is not None:
+                    self._active.view.note_stopped(f"Stopped: {verdict.reason}")
+                self._harness.abort()
+            return ToolCallResult(block=True, reason=verdict.reason)
         if name in WRITE_TOOL_NAMES:
             return await self._approve_write(event)
         made = next((t for t in self.active_tools() if t.name == name), None)

@@ -328,6 +328,12 @@ class RunView(PiWidget):
         self._version += 1
         self._set_notice(f"{UNSAVED_NOTICE} {reason}")
 
+    def note_stopped(self, reason: str) -> None:
+        """Say why the harness stopped the run on its own (e.g. a model stuck repeating one
+        tool call); the notice stays until dismissed."""
+        self._version += 1
+        self._set_notice(reason)
+
     def note_saved(self) -> None:
         """Say that what :meth:`note_unsaved` reported is in the session file now (a later
         write retried it); a notice the user dismissed stays dismissed."""

@@ -395,6 +395,13 @@ async def test_without_a_frontend_the_tools_say_what_they_would_have_done(
             "source": "df.head()",
         }
     }
+    # asked again (a small model loops on it): a short, firm answer, without the code
+    again = await made["run_cell"].execute("r2", {"cell_id": "proposed-1"}, None, lambda _p: 0)
+    assert text(again).startswith("run_cell already answered for cell proposed-1")
+    assert "Do not call run_cell again" in text(again) and "df.head()" not in text(again)
+    assert again.details == {
+        "notebook": {"action": "run", "applied": False, "cell_id": "proposed-1", "repeated": True}
+    }
     with pytest.raises(NotebookNotConnected):
         await document.cells()
 

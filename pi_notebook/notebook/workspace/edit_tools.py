@@ -143,6 +143,8 @@ class WriteTools:
     _run_number: int | None = None
     _proposed: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Cells proposed without a frontend: id → (cell type, source)."""
+    _proposed_runs: set[str] = field(default_factory=set)
+    """Proposed cells ``run_cell`` was already asked to run."""
 
     # --- the run and its approvals ---------------------------------------------------------------
 
@@ -350,11 +352,21 @@ class WriteTools:
         elif name == "delete_cell":
             text = f"{head}cell {cell_id} was not deleted."
             detail.update(cell_id=cell_id)
+        elif cell_id in self._proposed_runs:
+            # a small model may ask again and again: say it once more, shorter and firmer
+            text = (
+                f"run_cell already answered for cell {cell_id}: with no notebook connected it "
+                "cannot run, however often it is asked. Do not call run_cell again; show the "
+                "user the cell's code and end your turn."
+            )
+            detail.update(cell_id=cell_id, repeated=True)
         elif cell_id in self._proposed:
+            self._proposed_runs.add(cell_id)
             kind, proposed = self._proposed[cell_id]
             text = (
-                f"{head}cell {cell_id} was not run. This is the code that would have run; "
-                f"show it to the user, who can run it:\n{_fence(proposed)}"
+                f"{head}cell {cell_id} was not run (it cannot run here; do not ask again). "
+                "This is the code that would have run; show it to the user, who can run it:"
+                f"\n{_fence(proposed)}"
             )
             detail.update(cell_id=cell_id, source=proposed)
         else:
