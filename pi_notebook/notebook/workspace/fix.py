@@ -26,9 +26,11 @@ def fix_prompt(
     label = cell_label(record)
     where = f" (cell id {record.cell_id})" if record.cell_id else ""
     can_write = any(name in WRITE_TOOL_HINTS for name in tool_names)
+    target = f'cell_id "{record.cell_id}"' if record.cell_id else "that cell's id"
     how = (
-        "Then fix it: edit that cell with the edit_cell tool so it runs (keep the user's "
-        "intent), or insert a new cell if the fix belongs in its own cell."
+        f"Then fix it: call edit_cell with {target} and the cell's corrected source, "
+        "complete (keep the user's intent), or insert a new cell if the fix belongs in its "
+        "own cell."
         if can_write
         else "Then give the corrected cell in one ```python code block, complete, so it can "
         "replace the failing cell as it is."
