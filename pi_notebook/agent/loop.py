@@ -20,7 +20,10 @@ The hooks of pi 1.6 (see ``AgentLoopConfig``): ``prepare_request`` before every 
 ``finish_turn`` before each ``turn_end`` (it may end the run or ask for one more request),
 ``prepare_next_turn`` only when another turn starts (before its ``turn_start``). A reply that
 stopped at the token limit (``length``) does not run its tool calls: each gets an error result
-and the loop asks again. Every reply records the thinking level it was requested with.
+and the loop asks again. Every reply records the thinking level it was requested with. With
+``declare_tools`` (the ``Agent``'s runs) a change of ``context.tools`` is declared to the model as
+a system message before the next request, reported with the prompts or the injected messages
+(``tool_declarations``).
 
 Cost per turn does not grow with the transcript: the working context is appended to, and with the
 default ``convert_to_llm`` only new messages are converted.
@@ -54,6 +57,7 @@ from .events import (
     fast_construct,
     message_update,
 )
+from .tool_declarations import declare_tool_changes, request_tools
 from .tool_execution import execute_tool_calls, fail_truncated_tool_calls
 from .types import (
     AgentContext,
@@ -149,7 +153,10 @@ class _Run:
                     if not pending:  # pick up steering queued while the preparation ran
                         pending = await self.poll(config.get_steering_messages)
                     await send(TurnStartEvent._quick(type="turn_start"))
-                for message in (*prepared, *pending):
+                incoming = [*prepared, *pending]
+                if config.declare_tools:  # pi 1.6: tool changes declared before every request
+                    incoming = declare_tool_changes(self.context, incoming)
+                for message in incoming:
                     await self.emit_message(message)
                     self.context.messages.append(message)
                     self.new_messages.append(message)
@@ -302,11 +309,13 @@ class _Run:
     async def stream_reply(self) -> AssistantMessage:
         """Call the model and relay its reply as message_start / message_update… / message_end."""
         context = self.context
+        messages = await self.llm_messages()
+        tools = request_tools(context, messages) if self.config.declare_tools else context.tools
         llm_context = fast_construct(
             Context,
             system_prompt=context.system_prompt,
-            messages=await self.llm_messages(),
-            tools=list(context.tools) or None,
+            messages=messages,
+            tools=list(tools) or None,
         )
         options = await self.stream_options()
         produced = self.stream_fn(self.model, llm_context, options)
@@ -381,6 +390,8 @@ async def run_agent_loop(
     ``context`` is not modified. Returns the messages the run added (prompts first).
     """
     prompts = list(prompts)
+    if config.declare_tools:
+        prompts = declare_tool_changes(context, prompts)
     working = AgentContext(
         context.system_prompt, [*context.messages, *prompts], list(context.tools)
     )
