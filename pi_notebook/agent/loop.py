@@ -57,7 +57,7 @@ from .events import (
     fast_construct,
     message_update,
 )
-from .tool_declarations import declare_tool_changes, request_tools
+from .tool_declarations import ToolDeclarations, declare_tool_changes
 from .tool_execution import execute_tool_calls, fail_truncated_tool_calls
 from .types import (
     AgentContext,
@@ -118,6 +118,7 @@ class _Run:
         self._converted: list[Message] = []
         self._converted_from: list[AgentMessage] | None = None
         self._converted_count = 0
+        self.declarations = ToolDeclarations() if config.declare_tools else None
 
     async def emit_message(self, message: AgentMessage) -> None:
         """``message_start`` + ``message_end`` for a message that arrives whole."""
@@ -154,8 +155,8 @@ class _Run:
                         pending = await self.poll(config.get_steering_messages)
                     await send(TurnStartEvent._quick(type="turn_start"))
                 incoming = [*prepared, *pending]
-                if config.declare_tools:  # pi 1.6: tool changes declared before every request
-                    incoming = declare_tool_changes(self.context, incoming)
+                if self.declarations is not None:  # pi 1.6: tool changes before every request
+                    incoming = self.declarations.declare(self.context, incoming)
                 for message in incoming:
                     await self.emit_message(message)
                     self.context.messages.append(message)
@@ -310,7 +311,10 @@ class _Run:
         """Call the model and relay its reply as message_start / message_update… / message_end."""
         context = self.context
         messages = await self.llm_messages()
-        tools = request_tools(context, messages) if self.config.declare_tools else context.tools
+        declarations = self.declarations
+        tools = (
+            context.tools if declarations is None else declarations.request_tools(context, messages)
+        )
         llm_context = fast_construct(
             Context,
             system_prompt=context.system_prompt,
