@@ -220,12 +220,19 @@ def _threshold_tokens(
     return estimate.tokens
 
 
-def exceeds_threshold(session: Session, model: Model, settings: CompactionSettings) -> bool:
+def exceeds_threshold(
+    session: Session,
+    model: Model,
+    settings: CompactionSettings,
+    messages: Sequence[object] | None = None,
+) -> bool:
     """Whether the next request of a running turn should wait for a compaction (pi 1.6's
-    ``_compactBeforeNextAssistantResponse``): the projected size of the session's context over
-    ``context_window - reserve_tokens``. A model without a known window never compacts here."""
-    if model.context_window <= 0:
+    ``_compactBeforeNextAssistantResponse``): the projected size of the session's context
+    (``messages``, when the caller built it already) over ``context_window - reserve_tokens``.
+    A model without a known window never compacts here."""
+    if model.context_window <= 0 or not settings.enabled:
         return False
-    messages = session.build_context().messages
+    if messages is None:
+        messages = session.build_context().messages
     tokens = estimate_projected_context_tokens(messages, session.get_branch()).tokens
     return should_compact(tokens, model.context_window, settings)

@@ -919,13 +919,14 @@ class AgentHarness:
 
     async def _prepare_next_turn(self, _turn: TurnEndContext) -> TurnUpdate:
         await self._flush_pending()
+        snapshot = await self._snapshot()
         if self._controller is not None and exceeds_threshold(
-            self._session, self._model, self._compaction
+            self._session, self._model, self._compaction, snapshot.messages
         ):
             # pi 1.6: compact before the next request of a running turn; the turn goes on
             # over the compacted context whatever the compaction did
             await self._auto_compact("threshold", self._controller.signal, will_retry=False)
-        snapshot = await self._snapshot()
+            snapshot = await self._snapshot()
         self._turn = snapshot
         context = AgentContext(
             snapshot.system_prompt, list(snapshot.messages), list(snapshot.active_tools)
