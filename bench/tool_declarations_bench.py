@@ -213,6 +213,13 @@ def main() -> None:
     args = parser.parse_args()
     turns = [int(t) for t in args.turns.split(",")]
     print(describe_environment())
+    if pi_available():
+        node = subprocess.run(
+            [str(PI16 / ".bin" / "node"), "--version"], capture_output=True, text=True, check=True
+        )
+        print(f"pi-agent-core 1.6.0 on node {node.stdout.strip()} (tests/golden/pi-1.6/agent)")
+    else:
+        print("pi 1.6 not installed (npm ci in tests/golden/pi-1.6/agent): its column is left out")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (before)")
     rows = asyncio.run(measure(turns, args.reps))
     print_table(
