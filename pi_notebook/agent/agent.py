@@ -8,10 +8,12 @@ While a run is active, ``steer`` queues messages injected after the current turn
 As in pi 1.6 the system prompt and the tool declarations live in the transcript: an agent built
 with a system prompt or tools starts ``state.messages`` with a ``SystemMessage`` holding them
 (no event reports it), ``state.system_prompt`` is the prompt replayed from the transcript's
-system messages, and tools assigned later are declared by a system-message patch before the next
-run. Each run works on a snapshot (a copy of the transcript and tools, a config built from the
-agent's fields); changes made during a run apply to the next one. A run that fails (a
-hook or listener raising, a stream function breaking its contract) ends with a failure message
+system messages, and a change of the tools is declared by a system-message patch before the next
+request (reported as message_start/message_end with the run's messages; pi 1.6's
+``declareToolChanges``). Each run works on a snapshot (a copy of the transcript and tools, a
+config built from the agent's fields); changes made during a run apply to the next one (hooks
+that hand the loop another context, or edit its tools, reach the next request). A run that fails
+(a hook or listener raising, a stream function breaking its contract) ends with a failure message
 reported as message_start, message_end, turn_end, agent_end (pi 0.79 and 1.6), and ``prompt``
 returns normally with ``state.error_message`` set.
 """
@@ -28,11 +30,7 @@ from typing import Any, Literal, TypeAlias
 from ..ai.abort import AbortController, AbortSignal
 from ..ai.options import ResponseInfo, StallNotice
 from ..ai.producer import describe_error
-from ..ai.system_message import (
-    current_system_message,
-    system_message_patch,
-    system_message_text,
-)
+from ..ai.system_message import current_system_message, system_message_text
 from ..ai.types import (
     AssistantMessage,
     ImageContent,
@@ -40,7 +38,6 @@ from ..ai.types import (
     SystemMessage,
     TextContent,
     ThinkingLevel,
-    Tool,
     Usage,
     UserMessage,
 )
@@ -55,6 +52,7 @@ from .events import (
 )
 from .listeners import takes_signal
 from .loop import run_agent_loop, run_agent_loop_continue
+from .tool_declarations import tool_declaration
 from .tools import AgentTool
 from .types import (
     AfterToolCall,
@@ -142,7 +140,7 @@ class AgentState:
         self._messages = list(messages)
         first = self._messages[0] if self._messages else None
         if not isinstance(first, SystemMessage) and (system_prompt or self._tools):
-            declared = [_declaration(tool) for tool in self._tools]
+            declared = [tool_declaration(tool) for tool in self._tools]
             leading = SystemMessage(
                 content=system_prompt, tools_added=declared or None, timestamp=0
             )
@@ -558,14 +556,10 @@ class Agent:
         )
 
     def _snapshot(self) -> AgentContext:
-        """The run's context: the transcript (tool changes declared first) and the tools; the
-        prompt travels in the transcript's system messages."""
+        """The run's context: a copy of the transcript and the tools; the prompt travels in the
+        transcript's system messages. The loop declares tool changes before every request
+        (``declare_tools``), so they reach the transcript as reported system messages."""
         state = self._state
-        declared = [_declaration(tool) for tool in state.tools]
-        if declared or any(isinstance(m, SystemMessage) for m in state.messages):
-            patch = system_message_patch(state.messages, tools=declared)
-            if patch is not None:
-                state._messages.append(patch)
         return AgentContext("", list(state.messages), list(state.tools))
 
     def _config(self, *, skip_initial_steering_poll: bool = False) -> AgentLoopConfig:
@@ -593,6 +587,7 @@ class Agent:
             get_follow_up_messages=self._follow_up.drain,
             tool_execution=self.tool_execution,
             tool_call_stops=self._tool_stops,
+            declare_tools=True,
             reasoning=None if state.thinking_level == "off" else state.thinking_level,
             session_id=self.session_id,
             thinking_budgets=self.thinking_budgets,
@@ -670,10 +665,3 @@ class Agent:
             pending = self._deliver(event, tolerant=True)
             if pending is not None:
                 await pending
-
-
-def _declaration(tool: Tool) -> Tool:
-    """A tool as the transcript declares it (pi's ``toToolDeclaration``): no implementation."""
-    if type(tool) is Tool:
-        return tool
-    return Tool.model_construct(**{name: getattr(tool, name) for name in Tool.model_fields})

@@ -20,7 +20,10 @@ The hooks of pi 1.6 (see ``AgentLoopConfig``): ``prepare_request`` before every 
 ``finish_turn`` before each ``turn_end`` (it may end the run or ask for one more request),
 ``prepare_next_turn`` only when another turn starts (before its ``turn_start``). A reply that
 stopped at the token limit (``length``) does not run its tool calls: each gets an error result
-and the loop asks again. Every reply records the thinking level it was requested with.
+and the loop asks again. Every reply records the thinking level it was requested with. With
+``declare_tools`` (the ``Agent``'s runs) a change of ``context.tools`` is declared to the model as
+a system message before the next request, reported with the prompts or the injected messages
+(``tool_declarations``).
 
 Cost per turn does not grow with the transcript: the working context is appended to, and with the
 default ``convert_to_llm`` only new messages are converted.
@@ -54,6 +57,7 @@ from .events import (
     fast_construct,
     message_update,
 )
+from .tool_declarations import ToolDeclarations, declare_tool_changes
 from .tool_execution import execute_tool_calls, fail_truncated_tool_calls
 from .types import (
     AgentContext,
@@ -114,6 +118,7 @@ class _Run:
         self._converted: list[Message] = []
         self._converted_from: list[AgentMessage] | None = None
         self._converted_count = 0
+        self.declarations = ToolDeclarations() if config.declare_tools else None
 
     async def emit_message(self, message: AgentMessage) -> None:
         """``message_start`` + ``message_end`` for a message that arrives whole."""
@@ -149,7 +154,10 @@ class _Run:
                     if not pending:  # pick up steering queued while the preparation ran
                         pending = await self.poll(config.get_steering_messages)
                     await send(TurnStartEvent._quick(type="turn_start"))
-                for message in (*prepared, *pending):
+                incoming = [*prepared, *pending]
+                if self.declarations is not None:  # pi 1.6: tool changes before every request
+                    incoming = self.declarations.declare(self.context, incoming)
+                for message in incoming:
                     await self.emit_message(message)
                     self.context.messages.append(message)
                     self.new_messages.append(message)
@@ -302,11 +310,16 @@ class _Run:
     async def stream_reply(self) -> AssistantMessage:
         """Call the model and relay its reply as message_start / message_update… / message_end."""
         context = self.context
+        messages = await self.llm_messages()
+        declarations = self.declarations
+        tools = (
+            context.tools if declarations is None else declarations.request_tools(context, messages)
+        )
         llm_context = fast_construct(
             Context,
             system_prompt=context.system_prompt,
-            messages=await self.llm_messages(),
-            tools=list(context.tools) or None,
+            messages=messages,
+            tools=list(tools) or None,
         )
         options = await self.stream_options()
         produced = self.stream_fn(self.model, llm_context, options)
@@ -381,6 +394,8 @@ async def run_agent_loop(
     ``context`` is not modified. Returns the messages the run added (prompts first).
     """
     prompts = list(prompts)
+    if config.declare_tools:
+        prompts = declare_tool_changes(context, prompts)
     working = AgentContext(
         context.system_prompt, [*context.messages, *prompts], list(context.tools)
     )

@@ -302,6 +302,11 @@ class AgentLoopConfig:
     ``tool_call_stops`` lets the runner stop one tool call while the run goes on
     (``ToolCallStops.stop``); without it a call stops only with the run.
 
+    ``declare_tools``: before each request, declare the difference between ``context.tools``
+    and the tools the transcript's system messages declare as a system message, reported like
+    any other (pi 1.6's loop; ``Agent`` runs set it, see ``tool_declarations``). Off, the tools
+    are handed to the stream function beside the transcript, as the harness does.
+
     The remaining fields are stream options handed to the stream function on every call;
     ``stream_options`` carries any other option by name (e.g. ``transport``, ``metadata``).
     """
@@ -320,6 +325,7 @@ class AgentLoopConfig:
     get_follow_up_messages: GetQueuedMessages | None = None
     tool_execution: ToolExecutionMode = "parallel"
     tool_call_stops: ToolCallStops | None = None
+    declare_tools: bool = False
     reasoning: ThinkingLevel | None = None
     api_key: str | None = None
     session_id: str | None = None

@@ -29,6 +29,7 @@ from ..ai.types import (
     Message,
     Model,
     PiModel,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ThinkingLevel,
@@ -52,6 +53,7 @@ from .messages import (
     HarnessMessage,
     convert_to_llm,
 )
+from .projection import ProjectedEntry, entry_messages, project_branch
 from .prompts import (
     NO_PRIOR_HISTORY,
     SPLIT_TURN_SEPARATOR,
@@ -320,25 +322,41 @@ def build_context_messages(path: Sequence[SessionEntry]) -> list[HarnessMessage]
 _CUT_ROLES = frozenset(
     {"user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"}
 )
-_TURN_START_ROLES = frozenset({"user", "bashExecution"})
+_TURN_START_ROLES = frozenset(
+    {"user", "bashExecution", "custom", "branchSummary", "compactionSummary"}
+)
 
 
-def _is_valid_cut(entry: SessionEntry) -> bool:
-    if isinstance(entry, MessageEntry):
-        return entry.message.role in _CUT_ROLES
-    return isinstance(entry, BranchSummaryEntry | CustomMessageEntry)
+def _projected(
+    entries: Sequence[SessionEntry] | Sequence[ProjectedEntry],
+) -> list[ProjectedEntry]:
+    """Entries as a projection: given raw entries stand for themselves (no edit applied)."""
+    return [
+        e if isinstance(e, ProjectedEntry) else ProjectedEntry(e, entry_messages(e))
+        for e in entries
+    ]
 
 
-def find_turn_start_index(entries: Sequence[SessionEntry], index: int, start: int) -> int:
+def _is_cut_point(entry: ProjectedEntry) -> bool:
+    return not isinstance(entry.entry, CompactionEntry) and any(
+        m.role in _CUT_ROLES for m in entry.messages
+    )
+
+
+def _starts_turn(entry: ProjectedEntry) -> bool:
+    return not isinstance(entry.entry, CompactionEntry) and any(
+        m.role in _TURN_START_ROLES for m in entry.messages
+    )
+
+
+def find_turn_start_index(
+    entries: Sequence[SessionEntry] | Sequence[ProjectedEntry], index: int, start: int
+) -> int:
     """Index of the entry that began the turn containing ``entries[index]`` (a user message, a
-    shell run, a branch summary or a custom message), searching back to ``start``; -1 if none."""
-    for i in range(index, start - 1, -1):
-        entry = entries[i]
-        if isinstance(entry, BranchSummaryEntry | CustomMessageEntry):
-            return i
-        if isinstance(entry, MessageEntry) and entry.message.role in _TURN_START_ROLES:
-            return i
-    return -1
+    shell run, a custom message or a branch summary), searching back to ``start``; -1 if
+    none."""
+    projected = _projected(entries)
+    return next((i for i in range(index, start - 1, -1) if _starts_turn(projected[i])), -1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,35 +368,76 @@ class CutPoint:
     is_split_turn: bool
 
 
-def find_cut_point(
-    entries: Sequence[SessionEntry], start: int, end: int, keep_recent_tokens: int
-) -> CutPoint:
-    """Keep about ``keep_recent_tokens`` of the newest messages of ``entries[start:end]``.
+def _intrinsically_visible(entry: ProjectedEntry) -> bool:
+    return not isinstance(entry.entry, ContextEditEntry) and bool(entry_messages(entry.entry))
 
-    Walking back from the newest message entry, the cut goes to the first valid cut point at or
-    after the entry where the sum reaches the budget (the first valid cut point if it never
-    does); then it moves back over settings entries right before it. A kept part that does not
-    begin with a user message splits a turn.
+
+def find_cut_point(
+    entries: Sequence[SessionEntry] | Sequence[ProjectedEntry],
+    start: int,
+    end: int,
+    keep_recent_tokens: int,
+) -> CutPoint:
+    """Keep about ``keep_recent_tokens`` of the newest messages of ``entries[start:end]`` (a
+    projection, :func:`~pi_notebook.harness.projection.project_branch`, or raw entries that
+    stand for themselves): pi 1.6's ``findProjectedCutPoint``.
+
+    Walking back from the newest entry, the cut goes to the first valid cut point (an entry
+    with a user, assistant, shell, custom or summary message — never a tool result) at or after
+    the entry where the sum reaches the budget (the first valid cut point if it never does).
+    When everything after the cut is a failed attempt that context edits hid (pi's overflow
+    recovery), the cut moves past it. Then it moves back over entries that contribute nothing
+    (settings, edits). A kept part that does not begin a turn splits the turn it is in.
     """
-    cuts = [i for i in range(start, end) if _is_valid_cut(entries[i])]
+    projected = _projected(entries)
+    cuts = [i for i in range(start, end) if _is_cut_point(projected[i])]
     if not cuts:
         return CutPoint(start, -1, False)
     cut = cuts[0]
     total = 0
+    exceeded = False
     for i in range(end - 1, start - 1, -1):
-        entry = entries[i]
-        if not isinstance(entry, MessageEntry):
+        tokens = sum(estimate_tokens(m) for m in projected[i].messages)
+        if tokens == 0:
             continue
-        total += estimate_tokens(entry.message)
+        total += tokens
         if total >= keep_recent_tokens:
-            cut = next((c for c in cuts if c >= i), cut)
+            exceeded = True
+            cut = next((c for c in cuts if c >= i), cuts[-1])
             break
-    while cut > start and not isinstance(entries[cut - 1], MessageEntry | CompactionEntry):
+    suffix = projected[cut + 1 : end]
+    omitted = {e.entry.id for e in suffix if _intrinsically_visible(e) and not e.messages}
+    replaced_elsewhere = any(
+        isinstance(e.entry, ContextEditEntry)
+        and e.entry.replacement is not None
+        and e.entry.target_id not in omitted
+        for e in suffix
+    )
+    recovery_suffix = (
+        exceeded
+        and not replaced_elsewhere
+        and any(
+            isinstance(e.entry, MessageEntry)
+            and isinstance(e.entry.message, AssistantMessage)
+            and e.entry.id in omitted
+            for e in suffix
+        )
+        and all(
+            not isinstance(e.entry, CompactionEntry)
+            and (not _intrinsically_visible(e) or e.entry.id in omitted)
+            for e in suffix
+        )
+    )
+    if recovery_suffix:
+        cut += 1  # an overflowed attempt hidden for its retry: not worth keeping
+    while cut > start:
+        previous = projected[cut - 1]
+        if isinstance(previous.entry, CompactionEntry) or previous.messages:
+            break
         cut -= 1
-    kept = entries[cut]
-    if isinstance(kept, MessageEntry) and kept.message.role == "user":
+    if cut < len(projected) and _starts_turn(projected[cut]):
         return CutPoint(cut, -1, False)
-    turn_start = find_turn_start_index(entries, cut, start)
+    turn_start = find_turn_start_index(projected, cut, start) if cut < len(projected) else -1
     return CutPoint(cut, turn_start, turn_start != -1)
 
 
@@ -404,55 +463,65 @@ class CompactionPreparation:
     settings: CompactionSettings
 
 
+def _summary_messages(entries: Iterable[ProjectedEntry]) -> list[HarnessMessage]:
+    """Messages to summarise: not the compaction (its summary comes in as the previous summary),
+    not system messages (prompt state, not conversation: the compaction keeps their replay)."""
+    out: list[HarnessMessage] = []
+    for entry in entries:
+        if not isinstance(entry.entry, CompactionEntry):
+            out.extend(m for m in entry.messages if not isinstance(m, SystemMessage))
+    return out
+
+
 def prepare_compaction(
     path: Sequence[SessionEntry],
     settings: CompactionSettings,
     context: Sequence[object] | None = None,
+    *,
+    allow_empty: bool = False,
 ) -> CompactionPreparation | None:
-    """Plan the compaction of a root → leaf path; ``None`` if there is nothing to compact (an
-    empty path, or one that ends with a compaction).
+    """Plan the compaction of a root → leaf path (pi 1.6's ``prepareCompaction``, over the
+    branch's projection: :mod:`~pi_notebook.harness.projection`); ``None`` when there is nothing
+    to compact: an empty path, one that ends with a compaction, or nothing before the kept part
+    to summarise. ``allow_empty``: plan one even then, with nothing to summarise, as pi 0.79's
+    harness did for an explicit ``compact()`` (its recorded behaviour, kept for that call).
 
     ``tokens_before`` is pi 1.6's projected estimate of ``context`` (the session's context at the
-    leaf; by default the path's messages, without context edits).
+    leaf; by default the projection's messages).
 
-    After an earlier compaction only the part from its ``first_kept_entry_id`` on is considered
-    again, and its summary is updated rather than replaced.
+    After an earlier compaction only what it kept and what followed is considered again, and its
+    summary is updated rather than replaced.
     """
     if not path or isinstance(path[-1], CompactionEntry):
         return None
-    previous_index = next(
-        (i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], CompactionEntry)), -1
-    )
+    projected = project_branch(path)
     previous: CompactionEntry | None = None
     start = 0
-    if previous_index >= 0:
-        entry = path[previous_index]
-        assert isinstance(entry, CompactionEntry)
-        previous = entry
-        start = next(
-            (i for i, e in enumerate(path) if e.id == previous.first_kept_entry_id),
-            previous_index + 1,
-        )
-    messages = build_context_messages(path) if context is None else context
+    head = projected[0].entry if projected else None
+    if isinstance(head, CompactionEntry) and projected[0].messages:
+        previous = head
+        start = 1
+    messages = [m for e in projected for m in e.messages] if context is None else context
     tokens_before = estimate_projected_context_tokens(messages, path).tokens
-    cut = find_cut_point(path, start, len(path), settings.keep_recent_tokens)
-    if cut.first_kept_entry_index >= len(path):
-        raise CompactionError("invalid_session", "The branch has no entry to keep")
-
+    cut = find_cut_point(projected, start, len(projected), settings.keep_recent_tokens)
+    if cut.first_kept_entry_index >= len(projected):
+        return None
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_entry_index
-    to_summarize = _summary_messages(path[start:history_end])
+    to_summarize = _summary_messages(projected[start:history_end])
     prefix = (
-        _summary_messages(path[cut.turn_start_index : cut.first_kept_entry_index])
+        _summary_messages(projected[cut.turn_start_index : cut.first_kept_entry_index])
         if cut.is_split_turn
         else []
     )
+    if not to_summarize and not prefix and not allow_empty:
+        return None
     file_ops = FileOperations()
     if previous is not None and not previous.from_hook:
         file_ops.add_details(previous.details)
     for message in (*to_summarize, *prefix):
         file_ops.add_message(message)
     return CompactionPreparation(
-        first_kept_entry_id=path[cut.first_kept_entry_index].id,
+        first_kept_entry_id=projected[cut.first_kept_entry_index].entry.id,
         messages_to_summarize=to_summarize,
         turn_prefix_messages=prefix,
         is_split_turn=cut.is_split_turn,
@@ -461,17 +530,6 @@ def prepare_compaction(
         file_ops=file_ops,
         settings=settings,
     )
-
-
-def _summary_messages(entries: Iterable[SessionEntry]) -> list[HarnessMessage]:
-    """Messages to summarise (earlier compactions come in as the previous summary instead)."""
-    out: list[HarnessMessage] = []
-    for entry in entries:
-        if not isinstance(entry, CompactionEntry):
-            message = entry_to_message(entry)
-            if message is not None:
-                out.append(message)
-    return out
 
 
 def should_compact(context_tokens: int, context_window: int, settings: CompactionSettings) -> bool:

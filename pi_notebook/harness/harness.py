@@ -17,9 +17,14 @@ this:
   pi's: ``agent_start`` … ``turn_end``, ``save_point`` … ``agent_end``, then ``settled``.
 - **Hooks.** ``on(hook_type, handler)`` registers handlers that may change what happens
   (:mod:`~pi_notebook.harness.hooks`).
-- **Automatic compaction** (pi-coding-agent's rules): after a run whose context exceeds
-  ``context_window - reserve_tokens`` the branch is compacted; a run that failed because the
-  context overflowed is compacted and sent again once.
+- **Automatic compaction** (pi-coding-agent 1.6's rules,
+  :mod:`~pi_notebook.harness.auto_compaction`): before the next request of a running turn when
+  the projected context is over ``context_window - reserve_tokens``, after a run, and before a
+  prompt; a request that overflowed the context (or was cut short by it) is hidden by a context
+  edit, compacted and sent again once.
+- **Thinking levels** are clamped to what the model supports (pi 1.6): the level asked for is
+  kept, and the one in effect (``thinking_level``, on every reply and in the session) is its
+  nearest supported level, recorded only when it changes.
 
 Failures of the run itself (a provider error, a stream function that breaks) end it with an
 error reply, which ``prompt`` returns; failures of the harness raise :class:`AgentHarnessError`.
@@ -34,6 +39,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal, TypeAlias, TypeVar, cast, get_args, overload
 
 from ..agent.call_stops import ToolCallStops
@@ -62,8 +68,8 @@ from ..agent.types import (
 )
 from ..ai.abort import AbortController, AbortSignal
 from ..ai.event_stream import AssistantMessageEventStream
+from ..ai.models import clamp_thinking_level
 from ..ai.options import ResponseInfo, StreamOptions, maybe_await
-from ..ai.overflow import is_context_overflow
 from ..ai.producer import describe_error
 from ..ai.types import (
     AssistantMessage,
@@ -72,18 +78,19 @@ from ..ai.types import (
     Model,
     TextContent,
     ThinkingLevel,
+    ToolResultMessage,
     Usage,
     UserMessage,
 )
+from .auto_compaction import CompactionCheck, check_compaction, entry_index_of, exceeds_threshold
 from .branch_summary import BranchSummaryError, collect_entries_for_branch_summary
 from .branch_summary import generate_branch_summary as _generate_branch_summary
 from .compaction import (
     CompactionError,
+    CompactionPreparation,
     CompactionResult,
     CompactionSettings,
-    has_projected_context_edit,
     prepare_compaction,
-    should_compact,
 )
 from .compaction import compact as _compact
 from .entries import (
@@ -92,9 +99,7 @@ from .entries import (
     CustomMessageEntry,
     LeafEntry,
     MessageEntry,
-    SessionEntry,
     ThinkingLevelChangeEntry,
-    iso_to_ms,
 )
 from .event_bus import EventBus, HarnessListener
 from .harness_events import (
@@ -146,11 +151,6 @@ from .messages import HarnessMessage, convert_to_llm
 from .prompts import DEFAULT_SYSTEM_PROMPT
 from .resources import Resources, format_prompt_template_invocation, format_skill_invocation
 from .session import Session, SessionWriteError
-from .tokens import (
-    calculate_context_tokens,
-    estimate_context_tokens,
-    estimate_projected_context_tokens,
-)
 
 __all__ = [
     "AbortResult",
@@ -167,6 +167,12 @@ _log = logging.getLogger(__name__)
 HarnessPhase: TypeAlias = Literal["idle", "turn", "compaction", "branch_summary"]
 
 _THINKING_LEVELS: frozenset[str] = frozenset(get_args(ThinkingLevel))
+_CANCELLED = "Compaction cancelled"
+_AUTO_FAILED = {
+    "threshold": "Auto-compaction failed",
+    "overflow": "Context overflow recovery failed",
+}
+"""How pi 1.6 words a failed automatic compaction on ``compaction_end``."""
 _QUEUE_MODES = ("all", "one-at-a-time")
 _E = TypeVar("_E")
 _R = TypeVar("_R")
@@ -335,7 +341,8 @@ class AgentHarness:
         self._check_active(names, self._tools)
         self._session = session
         self._model = model
-        self._thinking_level = _check_thinking_level(thinking_level)
+        self._requested_thinking_level = _check_thinking_level(thinking_level)
+        self._thinking_level = clamp_thinking_level(model, self._requested_thinking_level)
         self._active_tool_names = names
         self._system_prompt = system_prompt
         self._steering_mode = _check_queue_mode(steering_mode)
@@ -360,6 +367,8 @@ class AgentHarness:
         self._hooks: dict[str, tuple[Callable[[Any], Any], ...]] = {}
         self._events = EventBus(self._current_signal)
         self._last_run_messages: list[AgentMessage] = []
+        self._overflow_recovery_attempted = False
+        """An overflowed request was compacted and sent again since the last good reply."""
 
     # --- state -----------------------------------------------------------------------------------
 
@@ -378,6 +387,7 @@ class AgentHarness:
 
     @property
     def thinking_level(self) -> ThinkingLevel:
+        """The level in effect: the one asked for, clamped to what the model supports."""
         return self._thinking_level
 
     @property
@@ -706,6 +716,9 @@ class AgentHarness:
         self, message: UserMessage, images: list[ImageContent], controller: AbortController
     ) -> AssistantMessage:
         self._last_run_messages = []
+        last = _last_assistant(self._session.build_context().messages)
+        if last is not None:  # pi 1.6 checks before a prompt too (an aborted reply included)
+            await self._check_and_compact(last, controller.signal, skip_aborted=False)
         self._record_thinking_level()
         snapshot = await self._snapshot()
         prompts: list[AgentMessage] = [message]
@@ -740,7 +753,9 @@ class AgentHarness:
         """Record the live thinking level on the branch when the branch's last
         ``thinking_level_change`` says another one, as pi 1.6 does when a run starts: after
         navigating the tree that entry may be another branch's, and a reopened session would
-        resume at the wrong level. A branch that never recorded one gets none."""
+        resume at the wrong level. A branch that never recorded one gets none. The recorded
+        level is compared clamped to the model (pi 1.6): ``xhigh`` written where the model
+        runs it as ``high`` is not recorded over."""
         recorded = next(
             (
                 entry.thinking_level
@@ -749,7 +764,10 @@ class AgentHarness:
             ),
             None,
         )
-        if recorded is not None and recorded != self._thinking_level:
+        if recorded is None or recorded not in _THINKING_LEVELS:
+            return
+        clamped = clamp_thinking_level(self._model, recorded)  # type: ignore[arg-type]
+        if clamped != self._thinking_level:
             level = self._thinking_level
             self._persist(lambda: self._session.append_thinking_level_change(level))
 
@@ -869,7 +887,16 @@ class AgentHarness:
         kind = event.type
         if kind == "message_end":
             assert isinstance(event, MessageEndEvent)
-            self._persist(lambda: self._session.append_message(event.message))  # type: ignore[arg-type]
+            message = event.message
+            self._persist(lambda: self._session.append_message(message))  # type: ignore[arg-type]
+            if isinstance(message, AssistantMessage) and message.stop_reason not in (
+                "error",
+                "length",
+            ):
+                self._overflow_recovery_attempted = False  # a good reply: recovery may run again
+            await self._emit(event)
+        elif kind == "message_start" and isinstance(event.message, UserMessage):  # type: ignore[union-attr]
+            self._overflow_recovery_attempted = False  # a new input (pi 1.6)
             await self._emit(event)
         elif kind == "turn_end":
             failure: AgentHarnessError | None = None
@@ -893,6 +920,13 @@ class AgentHarness:
     async def _prepare_next_turn(self, _turn: TurnEndContext) -> TurnUpdate:
         await self._flush_pending()
         snapshot = await self._snapshot()
+        if self._controller is not None and exceeds_threshold(
+            self._session, self._model, self._compaction, snapshot.messages
+        ):
+            # pi 1.6: compact before the next request of a running turn; the turn goes on
+            # over the compacted context whatever the compaction did
+            await self._auto_compact("threshold", self._controller.signal, will_retry=False)
+            snapshot = await self._snapshot()
         self._turn = snapshot
         context = AgentContext(
             snapshot.system_prompt, list(snapshot.messages), list(snapshot.active_tools)
@@ -1017,95 +1051,102 @@ class AgentHarness:
 
     # --- automatic compaction --------------------------------------------------------------------
 
-    def _auto_compaction_reason(
-        self, reply: AssistantMessage | None, allow_overflow: bool
-    ) -> CompactionReason | None:
-        """pi-coding-agent's ``_checkCompaction`` after a run."""
-        settings = self._compaction
-        if not settings.enabled or reply is None or reply.stop_reason == "aborted":
-            return None
-        branch = self._session.get_branch()
-        latest = next((e for e in reversed(branch) if isinstance(e, CompactionEntry)), None)
-        if latest is not None:
-            try:
-                if reply.timestamp <= iso_to_ms(latest.timestamp):
-                    return None  # the reply is older than the latest compaction
-            except ValueError:
-                pass
-        model = self._model
-        same_model = reply.provider == model.provider and reply.model == model.id
-        if same_model and is_context_overflow(reply, model.context_window):
-            return "overflow" if allow_overflow else None
-        tokens = self._threshold_tokens(reply, branch, latest)
-        if tokens is not None and should_compact(tokens, model.context_window, settings):
-            return "threshold"
-        return None
-
-    def _threshold_tokens(
-        self, reply: AssistantMessage, branch: list[SessionEntry], latest: CompactionEntry | None
-    ) -> int | None:
-        """The context size pi 1.6 compares with the threshold after a run: with a context edit
-        in the context, the projected estimate; after a failed or usage-less reply, the estimate
-        from the last usable usage (``None`` when that usage predates the latest compaction);
-        else the reply's own usage."""
-        messages = self._session.build_context().messages
-        if has_projected_context_edit(branch):
-            return estimate_projected_context_tokens(messages, branch).tokens
-        direct = calculate_context_tokens(reply.usage)
-        if reply.stop_reason != "error" and direct > 0:
-            return direct
-        estimate = estimate_context_tokens(messages)
-        if estimate.last_usage_index is not None and latest is not None:
-            measured = messages[estimate.last_usage_index]
-            try:
-                if measured.timestamp <= iso_to_ms(latest.timestamp):
-                    return None  # usage of the context before the compaction
-            except ValueError:
-                pass
-        return estimate.tokens
-
     async def _settle_context(
         self, messages: list[AgentMessage], controller: AbortController
     ) -> list[AgentMessage]:
-        """Compact after a run when pi-coding-agent would; retry an overflowed run once.
+        """After a run, as pi 1.6 does after each agent run: check its last reply; an overflow
+        compacted for a retry sends the request again (a continue run), a compaction with
+        messages queued meanwhile delivers them in another run.
 
-        Returns every message of the runs (the retry's included)."""
-        retried = False
+        Returns every message of the runs (the retries' included)."""
         all_messages = list(messages)
         while not controller.signal.aborted:
             reply = _last_assistant(messages)
-            reason = self._auto_compaction_reason(reply, allow_overflow=not retried)
-            if reason is None:
-                if reply is not None and retried and reply.stop_reason == "error":
-                    _log.warning("the context still overflows after compacting and retrying once")
+            if reply is None or not await self._check_and_compact(reply, controller.signal):
                 break
-            self._phase = "compaction"
-            try:
-                await self._compact_now(
-                    reason, None, controller.signal, will_retry=reason == "overflow"
-                )
-            except AgentHarnessError as exc:
-                _log.warning("automatic compaction (%s) failed: %s", reason, exc)
-                break
-            finally:
-                self._phase = "turn"
-            if reason == "overflow":
-                retried = True
-                snapshot = await self._snapshot()
-                last = snapshot.messages[-1] if snapshot.messages else None
-                if last is not None and (last is reply or last == reply):
-                    snapshot.messages.pop()  # drop the overflowed reply from the working context
-                if not snapshot.messages or snapshot.messages[-1].role == "assistant":
-                    break
+            snapshot = await self._snapshot()
+            if snapshot.messages and snapshot.messages[-1].role != "assistant":
                 messages = await self._run(snapshot, None, snapshot.system_prompt, controller)
             else:
                 queued = await self._drain_steer() or await self._drain_follow_up()
                 if not queued:
                     break
-                snapshot = await self._snapshot()
                 messages = await self._run(snapshot, queued, snapshot.system_prompt, controller)
             all_messages.extend(messages)
         return all_messages
+
+    async def _check_and_compact(
+        self, reply: AssistantMessage, signal: AbortSignal, *, skip_aborted: bool = True
+    ) -> bool:
+        """pi 1.6's ``_checkCompaction`` for ``reply`` (:func:`check_compaction`), acted on:
+        returns whether another run should follow (an overflow to retry, or queued messages
+        after a compaction)."""
+        check: CompactionCheck | None = check_compaction(
+            reply,
+            self._session,
+            self._model,
+            self._compaction,
+            recovery_attempted=self._overflow_recovery_attempted,
+            skip_aborted=skip_aborted,
+        )
+        if check is None:
+            return False
+        if check.recovery_failed is not None:
+            _log.warning("automatic compaction: %s", check.recovery_failed)
+            await self._emit(
+                CompactionEndEvent(reason="overflow", error_message=check.recovery_failed)
+            )
+            return False
+        if check.will_retry:
+            self._overflow_recovery_attempted = True
+            self._omit_recovery_attempt(reply)
+        return await self._auto_compact(check.reason, signal, will_retry=check.will_retry)
+
+    def _omit_recovery_attempt(self, reply: AssistantMessage) -> None:
+        """Hide a failed attempt (the reply and the results of its tool calls) from future
+        contexts with context edits, as pi 1.6 does before it retries; the raw history keeps
+        them."""
+        branch = self._session.get_branch()
+        index = entry_index_of(branch, reply)
+        if index < 0:
+            return
+        call_ids = {block.id for block in reply.content if block.type == "toolCall"}
+        targets = [branch[index].id]
+        for entry in branch[index + 1 :]:
+            if not isinstance(entry, MessageEntry):
+                continue
+            message = entry.message
+            if isinstance(message, AssistantMessage):
+                break
+            if isinstance(message, ToolResultMessage) and message.tool_call_id in call_ids:
+                targets.append(entry.id)
+        for target in targets:
+            self._persist(partial(self._session.append_context_edit, target, None))
+
+    async def _auto_compact(
+        self, reason: CompactionReason, signal: AbortSignal, *, will_retry: bool
+    ) -> bool:
+        """Compact on the harness's own account (pi 1.6's ``_runAutoCompaction``): nothing at
+        all when there is nothing to compact; a failure is reported on ``compaction_end`` and
+        logged, never raised. Returns whether another run should follow: ``will_retry`` after
+        a compaction that succeeded, or messages queued meanwhile."""
+        branch = self._session.get_branch()
+        preparation = prepare_compaction(
+            branch, self._compaction, self._session.build_context().messages
+        )
+        if preparation is None:
+            return False
+        phase, self._phase = self._phase, "compaction"
+        try:
+            await self._compact_now(
+                reason, None, signal, will_retry=will_retry, preparation=preparation
+            )
+        except AgentHarnessError as exc:
+            _log.warning("automatic compaction (%s) failed: %s", reason, exc)
+            return False
+        finally:
+            self._phase = phase
+        return will_retry or bool(self._steer or self._follow_up)
 
     # --- compaction ------------------------------------------------------------------------------
 
@@ -1137,14 +1178,19 @@ class AgentHarness:
         signal: AbortSignal,
         *,
         will_retry: bool = False,
+        preparation: CompactionPreparation | None = None,
     ) -> CompactionResult:
         await self._emit(CompactionStartEvent(reason=reason))
         try:
-            result = await self._produce_compaction(custom_instructions, signal)
+            result = await self._produce_compaction(custom_instructions, signal, preparation)
         except Exception as exc:
             error = _normalize(exc, "compaction")
             aborted = signal.aborted or (isinstance(exc, CompactionError) and exc.code == "aborted")
-            end = CompactionEndEvent(reason=reason, aborted=aborted, error_message=str(error))
+            message: str | None = str(error)
+            if reason != "manual":  # pi 1.6's wording; a cancelled one (a hook) has none
+                aborted = aborted or message == _CANCELLED
+                message = None if aborted else f"{_AUTO_FAILED[reason]}: {message}"
+            end = CompactionEndEvent(reason=reason, aborted=aborted, error_message=message)
             try:
                 await self._emit(end)
             except AgentHarnessError:
@@ -1154,18 +1200,23 @@ class AgentHarness:
         return result
 
     async def _produce_compaction(
-        self, custom_instructions: str | None, signal: AbortSignal
+        self,
+        custom_instructions: str | None,
+        signal: AbortSignal,
+        preparation: CompactionPreparation | None = None,
     ) -> CompactionResult:
         api_key = await self._resolve_api_key()
         branch = self._session.get_branch()
-        context = self._session.build_context().messages
-        preparation = prepare_compaction(branch, self._compaction, context)
+        if preparation is None:  # an explicit compact(): pi 0.79's harness compacts even a
+            # branch with nothing to summarise (its golden); automatic ones come prepared
+            context = self._session.build_context().messages
+            preparation = prepare_compaction(branch, self._compaction, context, allow_empty=True)
         if preparation is None:
             raise AgentHarnessError("compaction", "Nothing to compact")
         event = SessionBeforeCompactEvent(preparation, branch, custom_instructions, signal)
         hook = await self._run_hook("session_before_compact", event, SessionBeforeCompactResult)
         if hook is not None and hook.cancel:
-            raise AgentHarnessError("compaction", "Compaction cancelled")
+            raise AgentHarnessError("compaction", _CANCELLED)
         provided = None if hook is None else hook.compaction
         if provided is not None:
             result = provided
@@ -1375,18 +1426,29 @@ class AgentHarness:
             self._pending_writes.popleft()
 
     def set_model(self, model: Model) -> None:
-        """Use ``model`` from the next turn on (recorded as a ``model_change`` entry)."""
+        """Use ``model`` from the next turn on (recorded as a ``model_change`` entry). The level
+        asked for with ``set_thinking_level`` is clamped to the new model, as pi 1.6 does: a
+        change of the level in effect is recorded after the model's."""
         if not isinstance(model, Model):
             raise AgentHarnessError("invalid_argument", "model must be a pi_notebook.ai.Model")
         previous = self._model
         self._write_or_defer(lambda: self._session.append_model_change(model.provider, model.id))
         self._model = model
         self._events.post(ModelUpdateEvent(model=model, previous_model=previous))
+        self._apply_thinking_level()
 
     def set_thinking_level(self, level: ThinkingLevel) -> None:
-        """Use ``level`` from the next turn on (recorded as a ``thinking_level_change``)."""
-        level = _check_thinking_level(level)
+        """Use ``level`` from the next turn on, clamped to what the model supports (pi 1.6):
+        the level in effect (``thinking_level``) is recorded as a ``thinking_level_change``
+        only when it changes. The level asked for is kept for later models (``set_model``)."""
+        self._requested_thinking_level = _check_thinking_level(level)
+        self._apply_thinking_level()
+
+    def _apply_thinking_level(self) -> None:
+        level = clamp_thinking_level(self._model, self._requested_thinking_level)
         previous = self._thinking_level
+        if level == previous:
+            return
         self._write_or_defer(lambda: self._session.append_thinking_level_change(level))
         self._thinking_level = level
         self._events.post(ThinkingLevelUpdateEvent(level=level, previous_level=previous))

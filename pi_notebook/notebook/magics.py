@@ -502,8 +502,10 @@ class PiMagics(Magics):
 
         def put() -> str:
             harness = self._harness_or_usage()
+            # the harness clamps it and remembers what was asked, so a later %model that
+            # supports it gets the level the user typed
+            harness.set_thinking_level(wanted)
             level = clamp_thinking_level(harness.model, wanted)
-            harness.set_thinking_level(level)
             note = "" if level == wanted else f" ({wanted} is not supported by this model)"
             return f"thinking: {level}{note}"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,8 +23,11 @@ import pytest
 
 from pi_notebook.agent.agent import Agent
 from pi_notebook.agent.events import AgentEvent
+from pi_notebook.agent.tools import AgentTool
 from pi_notebook.agent.types import (
+    AgentContext,
     AgentMessage,
+    BeforeToolCallContext,
     RequestContext,
     RequestUpdate,
     StreamFn,
@@ -39,12 +42,15 @@ from pi_notebook.ai import (
     Model,
     StreamOptions,
     SystemMessage,
+    Tool,
     ToolResultMessage,
     UserMessage,
     produce_stream,
 )
+from pi_notebook.ai.system_message import collapse_system_messages
 from tests.agent import test_agent_golden as old
 from tests.agent.test_agent_golden import (
+    COUNT,
     ECHO,
     SLEEP,
     RecordedReply,
@@ -75,6 +81,8 @@ def recorded(scenario: str) -> list[RecordedReply]:
 def render(message: AgentMessage) -> dict[str, Any]:
     if isinstance(message, SystemMessage):
         out: dict[str, Any] = {"role": "system", "content": message.text}
+        if message.sections:
+            out["sections"] = message.sections
         if message.tools_added:
             out["toolsAdded"] = [tool.name for tool in message.tools_added]
         if message.tools_removed:
@@ -144,6 +152,7 @@ class Recorder(old.Recorder):
     the hook calls, in place, as ``<hook:name:detail>``."""
 
     calls: list[tuple[list[str], str | None]] = field(default_factory=list)
+    tools_sent: list[list[str]] = field(default_factory=list)
 
     def hook(self, name: str, detail: str) -> None:
         self.items.append(f"<hook:{name}:{detail}>")
@@ -157,6 +166,9 @@ class Recorder(old.Recorder):
             self.items.append("<LLM>")
             self.seen_roles.append([m.role for m in context.messages])
             self.calls.append(([m.role for m in context.messages], options.reasoning))
+            # the tools the provider is sent: the declarations the request replays to
+            sent = collapse_system_messages(context).tools or ()
+            self.tools_sent.append([tool.name for tool in sent])
             return produce_stream(model, options, replies.popleft().play)
 
         return stream
@@ -290,6 +302,109 @@ async def thinking_level_and_duration(rec: Recorder) -> Agent:
     return agent
 
 
+# --- tool changes declared before each request -------------------------------------------------
+
+LOUD_ECHO = ECHO.model_copy(update={"description": "Echo the text back, loudly."})
+
+
+def names(tools: Sequence[Tool]) -> str:
+    return ",".join(tool.name for tool in tools) or "-"
+
+
+def with_tools(context: AgentContext, tools: list[AgentTool]) -> AgentContext:
+    """``context`` with another tool list (the same transcript), as pi's ``{...ctx, tools}``."""
+    return AgentContext(context.system_prompt, context.messages, tools)
+
+
+@scenario("tools-added-by-prepare-next-turn")
+async def tools_added_by_prepare_next_turn(rec: Recorder) -> Agent:
+    def prepare(turn: TurnEndContext) -> TurnUpdate | None:
+        rec.hook("prepare_next_turn", names(turn.context.tools))
+        if len(turn.context.tools) == 1:
+            return TurnUpdate(context=with_tools(turn.context, [ECHO, COUNT]))
+        return None
+
+    agent = rec.agent(tools=[ECHO], prepare_next_turn=prepare)
+    await agent.prompt("echo, then count")
+    return agent
+
+
+@scenario("tools-added-by-prepare-request")
+async def tools_added_by_prepare_request(rec: Recorder) -> Agent:
+    requests = 0
+
+    def prepare(request: RequestContext, signal: AbortSignal | None) -> RequestUpdate | None:
+        nonlocal requests
+        requests += 1
+        rec.hook("prepare_request", names(request.context.tools))
+        if requests == 1:  # declared only before the next request
+            return RequestUpdate(context=with_tools(request.context, [ECHO, COUNT]))
+        return None
+
+    agent = rec.agent(tools=[ECHO], prepare_request=prepare)
+    await agent.prompt("count to three")
+    return agent
+
+
+@scenario("tool-removed-by-prepare-next-turn")
+async def tool_removed_by_prepare_next_turn(rec: Recorder) -> Agent:
+    def prepare(turn: TurnEndContext) -> TurnUpdate:
+        rec.hook("prepare_next_turn", names(turn.context.tools))
+        kept = [tool for tool in turn.context.tools if tool.name != "echo"]
+        return TurnUpdate(context=with_tools(turn.context, kept))
+
+    agent = rec.agent(tools=[ECHO, COUNT], prepare_next_turn=prepare)
+    await agent.prompt("echo twice")
+    return agent
+
+
+@scenario("tool-added-in-before-tool-call")
+async def tool_added_in_before_tool_call(rec: Recorder) -> Agent:
+    def before(ctx: BeforeToolCallContext, signal: AbortSignal | None) -> None:
+        rec.hook("before_tool_call", names(ctx.context.tools))
+        if not any(tool.name == "count" for tool in ctx.context.tools):
+            ctx.context.tools.append(COUNT)  # the loop's own list, changed in place
+
+    agent = rec.agent(tools=[ECHO], before_tool_call=before)
+    await agent.prompt("echo, then count")
+    return agent
+
+
+@scenario("tools-changed-between-runs")
+async def tools_changed_between_runs(rec: Recorder) -> Agent:
+    agent = rec.agent(tools=[ECHO])
+    await agent.prompt("first")
+    agent.state.tools = [LOUD_ECHO, COUNT]  # echo redefined (removed and added again), count new
+    rec.note(f"tools:{names(agent.state.tools)}")
+    await agent.prompt("second")
+    return agent
+
+
+@scenario("prompt-with-system-message")
+async def prompt_with_system_message(rec: Recorder) -> Agent:
+    agent = rec.agent(system_prompt="Be helpful.", tools=[ECHO])
+    agent.state.tools = [ECHO, COUNT]
+    await agent.prompt(
+        [
+            SystemMessage(content="", sections={"style": "Be brief."}, timestamp=0),
+            UserMessage(content="hi", timestamp=0),
+        ]
+    )
+    given = SystemMessage(content="Mind the units.", timestamp=0)
+    await agent.prompt([given, UserMessage(content="again", timestamp=0)])
+    last = [m for m in agent.state.messages if isinstance(m, SystemMessage)][-1]
+    rec.note(f"same-object:{str(last is given).lower()}")
+    return agent
+
+
+@scenario("continue-with-changed-tools")
+async def continue_with_changed_tools(rec: Recorder) -> Agent:
+    agent = rec.agent(tools=[ECHO], messages=[UserMessage(content="pending question")])
+    agent.state.tools = [COUNT]
+    await agent.continue_run()
+    return agent
+
+
 def runner(name: str) -> Scenario:
     if name in NEW:
         return NEW[name]
@@ -352,3 +467,4 @@ async def test_scenario_matches_pi_16(name: str) -> None:
     if not name.startswith("faux-"):
         calls = rows_of(name, "llm_call")
         assert rec.calls == [(call["roles"], call["reasoning"]) for call in calls]
+        assert rec.tools_sent == [call["tools"] for call in calls]

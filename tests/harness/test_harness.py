@@ -50,6 +50,8 @@ from pi_notebook.harness import (
     Skill,
     ToolCallResult,
 )
+from pi_notebook.harness.auto_compaction import RECOVERY_FAILED_OVERFLOW, check_compaction
+from pi_notebook.harness.entries import ContextEditEntry
 from tests.agent.test_agent_loop import make_tool, text_result
 
 ECHO_PROPS = {"text": {"type": "string"}}
@@ -1009,7 +1011,9 @@ async def test_threshold_compaction_continues_with_queued_messages(faux: FauxPro
 
 async def test_overflow_compacts_and_retries_exactly_once(faux: FauxProvider) -> None:
     calls: list[tuple[Model, Context, StreamOptions]] = []
-    harness = make(faux, stream_fn=spying(faux, calls))
+    settings = CompactionSettings(keep_recent_tokens=100)
+    harness = make(faux, stream_fn=spying(faux, calls), compaction=settings)
+    await fill(harness, faux, 2)
     recorder = Recorder()
     harness.subscribe(recorder)
     overflow = "prompt is too long: 213000 tokens > 200000 maximum"
@@ -1022,11 +1026,12 @@ async def test_overflow_compacts_and_retries_exactly_once(faux: FauxProvider) ->
     )
     reply = await harness.prompt("a big question")
     assert reply.text == "answer after the retry"
-    assert faux.call_count == 3
-    # the retry is a continue run: it sees the summary and the question, not the failed reply
+    assert faux.call_count == 2 + 3  # the two filled turns, the failure, the summary, the retry
+    # the retry is a continue run: it sees the summary, the kept exchange and the question,
+    # not the failed reply
     retry_context = calls[-1][1]
-    roles = [m.role for m in retry_context.messages]
-    assert roles == ["user", "user"]
+    roles = [m.role for m in retry_context.messages if m.role != "system"]
+    assert roles == ["user", "user", "assistant", "user"]
     assert "compacted into the following summary" in retry_context.messages[0].content[0].text  # type: ignore[union-attr]
     assert [m.role for m in harness.last_run_messages] == ["user", "assistant", "assistant"]
     types = recorder.types
@@ -1041,12 +1046,19 @@ async def test_overflow_compacts_and_retries_exactly_once(faux: FauxProvider) ->
     assert types[-2:] == ["agent_end", "settled"] and types.count("settled") == 1
     end = recorder.of("compaction_end")[0]
     assert end.reason == "overflow" and end.will_retry is True
-    # the failed reply stays in the session file (not in the retried context)
-    assert session_roles(harness.session) == ["user", "assistant", "assistant"]
+    # pi 1.6: the failed reply stays in the session file, hidden by a context edit written
+    # before the compaction
+    tail = harness.session.get_branch()[-4:]
+    failed, edit, compaction, answer = tail
+    assert isinstance(failed, MessageEntry) and failed.message.stop_reason == "error"  # type: ignore[union-attr]
+    assert isinstance(edit, ContextEditEntry) and edit.target_id == failed.id
+    assert edit.replacement is None and isinstance(compaction, CompactionEntry)
+    assert isinstance(answer, MessageEntry) and answer.message.text == "answer after the retry"  # type: ignore[union-attr]
 
 
 async def test_a_second_overflow_is_reported_not_retried(faux: FauxProvider) -> None:
-    harness = make(faux)
+    harness = make(faux, compaction=CompactionSettings(keep_recent_tokens=100))
+    await fill(harness, faux, 2)
     recorder = Recorder()
     harness.subscribe(recorder)
     overflow = (
@@ -1062,8 +1074,31 @@ async def test_a_second_overflow_is_reported_not_retried(faux: FauxProvider) -> 
     )
     reply = await harness.prompt("too big")
     assert reply.stop_reason == "error" and reply.error_message == overflow
-    assert faux.call_count == 3 and recorder.types.count("compaction_start") == 1
+    assert faux.call_count == 2 + 3 and recorder.types.count("compaction_start") == 1
+    # pi 1.6 reports the failed recovery on a compaction_end of its own (no start)
+    failed = recorder.of("compaction_end")[-1]
+    assert failed.reason == "overflow" and failed.result is None
+    assert failed.error_message == RECOVERY_FAILED_OVERFLOW and failed.will_retry is False
     assert harness.phase == "idle" and recorder.types[-1] == "settled"
+
+
+async def test_an_overflow_with_nothing_to_compact_is_hidden_not_retried(
+    faux: FauxProvider,
+) -> None:
+    """pi 1.6 hides the failed attempt first; with nothing before it to summarise there is no
+    compaction (and no event) and the run ends with the error."""
+    harness = make(faux)
+    recorder = Recorder()
+    harness.subscribe(recorder)
+    faux.set_responses(
+        [faux_assistant_message("", stop_reason="error", error_message="prompt is too long")]
+    )
+    reply = await harness.prompt("the only question")
+    assert reply.stop_reason == "error" and faux.call_count == 1
+    assert "compaction_start" not in recorder.types and "compaction_end" not in recorder.types
+    edit = harness.session.get_branch()[-1]
+    assert isinstance(edit, ContextEditEntry) and edit.replacement is None
+    assert [m.role for m in harness.session.build_context().messages] == ["user"]
 
 
 async def test_no_automatic_compaction_after_an_abort_or_another_model(faux: FauxProvider) -> None:
@@ -1081,7 +1116,11 @@ async def test_no_automatic_compaction_after_an_abort_or_another_model(faux: Fau
         stop_reason="error",
         error_message=overflow,
     )
-    assert harness._auto_compaction_reason(other, allow_overflow=True) is None
+    settings = harness.compaction_settings
+    check = check_compaction(
+        other, harness.session, harness.model, settings, recovery_attempted=False
+    )
+    assert check is None  # another model's overflow: not ours to compact for
     assert faux.call_count == 1
 
 
@@ -1303,18 +1342,22 @@ async def test_a_bad_request_patch_fails_the_run_not_the_harness(faux: FauxProvi
 
 async def test_automatic_compaction_respects_the_compact_hook(faux: FauxProvider) -> None:
     small = faux.get_model().model_copy(update={"context_window": 1000})
-    harness = make(faux, model=small, compaction=CompactionSettings(reserve_tokens=800))
+    settings = CompactionSettings(reserve_tokens=800, keep_recent_tokens=50)
+    harness = make(faux, model=small, compaction=settings)
     reasons: list[Any] = []
     harness.on("session_before_compact", lambda event: {"cancel": True})
     harness.subscribe(
         lambda e: (
-            reasons.append((e.reason, e.error_message)) if e.type == "compaction_end" else None
+            reasons.append((e.reason, e.aborted, e.error_message))
+            if e.type == "compaction_end"
+            else None
         )
     )
     faux.set_responses([faux_assistant_message("long answer " * 40)])
     reply = await harness.prompt("question " + "z" * 800)
     assert reply.text.startswith("long answer")  # the run itself is fine
-    assert reasons == [("threshold", "Compaction cancelled")]
+    # pi 1.6: a compaction the hook cancelled ends aborted, without an error message
+    assert reasons == [("threshold", True, None)]
     assert not any(isinstance(e, CompactionEntry) for e in harness.session.get_entries())
 
 

@@ -324,3 +324,30 @@ def test_fork_by_newest_label_and_by_the_short_id_tree_shows(tmp_path: Path) -> 
         tmp_path,
         env=ENV,
     )
+
+
+TWO_MODELS = """
+from pi_notebook.ai import custom_model, register_model
+register_model(custom_model("plain", "http://127.0.0.1:9/v1", provider="lab"))
+register_model(custom_model("thinker", "http://127.0.0.1:9/v1", provider="lab", reasoning=True))
+"""
+
+
+def test_thinking_keeps_the_level_asked_for_across_models(tmp_path: Path) -> None:
+    """A level the model lacks is clamped for it, and comes back with a model that has it."""
+    nb = execute(
+        [
+            "%load_ext pi_notebook",
+            TWO_MODELS,
+            "%model lab/plain",
+            "%thinking high",
+            "%model lab/thinker",
+            "%thinking",
+        ],
+        tmp_path,
+        env=ENV,
+    )
+    assert (
+        outputs_text(nb.cells[3]).strip() == "thinking: off (high is not supported by this model)"
+    )
+    assert outputs_text(nb.cells[5]).startswith("thinking: high")

@@ -17,6 +17,7 @@ import {
   createFauxCore,
   fauxAssistantMessage,
   fauxToolCall,
+  getCurrentTools,
   parseStreamingJson,
 } from "@earendil-works/pi-ai";
 
@@ -208,6 +209,7 @@ function renderMessage(m) {
   }
   if (m.role === "system") {
     const out = { role: "system", content: textOf(m.content) };
+    if (m.sections) out.sections = m.sections;
     if (m.toolsAdded) out.toolsAdded = m.toolsAdded.map((t) => t.name);
     if (m.toolsRemoved) out.toolsRemoved = m.toolsRemoved.map((t) => t.name);
     return out;
@@ -291,6 +293,8 @@ class Recorder {
         scenario,
         call: this.calls++,
         roles: context.messages.map((m) => m.role),
+        // the tools this request declares to the model (replayed from its system messages)
+        tools: getCurrentTools(context.messages).map((t) => t.name),
         model: model.id,
         reasoning: options?.reasoning ?? null,
       });
@@ -773,6 +777,143 @@ NEW["thinking-level-and-duration"] = {
   run: async (rec) => {
     const agent = rec.agent({ initialState: { tools: [SLEEP], thinkingLevel: "max" } });
     await agent.prompt("rest");
+    return agent;
+  },
+};
+
+// --- tool changes are declared before each request (pi 1.6), not once per run --------------------
+//
+// The loop compares the tools it can execute (context.tools) with what the transcript's system
+// messages declare, before every request; a difference becomes a system message (toolsAdded /
+// toolsRemoved), reported as message_start/message_end like any other message. A hook that
+// changes the tools mid-run is therefore seen by the very next request.
+
+const LOUD_ECHO = { ...ECHO, description: "Echo the text back, loudly." };
+const toolNames = (tools) => tools.map((t) => t.name).join(",") || "-";
+
+NEW["tools-added-by-prepare-next-turn"] = {
+  replies: () => [
+    scriptedReply([["toolCall", "echo", "call_1", { text: "hi" }]]),
+    scriptedReply([["toolCall", "count", "call_2", { n: 2 }]]),
+    scriptedReply([["text", "counted"]]),
+  ],
+  run: async (rec) => {
+    const agent = rec.agent({
+      initialState: { tools: [ECHO] },
+      prepareNextTurnWithContext: async (turn) => {
+        rec.hook("prepare_next_turn", toolNames(turn.context.tools));
+        if (turn.context.tools.length === 1) return { context: { ...turn.context, tools: [ECHO, COUNT] } };
+        return undefined;
+      },
+    });
+    await agent.prompt("echo, then count");
+    return agent;
+  },
+};
+
+NEW["tools-added-by-prepare-request"] = {
+  replies: () => [
+    scriptedReply([["toolCall", "count", "call_1", { n: 3 }]]),
+    scriptedReply([["text", "counted"]]),
+  ],
+  run: async (rec) => {
+    let requests = 0;
+    const agent = rec.agent({
+      initialState: { tools: [ECHO] },
+      prepareRequest: async (request) => {
+        requests++;
+        rec.hook("prepare_request", toolNames(request.context.tools));
+        // declared only before the next request: this one was declared already
+        if (requests === 1) return { context: { ...request.context, tools: [ECHO, COUNT] } };
+        return undefined;
+      },
+    });
+    await agent.prompt("count to three");
+    return agent;
+  },
+};
+
+NEW["tool-removed-by-prepare-next-turn"] = {
+  replies: () => [
+    scriptedReply([["toolCall", "echo", "call_1", { text: "a" }]]),
+    scriptedReply([["toolCall", "echo", "call_2", { text: "b" }]]),
+    scriptedReply([["text", "echo is gone"]]),
+  ],
+  run: async (rec) => {
+    const agent = rec.agent({
+      initialState: { tools: [ECHO, COUNT] },
+      prepareNextTurnWithContext: async (turn) => {
+        rec.hook("prepare_next_turn", toolNames(turn.context.tools));
+        const tools = turn.context.tools.filter((t) => t.name !== "echo");
+        return { context: { ...turn.context, tools } };
+      },
+    });
+    await agent.prompt("echo twice");
+    return agent;
+  },
+};
+
+NEW["tool-added-in-before-tool-call"] = {
+  replies: () => [
+    scriptedReply([["toolCall", "echo", "call_1", { text: "hi" }]]),
+    scriptedReply([["toolCall", "count", "call_2", { n: 1 }]]),
+    scriptedReply([["text", "done"]]),
+  ],
+  run: async (rec) => {
+    const agent = rec.agent({
+      initialState: { tools: [ECHO] },
+      beforeToolCall: async (ctx) => {
+        rec.hook("before_tool_call", toolNames(ctx.context.tools));
+        // the hook changes the loop's tool list in place
+        if (!ctx.context.tools.some((t) => t.name === "count")) ctx.context.tools.push(COUNT);
+        return undefined;
+      },
+    });
+    await agent.prompt("echo, then count");
+    return agent;
+  },
+};
+
+NEW["tools-changed-between-runs"] = {
+  replies: () => [scriptedReply([["text", "one"]]), scriptedReply([["text", "two"]])],
+  run: async (rec) => {
+    const agent = rec.agent({ initialState: { tools: [ECHO] } });
+    await agent.prompt("first");
+    // a redefined echo (removed and added again) and a new tool
+    agent.state.tools = [LOUD_ECHO, COUNT];
+    rec.note(`tools:${toolNames(agent.state.tools)}`);
+    await agent.prompt("second");
+    return agent;
+  },
+};
+
+NEW["prompt-with-system-message"] = {
+  replies: () => [scriptedReply([["text", "brief"]]), scriptedReply([["text", "still brief"]])],
+  run: async (rec) => {
+    const agent = rec.agent({ initialState: { systemPrompt: "Be helpful.", tools: [ECHO] } });
+    agent.state.tools = [ECHO, COUNT];
+    // the prompt's own system message carries the tool changes (no second system message)
+    await agent.prompt([
+      { role: "system", content: "", sections: { style: "Be brief." }, timestamp: 0 },
+      { role: "user", content: "hi", timestamp: 0 },
+    ]);
+    // a system message in the prompt while the tools are unchanged stays as it was given
+    const given = { role: "system", content: "Mind the units.", timestamp: 0 };
+    await agent.prompt([given, { role: "user", content: "again", timestamp: 0 }]);
+    const last = agent.state.messages.filter((m) => m.role === "system").at(-1);
+    rec.note(`same-object:${last === given}`);
+    return agent;
+  },
+};
+
+NEW["continue-with-changed-tools"] = {
+  replies: () => [scriptedReply([["text", "answered"]])],
+  run: async (rec) => {
+    const agent = rec.agent({
+      initialState: { tools: [ECHO], messages: [{ role: "user", content: "pending question", timestamp: 0 }] },
+    });
+    agent.state.tools = [COUNT];
+    await agent.continue();
     return agent;
   },
 };
