@@ -13,21 +13,18 @@ the entry of the cycle that comes first in the file becomes a root).
 from __future__ import annotations
 
 import copy
-import gc
 import json
 import math
-import re
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 
+from .._gc import gc_paused
 from .entries import (
-    SESSION_VERSION,
     KnownEntry,
     LeafEntry,
     SessionEntry,
@@ -35,6 +32,8 @@ from .entries import (
     UnknownEntry,
     new_id,
 )
+from .session_file import utf8_line
+from .stamps import SESSION_VERSION
 
 __all__ = [
     "ENTRY_ADAPTER",
@@ -168,41 +167,13 @@ def _js_json_owned(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def encode_record(record: SessionHeader | SessionEntry) -> bytes:
     """One line of a session file, ``\\n`` included, byte-for-byte as pi would write it."""
     data = record.model_dump(mode="json", by_alias=True, exclude_none=True)
-    text = _js_json_owned(data) + "\n"
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: JSON.stringify escapes them
-        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+    return utf8_line(_js_json_owned(data) + "\n")
 
 
 # --- reading -------------------------------------------------------------------------------------
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector around a bulk load.
-
-    On the way out, everything alive is promoted to the oldest generation (``gc.freeze()`` then
-    ``gc.unfreeze()``, both O(1)) unless the application froze objects itself: loaded records are
-    long-lived and hold no cycles, so scanning them as young objects (millions after a big load)
-    would only cost time, twice.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if gc.get_freeze_count() == 0:
-            gc.freeze()
-            gc.unfreeze()
-        if enabled:
-            gc.enable()
 
 
 @dataclass(slots=True)

@@ -24,6 +24,7 @@ from pydantic_core import from_json
 
 from .entries import SESSION_VERSION, SessionEntry, SessionHeader
 from .jsonl import SessionFileWarning, declared_version, decode_session, encode_record
+from .session_file import create_file, write_all
 
 __all__ = ["InMemorySessionStorage", "JsonlSessionStorage", "SessionStorage"]
 
@@ -76,12 +77,6 @@ class InMemorySessionStorage(SessionStorage):
         return f"InMemorySessionStorage(entries={len(self._entries)})"
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def _is_complete_json(line: bytes) -> bool:
     try:
         from_json(line)
@@ -129,18 +124,8 @@ class JsonlSessionStorage(SessionStorage):
         return f"JsonlSessionStorage({str(self._path)!r})"
 
     def create(self, header: SessionHeader, entries: Iterable[SessionEntry] = ()) -> None:
-        self._path.parent.mkdir(parents=True, exist_ok=True)
         data = b"".join([encode_record(header), *(encode_record(e) for e in entries)])
-        fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            if os.fstat(fd).st_size:
-                raise FileExistsError(f"{self._path} already holds a session")
-            _write_all(fd, data)
-            if self.fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        create_file(self._path, data, fsync=self.fsync)
 
     def append(self, entry: SessionEntry) -> None:
         line = encode_record(entry)
@@ -148,7 +133,7 @@ class JsonlSessionStorage(SessionStorage):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             self._repair_tail(fd)
-            _write_all(fd, line)
+            write_all(fd, line)
             if self.fsync:
                 os.fsync(fd)
         finally:
@@ -205,7 +190,7 @@ class JsonlSessionStorage(SessionStorage):
             return
         start = _last_line_start(fd, size)
         if _is_complete_json(os.pread(fd, size - start, start)):
-            _write_all(fd, b"\n")
+            write_all(fd, b"\n")
             return
         os.ftruncate(fd, start)
         self._warn_torn(size - start)
