@@ -33,6 +33,7 @@ from .entries import (
     new_id,
 )
 from .session_file import utf8_line
+from .session_index import SessionIndex
 from .stamps import SESSION_VERSION
 
 __all__ = [
@@ -182,6 +183,8 @@ class DecodedSession:
     entries: list[SessionEntry]
     migrated_from: int | None
     """The file's version when it was older than 3 (the caller should rewrite it), else None."""
+    index: SessionIndex
+    """The entries' structure, collected while each entry was fresh from validation."""
 
 
 def _reason(exc: ValidationError) -> str:
@@ -200,7 +203,14 @@ class _Decoder:
         self.strict = strict
         self.entries: list[SessionEntry] = []
         self.lines: list[int] = []  # the line number of each entry
-        self.ids: set[str] = set()
+        self.ids: dict[str, int] = {}
+        """Each entry's position (checks duplicates and forward parents; the index keeps it)."""
+        self.id_list: list[str] = []
+        self.parent_ids: list[str | None] = []
+        self.types: list[str] = []
+        self.timestamps: list[str | None] = []
+        self.parent_positions: list[int] = []
+        """Each entry's parent's position when it came earlier in the file, else -1."""
         self.forward = False
         """Some entry's parent id was not (yet) seen when it was added: only then can there be
         a cycle (a parent always earlier in the file makes one impossible)."""
@@ -220,16 +230,33 @@ class _Decoder:
         ):
             self.reject(line, f"leaf entry targets unknown entry {entry.target_id!r}")
         else:
-            if entry.parent_id is not None and entry.parent_id not in self.ids:
+            up = -1 if entry.parent_id is None else self.ids.get(entry.parent_id, -1)
+            if entry.parent_id is not None and up < 0:
                 self.forward = True
-            self.ids.add(entry.id)
+            self.parent_positions.append(up)
+            self.ids[entry.id] = len(self.entries)
             self.entries.append(entry)
             self.lines.append(line)
+            self.id_list.append(entry.id)
+            self.parent_ids.append(entry.parent_id)
+            self.types.append(entry.type)
+            self.timestamps.append(entry.timestamp)
+
+    def index(self) -> SessionIndex:
+        return SessionIndex.from_fields(
+            self.entries,
+            self.id_list,
+            self.parent_ids,
+            self.types,
+            self.timestamps,
+            self.ids,
+            self.parent_positions,
+        )
 
     def break_cycles(self) -> None:
         """Refuse (strict) or repair parent-id cycles; O(entries), one step each in a sane file."""
         entries = self.entries
-        index = {entry.id: i for i, entry in enumerate(entries)}
+        index = self.ids
         state = bytearray(len(entries))  # 0 unseen, 1 on the current walk, 2 done
         for start in range(len(entries)):
             if state[start]:
@@ -261,6 +288,8 @@ class _Decoder:
             stacklevel=5,
         )
         self.entries[first] = entry.model_copy(update={"parent_id": None})
+        self.parent_ids[first] = None
+        self.parent_positions[first] = -1
 
 
 def _parse_header(line: bytes, source: str) -> dict[str, Any]:
@@ -305,6 +334,11 @@ def decode_session(lines: Sequence[bytes], *, source: str, strict: bool = True) 
         if version == SESSION_VERSION:
             validate = ENTRY_ADAPTER.validator.validate_json
             ids, entries, numbers = decoder.ids, decoder.entries, decoder.lines
+            # the structure index's fields, read while each entry is fresh (not in a pass
+            # over 100k cold objects afterwards: that was a tenth of an open)
+            add_id, add_parent = decoder.id_list.append, decoder.parent_ids.append
+            add_type, add_stamp = decoder.types.append, decoder.timestamps.append
+            add_up, get_position = decoder.parent_positions.append, ids.get
             for number in range(first + 2, len(lines) + 1):
                 line = lines[number - 1]
                 if not line or line.isspace():
@@ -324,11 +358,21 @@ def decode_session(lines: Sequence[bytes], *, source: str, strict: bool = True) 
                     decoder.add(number, entry)  # the checks, with their error messages
                 else:
                     parent = entry.parent_id
-                    if parent is not None and parent not in ids:
-                        decoder.forward = True
-                    ids.add(entry.id)
+                    if parent is None:
+                        add_up(-1)
+                    else:
+                        up = get_position(parent, -1)
+                        if up < 0:
+                            decoder.forward = True
+                        add_up(up)
+                    entry_id = entry.id
+                    ids[entry_id] = len(entries)
                     entries.append(entry)
                     numbers.append(number)
+                    add_id(entry_id)
+                    add_parent(parent)
+                    add_type(entry.type)
+                    add_stamp(entry.timestamp)
         else:
             raw_header["version"] = SESSION_VERSION
             for index, data in _migrate(lines, first, version, decoder):
@@ -348,7 +392,8 @@ def decode_session(lines: Sequence[bytes], *, source: str, strict: bool = True) 
     except ValidationError as exc:
         reason = f"invalid session header: {_reason(exc)}"
         raise SessionFileError(source, first + 1, reason) from None
-    return DecodedSession(header, decoder.entries, version if version < SESSION_VERSION else None)
+    migrated = version if version < SESSION_VERSION else None
+    return DecodedSession(header, decoder.entries, migrated, decoder.index())
 
 
 def _migrate(

@@ -23,8 +23,15 @@ from pathlib import Path
 from pydantic_core import from_json
 
 from .entries import SESSION_VERSION, SessionEntry, SessionHeader
-from .jsonl import SessionFileWarning, declared_version, decode_session, encode_record
+from .jsonl import (
+    DecodedSession,
+    SessionFileWarning,
+    declared_version,
+    decode_session,
+    encode_record,
+)
 from .session_file import create_file, write_all
+from .session_index import SessionIndex
 
 __all__ = ["InMemorySessionStorage", "JsonlSessionStorage", "SessionStorage"]
 
@@ -48,6 +55,12 @@ class SessionStorage(ABC):
     @abstractmethod
     def append(self, entry: SessionEntry) -> None:
         """Persist one more entry (after this returns, ``load`` includes it)."""
+
+    def load_indexed(self) -> tuple[SessionHeader, list[SessionEntry], SessionIndex]:
+        """:meth:`load`, with the entries' structure index (``Session.open`` uses it; a
+        storage that decodes entries can collect it on the way)."""
+        header, entries = self.load()
+        return header, entries, SessionIndex(entries)
 
 
 class InMemorySessionStorage(SessionStorage):
@@ -140,6 +153,14 @@ class JsonlSessionStorage(SessionStorage):
             os.close(fd)  # releases the lock
 
     def load(self) -> tuple[SessionHeader, list[SessionEntry]]:
+        decoded = self._decode()
+        return decoded.header, decoded.entries
+
+    def load_indexed(self) -> tuple[SessionHeader, list[SessionEntry], SessionIndex]:
+        decoded = self._decode()
+        return decoded.header, decoded.entries, decoded.index
+
+    def _decode(self) -> DecodedSession:
         source = str(self._path)
         writable = os.access(self._path, os.W_OK)
         flags = (os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY) | os.O_CLOEXEC
@@ -158,12 +179,11 @@ class JsonlSessionStorage(SessionStorage):
                 decoded = decode_session(lines, source=source, strict=self.strict)
                 if writable:
                     self._rewrite(decoded.header, decoded.entries)
-                return decoded.header, decoded.entries
+                return decoded
         finally:
             os.close(fd)
         # validating a big file takes a while: writers need not wait for it
-        decoded = decode_session(lines, source=source, strict=self.strict)
-        return decoded.header, decoded.entries
+        return decode_session(lines, source=source, strict=self.strict)
 
     # --- repairs ---------------------------------------------------------------------------------
 
