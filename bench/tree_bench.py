@@ -3,16 +3,23 @@
 ```bash
 python3 -m bench.tree_bench                       # 2k, 20k, 100k entries
 python3 -m bench.tree_bench --sizes 20k --reps 5
+python3 -m bench.tree_bench --sizes 100k --before main   # before/after, side by side
 ```
 
 Each size is a linear session written by ``bench.session_bench.generate`` and opened with
 ``Session.open``, plus (``branched``) the same with a side branch every 50 entries. Timed:
-``TreeView(session)`` (reading the entries, the tree's shape and layout, the widget and its
-first page), its text/HTML fallback (what ``%tree`` also renders), a ``rows`` request for a
-page in the middle of the tree, unfolding a side branch, and a search that finds nothing
-(it reads every title). The synced state is the JSON of every ``sync=True`` trait, the way the
-comm's opening message (and a saved notebook) carries it. Everything runs inside an event loop,
-as in a kernel, and also once outside one (``sync build``: the Coalescer's synchronous path).
+``Session.open`` of the file (what a restored notebook pays before any tree: the session's
+structure index is built there), ``TreeView(session)`` (the first one after the open, then the
+median of ``--reps``: the tree's shape and layout, the widget and its first page), its
+text/HTML fallback (what ``%tree`` also renders), a ``rows`` request for a page in the middle
+of the tree, unfolding a side branch, and two searches: one that finds nothing on a fresh view
+(it reads every title: the first search) and another one after it. The synced state is the JSON
+of every ``sync=True`` trait, the way the comm's opening message (and a saved notebook)
+carries it. Everything runs inside an event loop, as in a kernel, and also once outside one
+(``sync build``: the Coalescer's synchronous path).
+
+``--before REV`` runs the same measurements on git revision ``REV``'s ``pi_notebook/`` (in a
+subprocess, right before this tree's for each session) and prints both rows.
 Targets (issue 15): build ≤ 0.2 s and state ≤ 0.5 MB whatever the session size.
 """
 
@@ -20,11 +27,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -87,13 +97,17 @@ class Sent:
 def measure(path: Path, reps: int) -> dict[str, Any]:
     work = path.with_suffix(".work.jsonl")
     shutil.copy(path, work)  # the live append below writes to a copy
-    session = Session.open(work)
-    builds: list[float] = []
     figures: dict[str, Any] = {}
-    for _ in range(reps):
+    figures["open"], session = timed(lambda: Session.open(work))
+    figures["open_cpu"] = CPU[-1]
+    builds: list[float] = []
+    for rep in range(reps + 1):
         seconds, view = timed(lambda: TreeView(session))
-        builds.append(seconds)
-        figures.setdefault("build_cpu", []).append(CPU[-1])
+        if rep == 0:  # the first view of the session
+            figures["first"], figures["first_cpu"] = seconds, CPU[-1]
+        else:
+            builds.append(seconds)
+            figures.setdefault("build_cpu", []).append(CPU[-1])
         figures["state"] = state_bytes(view)
         figures["total"] = view.page["total"]
         view.close()
@@ -121,6 +135,7 @@ def measure(path: Path, reps: int) -> dict[str, Any]:
 
     figures["append"], _ = timed(append)
     figures["search"], _ = timed(lambda: view.search("no such text anywhere"))
+    figures["search_cpu"] = CPU[-1]
     figures["search_again"], _ = timed(lambda: view.search("side 9"))
     view.close()
     return figures
@@ -130,18 +145,75 @@ async def in_loop(path: Path, reps: int) -> dict[str, Any]:
     return measure(path, reps)
 
 
+def measure_both(path: Path, reps: int) -> dict[str, Any]:
+    """In an event loop, then the build once outside one."""
+    figures = asyncio.run(in_loop(path, reps))
+    figures["sync"] = measure(path, 1)["build"][0]
+    return figures
+
+
+def measure_other(tree: Path, path: Path, reps: int) -> dict[str, Any]:
+    """:func:`measure_both` with ``tree``'s ``pi_notebook`` (a subprocess)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(ROOT)])}
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.tree_bench", "--measure", str(path), "--reps", str(reps)],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def row(entries: int, shape: str, label: str, figures: dict[str, Any]) -> str:
+    build = statistics.median(figures["build"])
+    ok = build <= 0.2 and figures["sync"] <= 0.2 and figures["state"] <= 500_000
+    unfold = f"{figures['unfold'] * 1000:.0f}" if "unfold" in figures else "–"
+    return (
+        f"| {entries:,} | {shape} | {label} | {figures['total']:,} "
+        f"| {figures['open'] * 1000:.0f} / {figures['open_cpu'] * 1000:.0f} "
+        f"| {figures['first'] * 1000:.0f} / {figures['first_cpu'] * 1000:.0f} "
+        f"| {build * 1000:.0f} / {statistics.median(figures['build_cpu']) * 1000:.0f} "
+        f"| {figures['sync'] * 1000:.0f} | {figures['state']:,} "
+        f"| {figures['fallback'] * 1000:.0f} "
+        f"| {figures['fetch'] * 1000:.1f} ({figures['fetch_bytes']:,}) | {unfold} "
+        f"| {figures['append'] * 1000:.1f} "
+        f"| {figures['search'] * 1000:.0f} / {figures['search_cpu'] * 1000:.0f} "
+        f"| {figures['search_again'] * 1000:.0f} "
+        f"| {'met' if ok else 'not met'} (load {os.getloadavg()[0]:.1f}) |"
+    )
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", default="2k,20k,100k", help="entries per session")
     parser.add_argument("--reps", type=int, default=3, help="builds per size")
+    parser.add_argument("--before", default="", help="also measure git revision REV (e.g. main)")
+    parser.add_argument("--measure", default="", help=argparse.SUPPRESS)  # --before's subprocess
     args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure_both(Path(args.measure), args.reps)))
+        return
+    print(f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(
-        "| entries | shape | rows | build ms (median wall / CPU) | sync build ms | state bytes "
-        "| fallback ms | fetch 100 rows ms (bytes) | unfold ms | live append ms "
-        "| search ms (cold / warm) | target (wall; 1-min load average) |"
+        "| entries | shape | code | rows | open ms (wall / CPU) | first build ms (wall / CPU) "
+        "| build ms (median wall / CPU) | sync build ms | state bytes | fallback ms "
+        "| fetch 100 rows ms (bytes) | unfold ms | live append ms "
+        "| first search ms (wall / CPU) | next search ms | target (wall; 1-min load average) |"
     )
-    print("|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
-    with tempfile.TemporaryDirectory() as tmp:
+    print("|--:|:--|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|")
+    with contextlib.ExitStack() as stack:
+        before = None
+        if args.before:
+            from bench.kernel_bench import code_tree
+
+            before = stack.enter_context(code_tree(args.before))
+        tmp = stack.enter_context(tempfile.TemporaryDirectory())
         for text in args.sizes.split(","):
             entries = parse_size(text)
             for shape in ("linear", "branched"):
@@ -149,21 +221,11 @@ def main() -> None:
                 generate(path, entries)
                 if shape == "branched":
                     branch(path)
-                figures = asyncio.run(in_loop(path, args.reps))
-                sync = measure(path, 1)["build"][0]  # outside an event loop
-                build = statistics.median(figures["build"])
-                ok = build <= 0.2 and sync <= 0.2 and figures["state"] <= 500_000
-                unfold = f"{figures['unfold'] * 1000:.0f}" if "unfold" in figures else "–"
-                print(
-                    f"| {entries:,} | {shape} | {figures['total']:,} | {build * 1000:.0f} / "
-                    f"{statistics.median(figures['build_cpu']) * 1000:.0f} "
-                    f"| {sync * 1000:.0f} | {figures['state']:,} "
-                    f"| {figures['fallback'] * 1000:.0f} "
-                    f"| {figures['fetch'] * 1000:.1f} ({figures['fetch_bytes']:,}) | {unfold} "
-                    f"| {figures['append'] * 1000:.1f} "
-                    f"| {figures['search'] * 1000:.0f} / {figures['search_again'] * 1000:.0f} "
-                    f"| {'met' if ok else 'not met'} (load {os.getloadavg()[0]:.1f}) |"
-                )
+                if before is not None:
+                    old = measure_other(before, path, args.reps)
+                    print(row(entries, shape, f"before ({args.before})", old), flush=True)
+                label = "after (this tree)" if before is not None else "this tree"
+                print(row(entries, shape, label, measure_both(path, args.reps)), flush=True)
 
 
 if __name__ == "__main__":

@@ -7,75 +7,108 @@ importing that layer.
 
 import typing as _typing
 
-from .agent import Agent, AgentListener, AgentState
-from .call_stops import CANCELLED_TOOL_MESSAGE, ToolCallStops
-from .events import (
-    AgentEndEvent,
-    AgentEvent,
-    AgentStartEvent,
-    MessageEndEvent,
-    MessageStartEvent,
-    MessageUpdateEvent,
-    ToolExecutionEndEvent,
-    ToolExecutionStartEvent,
-    ToolExecutionUpdateEvent,
-    TurnEndEvent,
-    TurnStartEvent,
-)
-from .loop import (
-    AgentEventStream,
-    agent_loop,
-    agent_loop_continue,
-    default_stream_fn,
-    run_agent_loop,
-    run_agent_loop_continue,
-)
-from .tools import AgentTool, AgentToolResult, ToolExecute, ToolUpdateCallback
-from .types import (
-    AfterToolCallContext,
-    AfterToolCallResult,
-    AgentContext,
-    AgentLoopConfig,
-    AgentMessage,
-    BeforeToolCallContext,
-    BeforeToolCallResult,
-    CustomAgentMessage,
-    QueueMode,
-    RequestContext,
-    RequestUpdate,
-    StreamFn,
-    ToolExecutionMode,
-    TurnDecision,
-    TurnEndContext,
-    TurnUpdate,
-    default_convert_to_llm,
-)
+from .._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from ..tools import FunctionTool, tool
+    from .agent import Agent, AgentListener, AgentState
+    from .call_stops import CANCELLED_TOOL_MESSAGE, ToolCallStops
+    from .events import (
+        AgentEndEvent,
+        AgentEvent,
+        AgentStartEvent,
+        MessageEndEvent,
+        MessageStartEvent,
+        MessageUpdateEvent,
+        ToolExecutionEndEvent,
+        ToolExecutionStartEvent,
+        ToolExecutionUpdateEvent,
+        TurnEndEvent,
+        TurnStartEvent,
+    )
+    from .loop import (
+        AgentEventStream,
+        agent_loop,
+        agent_loop_continue,
+        default_stream_fn,
+        run_agent_loop,
+        run_agent_loop_continue,
+    )
+    from .tools import AgentTool, AgentToolResult, ToolExecute, ToolUpdateCallback
+    from .types import (
+        AfterToolCallContext,
+        AfterToolCallResult,
+        AgentContext,
+        AgentLoopConfig,
+        AgentMessage,
+        BeforeToolCallContext,
+        BeforeToolCallResult,
+        CustomAgentMessage,
+        QueueMode,
+        RequestContext,
+        RequestUpdate,
+        StreamFn,
+        ToolExecutionMode,
+        TurnDecision,
+        TurnEndContext,
+        TurnUpdate,
+        default_convert_to_llm,
+    )
     from .validation import ToolArgumentsError, validate_tool_arguments
 
-_FROM_TOOLS = ("FunctionTool", "tool")
-_FROM_VALIDATION = ("ToolArgumentsError", "validate_tool_arguments")
-"""Loaded on first use: jsonschema's import takes seconds where rfc3987-syntax is installed
-(it builds a grammar at import), and %load_ext needs no validation (bench/kernel_bench.py)."""
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    ".agent": ("Agent", "AgentListener", "AgentState"),
+    ".call_stops": ("CANCELLED_TOOL_MESSAGE", "ToolCallStops"),
+    ".events": (
+        "AgentEndEvent",
+        "AgentEvent",
+        "AgentStartEvent",
+        "MessageEndEvent",
+        "MessageStartEvent",
+        "MessageUpdateEvent",
+        "ToolExecutionEndEvent",
+        "ToolExecutionStartEvent",
+        "ToolExecutionUpdateEvent",
+        "TurnEndEvent",
+        "TurnStartEvent",
+    ),
+    ".loop": (
+        "AgentEventStream",
+        "agent_loop",
+        "agent_loop_continue",
+        "default_stream_fn",
+        "run_agent_loop",
+        "run_agent_loop_continue",
+    ),
+    ".tools": ("AgentTool", "AgentToolResult", "ToolExecute", "ToolUpdateCallback"),
+    ".types": (
+        "AfterToolCallContext",
+        "AfterToolCallResult",
+        "AgentContext",
+        "AgentLoopConfig",
+        "AgentMessage",
+        "BeforeToolCallContext",
+        "BeforeToolCallResult",
+        "CustomAgentMessage",
+        "QueueMode",
+        "RequestContext",
+        "RequestUpdate",
+        "StreamFn",
+        "ToolExecutionMode",
+        "TurnDecision",
+        "TurnEndContext",
+        "TurnUpdate",
+        "default_convert_to_llm",
+    ),
+    "..tools": ("FunctionTool", "tool"),
+    # jsonschema's import takes seconds where rfc3987-syntax is installed (it builds a grammar
+    # at import); the first tool call loads it in a thread (tool_execution._validation).
+    ".validation": ("ToolArgumentsError", "validate_tool_arguments"),
+}
+"""Where each public name lives: its submodule is imported when the name is first used
+(``pi_notebook._lazy``)."""
 
-
-def __getattr__(name: str) -> _typing.Any:  # PEP 562: the tools layer loads on first use
-    if name in _FROM_TOOLS:
-        from .. import tools
-
-        return getattr(tools, name)
-    if name in _FROM_VALIDATION:
-        from . import validation
-
-        return getattr(validation, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_FROM_TOOLS, *_FROM_VALIDATION])
-
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "CANCELLED_TOOL_MESSAGE",

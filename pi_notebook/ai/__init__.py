@@ -4,87 +4,180 @@ Knows nothing of agents. Every provider streams through one ``AssistantMessageEv
 never raises once the stream exists.
 """
 
-from .abort import AbortController, AbortError, AbortSignal
-from .builder import MessageBuilder, calculate_cost
-from .event_stream import AssistantMessageEventStream
-from .events import (
-    AssistantMessageEvent,
-    DoneEvent,
-    ErrorEvent,
-    StartEvent,
-    TextDeltaEvent,
-    TextEndEvent,
-    TextStartEvent,
-    ThinkingDeltaEvent,
-    ThinkingEndEvent,
-    ThinkingStartEvent,
-    ToolCallDeltaEvent,
-    ToolCallEndEvent,
-    ToolCallStartEvent,
-)
-from .faux import (
-    FauxProvider,
-    faux_assistant_message,
-    faux_text,
-    faux_thinking,
-    faux_tool_call,
-    register_faux_provider,
-)
-from .models import (
-    clamp_thinking_level,
-    custom_model,
-    get_env_api_key,
-    get_model,
-    get_models,
-    get_providers,
-    models_are_equal,
-    parse_model,
-    register_model,
-    supported_thinking_levels,
-)
-from .options import ResponseInfo, StreamOptions
-from .overflow import is_context_overflow
-from .producer import produce_stream
-from .registry import (
-    StreamFunction,
-    complete,
-    complete_simple,
-    get_api_provider,
-    register_api_provider,
-    stream,
-    stream_simple,
-    unregister_api_providers,
-)
-from .system_message import (
-    collapse_system_messages,
-    current_system_message,
-    current_tools,
-    system_message_patch,
-    system_message_text,
-)
-from .transform import transform_messages
-from .types import (
-    AssistantMessage,
-    Context,
-    Cost,
-    DeferredHandle,
-    ImageContent,
-    Message,
-    Model,
-    ModelCost,
-    StopReason,
-    SystemMessage,
-    TextContent,
-    ThinkingContent,
-    ThinkingLevel,
-    Tool,
-    ToolCall,
-    ToolReference,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-    now_ms,
-)
+import typing as _typing
+
+from .._lazy import lazy_exports as _lazy_exports
+
+if _typing.TYPE_CHECKING:
+    from .abort import AbortController, AbortError, AbortSignal
+    from .builder import MessageBuilder, calculate_cost
+    from .event_stream import AssistantMessageEventStream
+    from .events import (
+        AssistantMessageEvent,
+        DoneEvent,
+        ErrorEvent,
+        StartEvent,
+        TextDeltaEvent,
+        TextEndEvent,
+        TextStartEvent,
+        ThinkingDeltaEvent,
+        ThinkingEndEvent,
+        ThinkingStartEvent,
+        ToolCallDeltaEvent,
+        ToolCallEndEvent,
+        ToolCallStartEvent,
+    )
+    from .faux import (
+        FauxProvider,
+        faux_assistant_message,
+        faux_text,
+        faux_thinking,
+        faux_tool_call,
+        register_faux_provider,
+    )
+    from .models import (
+        clamp_thinking_level,
+        custom_model,
+        get_env_api_key,
+        get_model,
+        get_models,
+        get_providers,
+        models_are_equal,
+        parse_model,
+        register_model,
+        supported_thinking_levels,
+    )
+    from .options import ResponseInfo, StreamOptions
+    from .overflow import is_context_overflow
+    from .producer import produce_stream
+    from .registry import (
+        StreamFunction,
+        complete,
+        complete_simple,
+        get_api_provider,
+        register_api_provider,
+        stream,
+        stream_simple,
+        unregister_api_providers,
+    )
+    from .system_message import (
+        collapse_system_messages,
+        current_system_message,
+        current_tools,
+        system_message_patch,
+        system_message_text,
+    )
+    from .transform import transform_messages
+    from .types import (
+        AssistantMessage,
+        Context,
+        Cost,
+        DeferredHandle,
+        ImageContent,
+        Message,
+        Model,
+        ModelCost,
+        StopReason,
+        SystemMessage,
+        TextContent,
+        ThinkingContent,
+        ThinkingLevel,
+        Tool,
+        ToolCall,
+        ToolReference,
+        ToolResultMessage,
+        Usage,
+        UserMessage,
+        now_ms,
+    )
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    ".abort": ("AbortController", "AbortError", "AbortSignal"),
+    ".builder": ("MessageBuilder", "calculate_cost"),
+    ".event_stream": ("AssistantMessageEventStream",),
+    ".events": (
+        "AssistantMessageEvent",
+        "DoneEvent",
+        "ErrorEvent",
+        "StartEvent",
+        "TextDeltaEvent",
+        "TextEndEvent",
+        "TextStartEvent",
+        "ThinkingDeltaEvent",
+        "ThinkingEndEvent",
+        "ThinkingStartEvent",
+        "ToolCallDeltaEvent",
+        "ToolCallEndEvent",
+        "ToolCallStartEvent",
+    ),
+    ".faux": (
+        "FauxProvider",
+        "faux_assistant_message",
+        "faux_text",
+        "faux_thinking",
+        "faux_tool_call",
+        "register_faux_provider",
+    ),
+    ".models": (
+        "clamp_thinking_level",
+        "custom_model",
+        "get_env_api_key",
+        "get_model",
+        "get_models",
+        "get_providers",
+        "models_are_equal",
+        "parse_model",
+        "register_model",
+        "supported_thinking_levels",
+    ),
+    ".options": ("ResponseInfo", "StreamOptions"),
+    ".overflow": ("is_context_overflow",),
+    ".producer": ("produce_stream",),
+    ".registry": (
+        "StreamFunction",
+        "complete",
+        "complete_simple",
+        "get_api_provider",
+        "register_api_provider",
+        "stream",
+        "stream_simple",
+        "unregister_api_providers",
+    ),
+    ".system_message": (
+        "collapse_system_messages",
+        "current_system_message",
+        "current_tools",
+        "system_message_patch",
+        "system_message_text",
+    ),
+    ".transform": ("transform_messages",),
+    ".types": (
+        "AssistantMessage",
+        "Context",
+        "Cost",
+        "DeferredHandle",
+        "ImageContent",
+        "Message",
+        "Model",
+        "ModelCost",
+        "StopReason",
+        "SystemMessage",
+        "TextContent",
+        "ThinkingContent",
+        "ThinkingLevel",
+        "Tool",
+        "ToolCall",
+        "ToolReference",
+        "ToolResultMessage",
+        "Usage",
+        "UserMessage",
+        "now_ms",
+    ),
+}
+"""Where each public name lives: its submodule is imported when the name is first used
+(``pi_notebook._lazy``)."""
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "AbortController",

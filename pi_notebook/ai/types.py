@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from .thinking_levels import ThinkingLevel
+
 __all__ = [
     "Api",
     "AssistantContent",
@@ -45,7 +47,6 @@ StopReason: TypeAlias = Literal[
 ]
 """``deferred``: the provider answers later (see ``AssistantMessage.deferred``); ``pending``: only
 on streaming partials, never persisted (pi 1.6)."""
-ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
 Api: TypeAlias = str
 
 

@@ -13,21 +13,18 @@ the entry of the cycle that comes first in the file becomes a root).
 from __future__ import annotations
 
 import copy
-import gc
 import json
 import math
-import re
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 
+from .._gc import gc_paused
 from .entries import (
-    SESSION_VERSION,
     KnownEntry,
     LeafEntry,
     SessionEntry,
@@ -35,6 +32,9 @@ from .entries import (
     UnknownEntry,
     new_id,
 )
+from .session_file import utf8_line
+from .session_index import SessionIndex
+from .stamps import SESSION_VERSION
 
 __all__ = [
     "ENTRY_ADAPTER",
@@ -168,41 +168,13 @@ def _js_json_owned(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def encode_record(record: SessionHeader | SessionEntry) -> bytes:
     """One line of a session file, ``\\n`` included, byte-for-byte as pi would write it."""
     data = record.model_dump(mode="json", by_alias=True, exclude_none=True)
-    text = _js_json_owned(data) + "\n"
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: JSON.stringify escapes them
-        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+    return utf8_line(_js_json_owned(data) + "\n")
 
 
 # --- reading -------------------------------------------------------------------------------------
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector around a bulk load.
-
-    On the way out, everything alive is promoted to the oldest generation (``gc.freeze()`` then
-    ``gc.unfreeze()``, both O(1)) unless the application froze objects itself: loaded records are
-    long-lived and hold no cycles, so scanning them as young objects (millions after a big load)
-    would only cost time, twice.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if gc.get_freeze_count() == 0:
-            gc.freeze()
-            gc.unfreeze()
-        if enabled:
-            gc.enable()
 
 
 @dataclass(slots=True)
@@ -211,6 +183,8 @@ class DecodedSession:
     entries: list[SessionEntry]
     migrated_from: int | None
     """The file's version when it was older than 3 (the caller should rewrite it), else None."""
+    index: SessionIndex
+    """The entries' structure, collected while each entry was fresh from validation."""
 
 
 def _reason(exc: ValidationError) -> str:
@@ -229,7 +203,14 @@ class _Decoder:
         self.strict = strict
         self.entries: list[SessionEntry] = []
         self.lines: list[int] = []  # the line number of each entry
-        self.ids: set[str] = set()
+        self.ids: dict[str, int] = {}
+        """Each entry's position (checks duplicates and forward parents; the index keeps it)."""
+        self.id_list: list[str] = []
+        self.parent_ids: list[str | None] = []
+        self.types: list[str] = []
+        self.timestamps: list[str | None] = []
+        self.parent_positions: list[int] = []
+        """Each entry's parent's position when it came earlier in the file, else -1."""
         self.forward = False
         """Some entry's parent id was not (yet) seen when it was added: only then can there be
         a cycle (a parent always earlier in the file makes one impossible)."""
@@ -249,16 +230,33 @@ class _Decoder:
         ):
             self.reject(line, f"leaf entry targets unknown entry {entry.target_id!r}")
         else:
-            if entry.parent_id is not None and entry.parent_id not in self.ids:
+            up = -1 if entry.parent_id is None else self.ids.get(entry.parent_id, -1)
+            if entry.parent_id is not None and up < 0:
                 self.forward = True
-            self.ids.add(entry.id)
+            self.parent_positions.append(up)
+            self.ids[entry.id] = len(self.entries)
             self.entries.append(entry)
             self.lines.append(line)
+            self.id_list.append(entry.id)
+            self.parent_ids.append(entry.parent_id)
+            self.types.append(entry.type)
+            self.timestamps.append(entry.timestamp)
+
+    def index(self) -> SessionIndex:
+        return SessionIndex.from_fields(
+            self.entries,
+            self.id_list,
+            self.parent_ids,
+            self.types,
+            self.timestamps,
+            self.ids,
+            self.parent_positions,
+        )
 
     def break_cycles(self) -> None:
         """Refuse (strict) or repair parent-id cycles; O(entries), one step each in a sane file."""
         entries = self.entries
-        index = {entry.id: i for i, entry in enumerate(entries)}
+        index = self.ids
         state = bytearray(len(entries))  # 0 unseen, 1 on the current walk, 2 done
         for start in range(len(entries)):
             if state[start]:
@@ -290,6 +288,8 @@ class _Decoder:
             stacklevel=5,
         )
         self.entries[first] = entry.model_copy(update={"parent_id": None})
+        self.parent_ids[first] = None
+        self.parent_positions[first] = -1
 
 
 def _parse_header(line: bytes, source: str) -> dict[str, Any]:
@@ -334,6 +334,11 @@ def decode_session(lines: Sequence[bytes], *, source: str, strict: bool = True) 
         if version == SESSION_VERSION:
             validate = ENTRY_ADAPTER.validator.validate_json
             ids, entries, numbers = decoder.ids, decoder.entries, decoder.lines
+            # the structure index's fields, read while each entry is fresh (not in a pass
+            # over 100k cold objects afterwards: that was a tenth of an open)
+            add_id, add_parent = decoder.id_list.append, decoder.parent_ids.append
+            add_type, add_stamp = decoder.types.append, decoder.timestamps.append
+            add_up, get_position = decoder.parent_positions.append, ids.get
             for number in range(first + 2, len(lines) + 1):
                 line = lines[number - 1]
                 if not line or line.isspace():
@@ -353,11 +358,21 @@ def decode_session(lines: Sequence[bytes], *, source: str, strict: bool = True) 
                     decoder.add(number, entry)  # the checks, with their error messages
                 else:
                     parent = entry.parent_id
-                    if parent is not None and parent not in ids:
-                        decoder.forward = True
-                    ids.add(entry.id)
+                    if parent is None:
+                        add_up(-1)
+                    else:
+                        up = get_position(parent, -1)
+                        if up < 0:
+                            decoder.forward = True
+                        add_up(up)
+                    entry_id = entry.id
+                    ids[entry_id] = len(entries)
                     entries.append(entry)
                     numbers.append(number)
+                    add_id(entry_id)
+                    add_parent(parent)
+                    add_type(entry.type)
+                    add_stamp(entry.timestamp)
         else:
             raw_header["version"] = SESSION_VERSION
             for index, data in _migrate(lines, first, version, decoder):
@@ -377,7 +392,8 @@ def decode_session(lines: Sequence[bytes], *, source: str, strict: bool = True) 
     except ValidationError as exc:
         reason = f"invalid session header: {_reason(exc)}"
         raise SessionFileError(source, first + 1, reason) from None
-    return DecodedSession(header, decoder.entries, version if version < SESSION_VERSION else None)
+    migrated = version if version < SESSION_VERSION else None
+    return DecodedSession(header, decoder.entries, migrated, decoder.index())
 
 
 def _migrate(

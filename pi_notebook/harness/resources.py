@@ -8,21 +8,25 @@ invoke one explicitly (``AgentHarness.skill``). A **prompt template** is a reusa
 (``AgentHarness.prompt_from_template``).
 
 Loading never raises for bad files: problems become :class:`ResourceDiagnostic` entries.
+PyYAML and pathspec are imported when the first frontmatter or ignore file is read, not with
+the harness (issue 15).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-import pathspec
-import yaml
+from typing import TYPE_CHECKING, Any, Literal
 
 from .prompts import SKILLS_PREAMBLE
+
+if TYPE_CHECKING:
+    import pathspec
+    import yaml
 
 __all__ = [
     "FrontmatterError",
@@ -120,33 +124,39 @@ class FrontmatterError(ValueError):
     """Frontmatter that is not valid YAML, or not a mapping of keys to values."""
 
 
-class _FrontmatterLoader(yaml.SafeLoader):
+@functools.cache
+def _frontmatter_loader() -> type[yaml.SafeLoader]:
     """PyYAML's safe loader read as YAML 1.2 (as pi's ``yaml`` package reads it): only
-    ``true``/``false`` are booleans (``yes``, ``on`` stay text) and dates stay text."""
+    ``true``/``false`` are booleans (``yes``, ``on`` stay text) and dates stay text. Made with
+    the first frontmatter read: PyYAML is imported then, not with the harness."""
+    import yaml
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        """A mapping whose keys are unique (PyYAML would keep the last of a repeated key)."""
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if not isinstance(key, Hashable):
-                break  # PyYAML's own error follows
-            if key in seen:
-                mark = key_node.start_mark
-                raise yaml.MarkedYAMLError(problem=f"duplicate key {key!r}", problem_mark=mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+    class FrontmatterLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+            """A mapping whose keys are unique (PyYAML would keep the last of a repeated key)."""
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if not isinstance(key, Hashable):
+                    break  # PyYAML's own error follows
+                if key in seen:
+                    mark = key_node.start_mark
+                    raise yaml.MarkedYAMLError(problem=f"duplicate key {key!r}", problem_mark=mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    FrontmatterLoader.yaml_implicit_resolvers = {
+        first: [(tag, regex) for tag, regex in resolvers if tag not in (_BOOL_TAG, _TIMESTAMP_TAG)]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    FrontmatterLoader.add_implicit_resolver(
+        _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+    )
+    return FrontmatterLoader
 
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
-_FrontmatterLoader.yaml_implicit_resolvers = {
-    first: [(tag, regex) for tag, regex in resolvers if tag not in (_BOOL_TAG, _TIMESTAMP_TAG)]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_FrontmatterLoader.add_implicit_resolver(
-    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
 
 
 def parse_frontmatter(text: str) -> tuple[dict[str, Any], str]:
@@ -161,8 +171,10 @@ def parse_frontmatter(text: str) -> tuple[dict[str, Any], str]:
     end = text.find("\n---", 3)
     if end < 0:
         return {}, text.strip()
+    import yaml
+
     try:
-        data = yaml.load(text[4:end], Loader=_FrontmatterLoader)  # a SafeLoader
+        data = yaml.load(text[4:end], Loader=_frontmatter_loader())  # a SafeLoader
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" (line {mark.line + 2}, column {mark.column + 1})" if mark else ""
@@ -198,7 +210,11 @@ def _read_ignore_files(directory: str, base: str) -> list[_IgnoreFile]:
             lines += Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             continue
-    return [_IgnoreFile(base, pathspec.GitIgnoreSpec.from_lines(lines))] if lines else []
+    if not lines:
+        return []
+    import pathspec  # with the first ignore file read, not with the harness
+
+    return [_IgnoreFile(base, pathspec.GitIgnoreSpec.from_lines(lines))]
 
 
 def _ignored(files: Sequence[_IgnoreFile], path: str, is_dir: bool) -> bool:

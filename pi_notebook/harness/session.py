@@ -71,6 +71,7 @@ from .messages import (
     CustomMessage,
     HarnessMessage,
 )
+from .session_index import LEAF_TYPE, SessionIndex
 from .storage import JsonlSessionStorage, SessionStorage
 
 __all__ = [
@@ -206,20 +207,29 @@ class Session:
     """
 
     def __init__(
-        self, storage: SessionStorage, header: SessionHeader, entries: Iterable[SessionEntry]
+        self,
+        storage: SessionStorage,
+        header: SessionHeader,
+        entries: Iterable[SessionEntry],
+        index: SessionIndex | None = None,
     ) -> None:
         self._storage = storage
         self._header = header
-        self._entries: list[SessionEntry] = []
-        self._by_id: dict[str, SessionEntry] = {}
-        self._children: dict[str, list[SessionEntry]] | None = None  # built on first use
+        if index is None:
+            self._entries: list[SessionEntry] = list(entries)
+            self._ix = SessionIndex(self._entries)
+        elif index.entries is entries:  # made with them (``SessionStorage.load_indexed``)
+            self._entries, self._ix = index.entries, index
+        else:
+            raise ValueError("the session index must be made of these entries (the same list)")
+        self._children: dict[str, list[int]] | None = None  # positions, built on first use
         self._unsaved: list[SessionEntry] = []
         self.write_error: SessionWriteError | None = None
         """The last failed write while entries are still unsaved (``None`` once all are on disk)."""
         self._labels: dict[str, str] = {}
         self._name: str | None = None
         self._leaf_id: str | None = None
-        self._index_all(entries)
+        self._index_all()
 
     # --- construction ----------------------------------------------------------------------------
 
@@ -259,8 +269,8 @@ class Session:
         its own setting).
         """
         store = _storage(source, strict)
-        header, entries = store.load()
-        return cls(store, header, entries)
+        header, entries, index = store.load_indexed()
+        return cls(store, header, entries, index)
 
     # --- identity --------------------------------------------------------------------------------
 
@@ -298,17 +308,19 @@ class Session:
 
     # --- the index -------------------------------------------------------------------------------
 
-    def _index_all(self, entries: Iterable[SessionEntry]) -> None:
-        """Bulk :meth:`_index` for loading (the same rules, fewer lookups per entry)."""
-        self._entries = list(entries)
-        by_id, labels = self._by_id, self._labels
-        leaf_id, name = self._leaf_id, self._name
-        for entry in self._entries:
-            by_id[entry.id] = entry
-            if type(entry) is LeafEntry:
-                leaf_id = entry.target_id
-                continue
-            leaf_id = entry.id
+    @property
+    def index(self) -> SessionIndex:
+        """The session's structure in plain lists (ids, parent ids, types, timestamps, the
+        positions of the ids), for code that walks the whole tree: read-only."""
+        return self._ix
+
+    def _index_all(self) -> None:
+        """Bulk :meth:`_index` for loading: the structure was read by :class:`SessionIndex`;
+        only labels, names and the last entry need the entry objects."""
+        entries = self._entries
+        labels, name = self._labels, self._name
+        for position in self._ix.marks:  # labels, names, context edits: the rest stays cold
+            entry = entries[position]
             if type(entry) is LabelEntry:
                 if entry.label:
                     labels[entry.target_id] = entry.label
@@ -316,11 +328,14 @@ class Session:
                     labels.pop(entry.target_id, None)
             elif type(entry) is SessionInfoEntry:
                 name = (entry.name or "").strip() or None
-        self._leaf_id, self._name = leaf_id, name
+        if entries:
+            last = entries[-1]
+            self._leaf_id = last.target_id if type(last) is LeafEntry else last.id
+        self._name = name
 
     def _index(self, entry: SessionEntry) -> None:
         self._entries.append(entry)
-        self._by_id[entry.id] = entry
+        self._ix.add(entry)
         if isinstance(entry, LeafEntry):
             self._leaf_id = entry.target_id
             return
@@ -333,12 +348,13 @@ class Session:
         elif isinstance(entry, SessionInfoEntry):
             self._name = (entry.name or "").strip() or None
         if self._children is not None:
-            parent_id = self._tree_parent_id(entry)
+            position = len(self._entries) - 1
+            parent_id = self._tree_parent_id(position)
             if parent_id is not None:
-                self._children.setdefault(parent_id, []).append(entry)
+                self._children.setdefault(parent_id, []).append(position)
 
     def _new_id(self) -> str:
-        while (entry_id := new_id()) in self._by_id:  # pragma: no cover - 74 random bits
+        while (entry_id := new_id()) in self._ix.positions:  # pragma: no cover - 74 random bits
             pass
         return entry_id
 
@@ -388,10 +404,10 @@ class Session:
         return count
 
     def _require(self, entry_id: str) -> SessionEntry:
-        entry = self._by_id.get(entry_id)
-        if entry is None:
+        position = self._ix.positions.get(entry_id)
+        if position is None:
             raise ValueError(f"Entry {entry_id} not found in session {self.id}")
-        return entry
+        return self._entries[position]
 
     def _base(self) -> dict[str, Any]:
         return {"id": self._new_id(), "parent_id": self._leaf_id, "timestamp": iso_now()}
@@ -629,7 +645,7 @@ class Session:
 
     @property
     def leaf_entry(self) -> SessionEntry | None:
-        return None if self._leaf_id is None else self._by_id.get(self._leaf_id)
+        return None if self._leaf_id is None else self.get_entry(self._leaf_id)
 
     def set_leaf(self, entry_id: str | None) -> LeafEntry | None:
         """Move the leaf; the next append becomes a child of ``entry_id`` (a root for ``None``).
@@ -649,7 +665,8 @@ class Session:
     # --- reading ---------------------------------------------------------------------------------
 
     def get_entry(self, entry_id: str) -> SessionEntry | None:
-        return self._by_id.get(entry_id)
+        position = self._ix.positions.get(entry_id)
+        return None if position is None else self._entries[position]
 
     def get_entries(self) -> list[SessionEntry]:
         """Every entry in append order (labels, session info and leaf moves included)."""
@@ -664,22 +681,13 @@ class Session:
         return dict(self._labels)
 
     def _path_to(self, entry_id: str | None) -> list[SessionEntry]:
-        get = self._by_id.get
-        path: list[SessionEntry] = []
-        append = path.append
-        left = len(self._by_id)  # more steps than entries: the parent ids go round in a cycle
-        entry = None if entry_id is None else get(entry_id)
-        while entry is not None:
-            append(entry)
-            parent = entry.parent_id
-            if parent is None:
-                break
-            entry = get(parent)
-            left -= 1
-            if left < 0:
-                raise SessionFileError(str(self.path or "<memory>"), None, "cycle in parent ids")
-        path.reverse()
-        return path
+        """Root → ``entry_id``, walked in the index's lists (no entry object is read)."""
+        start = None if entry_id is None else self._ix.positions.get(entry_id)
+        positions = self._ix.path(start)
+        if positions is None:
+            raise SessionFileError(str(self.path or "<memory>"), None, "cycle in parent ids")
+        entries = self._entries
+        return [entries[position] for position in positions]
 
     def get_branch(self, from_id: str | None = None) -> list[SessionEntry]:
         """The entries from the root to ``from_id`` (default: the leaf), oldest first."""
@@ -688,31 +696,28 @@ class Session:
             return self._path_to(from_id)
         return self._path_to(self._leaf_id)
 
-    def _tree_parent_id(self, entry: SessionEntry) -> str | None:
+    def _tree_parent_id(self, position: int) -> str | None:
         """The parent shown in the tree: leaf moves are not nodes (an entry pi appended after
         one hangs under the leaf move's own parent); ``None`` for a leaf move itself."""
-        if type(entry) is LeafEntry:
-            return None
-        parent_id = entry.parent_id
-        by_id = self._by_id
-        steps = len(by_id)
-        while parent_id is not None and type(parent := by_id.get(parent_id)) is LeafEntry:
-            parent_id = parent.parent_id
-            steps -= 1
-            if steps < 0:
-                raise SessionFileError(str(self.path or "<memory>"), None, "cycle in parent ids")
-        return parent_id
+        try:
+            return self._ix.tree_parent_id(position)
+        except RecursionError:
+            raise SessionFileError(
+                str(self.path or "<memory>"), None, "cycle in parent ids"
+            ) from None
 
     def get_children(self, entry_id: str) -> list[SessionEntry]:
         """Direct children of an entry in append order (leaf moves are not children)."""
         if self._children is None:
-            children: dict[str, list[SessionEntry]] = {}
-            for entry in self._entries:
-                parent_id = self._tree_parent_id(entry)
+            children: dict[str, list[int]] = {}
+            parent_of = self._tree_parent_id
+            for position in range(len(self._entries)):
+                parent_id = parent_of(position)
                 if parent_id is not None:
-                    children.setdefault(parent_id, []).append(entry)
+                    children.setdefault(parent_id, []).append(position)
             self._children = children
-        return list(self._children.get(entry_id, ()))
+        entries = self._entries
+        return [entries[position] for position in self._children.get(entry_id, ())]
 
     def get_tree(self) -> list[SessionTreeNode]:
         """The whole tree: roots first, children sorted by timestamp, labels resolved.
@@ -721,19 +726,23 @@ class Session:
         returned as a root.
         """
         nodes: dict[str, SessionTreeNode] = {}
+        where: dict[str, int] = {}
         roots: list[SessionTreeNode] = []
-        for entry in self._entries:
-            if isinstance(entry, LeafEntry):
+        ids, types = self._ix.ids, self._ix.types
+        for position, entry in enumerate(self._entries):
+            if types[position] == LEAF_TYPE:
                 continue
-            node = SessionTreeNode(entry, [], self._labels.get(entry.id))
-            nodes[entry.id] = node
-        for node in nodes.values():
-            parent_id = self._tree_parent_id(node.entry)
-            parent = None if parent_id in (None, node.entry.id) else nodes.get(parent_id)
+            entry_id = ids[position]
+            nodes[entry_id] = SessionTreeNode(entry, [], self._labels.get(entry_id))
+            where[entry_id] = position
+        for entry_id, node in nodes.items():
+            parent_id = self._tree_parent_id(where[entry_id])
+            parent = None if parent_id in (None, entry_id) else nodes.get(parent_id)
             (parent.children if parent is not None else roots).append(node)
+        stamps = self._ix.timestamps
         for node in nodes.values():
             if len(node.children) > 1:
-                node.children.sort(key=lambda child: _ms(child.entry.timestamp))
+                node.children.sort(key=lambda child: _ms(stamps[where[child.entry.id]]))
         return roots
 
     # --- context ---------------------------------------------------------------------------------

@@ -23,7 +23,15 @@ from pathlib import Path
 from pydantic_core import from_json
 
 from .entries import SESSION_VERSION, SessionEntry, SessionHeader
-from .jsonl import SessionFileWarning, declared_version, decode_session, encode_record
+from .jsonl import (
+    DecodedSession,
+    SessionFileWarning,
+    declared_version,
+    decode_session,
+    encode_record,
+)
+from .session_file import create_file, write_all
+from .session_index import SessionIndex
 
 __all__ = ["InMemorySessionStorage", "JsonlSessionStorage", "SessionStorage"]
 
@@ -47,6 +55,12 @@ class SessionStorage(ABC):
     @abstractmethod
     def append(self, entry: SessionEntry) -> None:
         """Persist one more entry (after this returns, ``load`` includes it)."""
+
+    def load_indexed(self) -> tuple[SessionHeader, list[SessionEntry], SessionIndex]:
+        """:meth:`load`, with the entries' structure index (``Session.open`` uses it; a
+        storage that decodes entries can collect it on the way)."""
+        header, entries = self.load()
+        return header, entries, SessionIndex(entries)
 
 
 class InMemorySessionStorage(SessionStorage):
@@ -74,12 +88,6 @@ class InMemorySessionStorage(SessionStorage):
 
     def __repr__(self) -> str:
         return f"InMemorySessionStorage(entries={len(self._entries)})"
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _is_complete_json(line: bytes) -> bool:
@@ -129,18 +137,8 @@ class JsonlSessionStorage(SessionStorage):
         return f"JsonlSessionStorage({str(self._path)!r})"
 
     def create(self, header: SessionHeader, entries: Iterable[SessionEntry] = ()) -> None:
-        self._path.parent.mkdir(parents=True, exist_ok=True)
         data = b"".join([encode_record(header), *(encode_record(e) for e in entries)])
-        fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            if os.fstat(fd).st_size:
-                raise FileExistsError(f"{self._path} already holds a session")
-            _write_all(fd, data)
-            if self.fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        create_file(self._path, data, fsync=self.fsync)
 
     def append(self, entry: SessionEntry) -> None:
         line = encode_record(entry)
@@ -148,13 +146,21 @@ class JsonlSessionStorage(SessionStorage):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             self._repair_tail(fd)
-            _write_all(fd, line)
+            write_all(fd, line)
             if self.fsync:
                 os.fsync(fd)
         finally:
             os.close(fd)  # releases the lock
 
     def load(self) -> tuple[SessionHeader, list[SessionEntry]]:
+        decoded = self._decode()
+        return decoded.header, decoded.entries
+
+    def load_indexed(self) -> tuple[SessionHeader, list[SessionEntry], SessionIndex]:
+        decoded = self._decode()
+        return decoded.header, decoded.entries, decoded.index
+
+    def _decode(self) -> DecodedSession:
         source = str(self._path)
         writable = os.access(self._path, os.W_OK)
         flags = (os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY) | os.O_CLOEXEC
@@ -173,12 +179,11 @@ class JsonlSessionStorage(SessionStorage):
                 decoded = decode_session(lines, source=source, strict=self.strict)
                 if writable:
                     self._rewrite(decoded.header, decoded.entries)
-                return decoded.header, decoded.entries
+                return decoded
         finally:
             os.close(fd)
         # validating a big file takes a while: writers need not wait for it
-        decoded = decode_session(lines, source=source, strict=self.strict)
-        return decoded.header, decoded.entries
+        return decode_session(lines, source=source, strict=self.strict)
 
     # --- repairs ---------------------------------------------------------------------------------
 
@@ -205,7 +210,7 @@ class JsonlSessionStorage(SessionStorage):
             return
         start = _last_line_start(fd, size)
         if _is_complete_json(os.pread(fd, size - start, start)):
-            _write_all(fd, b"\n")
+            write_all(fd, b"\n")
             return
         os.ftruncate(fd, start)
         self._warn_torn(size - start)

@@ -21,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .paths import config_paths
+
 __all__ = [
     "DEFAULT_TIMEOUT_MS",
     "McpConfigError",
@@ -143,16 +145,6 @@ def _problem(error: Any) -> str:
     where = ".".join(str(p) for p in error.get("loc", ()))
     message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
     return f"{where}: {message}" if where else message
-
-
-def config_paths(notebook_dir: Path | None = None) -> list[Path]:
-    """The ``mcp.json`` files read, lowest precedence first."""
-    agent_dir = os.environ.get("PI_CODING_AGENT_DIR")
-    user = Path(agent_dir).expanduser() if agent_dir else Path.home() / ".pi" / "agent"
-    paths = [user / "mcp.json"]
-    if notebook_dir is not None:
-        paths += [notebook_dir / ".pi" / "mcp.json", notebook_dir / "mcp.json"]
-    return paths
 
 
 def load_mcp_config(paths: Iterable[Path]) -> tuple[list[McpServerConfig], list[str]]:

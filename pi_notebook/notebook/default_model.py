@@ -9,21 +9,20 @@ Loading the local model takes a few seconds (its weights are downloaded once fir
 a run shows nothing meanwhile: ``local_start_notice`` says so, for the ``%%agent`` magic to
 print in its cell before the run is queued (a print from the queued run itself would come after
 the cell ended, and be lost); ``notify`` hears of it when the start begins.
+
+The model catalogue and the local model's module are imported by the functions that use them:
+the magics import this module at ``%load_ext``, which loads no message models (issue 15).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..ai.local import (
-    cached_model_path,
-    local_model_available,
-    local_model_running,
-    start_local_model_async,
-)
-from ..ai.models import get_env_api_key, get_model, parse_model
-from ..ai.types import Model
+if TYPE_CHECKING:
+    from ..ai.types import Model
 
 __all__ = [
     "LOCAL_ALIASES",
@@ -61,6 +60,37 @@ def _quiet(text: str) -> None:
     pass
 
 
+# The local model's checks, imported when first called (the seams tests replace).
+
+
+def local_model_available() -> bool:
+    """Whether the ``local`` extra is installed (``ai.local.local_model_available``)."""
+    from ..ai.local import local_model_available as available
+
+    return available()
+
+
+def local_model_running() -> bool:
+    """Whether the local model's server is up (``ai.local.local_model_running``)."""
+    from ..ai.local import local_model_running as running
+
+    return running()
+
+
+def cached_model_path() -> Path:
+    """Where the local model's weights are once downloaded (``ai.local.cached_model_path``)."""
+    from ..ai.local import cached_model_path as cached
+
+    return cached()
+
+
+async def start_local_model_async() -> Model:
+    """Start the local model in a thread (``ai.local.start_local_model_async``)."""
+    from ..ai.local import start_local_model_async as start
+
+    return await start()
+
+
 class NoModelError(RuntimeError):
     """No model is configured and none can be started."""
 
@@ -75,6 +105,8 @@ class NoModelError(RuntimeError):
 
 def model_from_api_keys(environ: Mapping[str, str] | None = None) -> Model | None:
     """The default model of the first provider whose API key is set."""
+    from ..ai.models import get_env_api_key, get_model
+
     for provider, model_id in PROVIDER_DEFAULTS.items():
         if get_env_api_key(provider, environ) is not None:
             return get_model(provider, model_id)
@@ -87,6 +119,8 @@ def check_model_ref(ref: str) -> None:
     names ``local`` too, which is not in the catalogue."""
     if ref.strip() in LOCAL_ALIASES:
         return
+    from ..ai.models import parse_model
+
     try:
         parse_model(ref)
     except KeyError as exc:
@@ -129,6 +163,8 @@ async def start_local(notify: Notify = _quiet) -> Model:
 
 async def resolve_model(ref: str, *, notify: Notify = _quiet) -> Model:
     """``provider/model-id`` (or ``local``) → ``Model``; starts the local model when asked for."""
+    from ..ai.models import parse_model
+
     ref = ref.strip()
     if ref in LOCAL_ALIASES:
         return await start_local(notify)

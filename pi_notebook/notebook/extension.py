@@ -88,7 +88,7 @@ def load_ipython_extension(ip: Any) -> None:
     _hooks = _Hooks(agent, magics)
     ip.events.register("pre_run_cell", _hooks.pre_run_cell)
     ip.events.register("post_run_cell", _hooks.post_run_cell)
-    entries = len(agent.session)
+    entries = agent.restored_entries
     restored = f", restored {entries} entries" if entries else ""
     print(f"pi_notebook: session {path.name}{restored}. Start with %%agent; help: %agent?")
 

@@ -12,34 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import importlib
 import os
-import tempfile
-import warnings
+import sys
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..agent.loop import default_stream_fn
-from ..agent.tools import AgentTool
-from ..agent.types import StreamFn
-from ..ai.event_stream import AssistantMessageEventStream
-from ..ai.local import MODEL_ID as LOCAL_MODEL_ID
-from ..ai.models import parse_model
-from ..ai.options import StreamOptions
-from ..ai.producer import describe_error
-from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel
-from ..harness import (
-    AgentHarness,
-    CompactionSettings,
-    JsonlSessionStorage,
-    Session,
-    SessionFileError,
-    SessionFileWarning,
-    SessionWriteError,
-)
-from ..harness.hooks import ToolCallEvent, ToolCallResult
-from ..mcp import McpServers
-from ..tools import FunctionTool, tool
+from .._gc import gc_paused
+from ..ai.thinking_levels import THINKING_LEVELS
 from .default_model import (
     LOCAL_ALIASES,
     NoModelError,
@@ -47,37 +29,64 @@ from .default_model import (
     resolve_default_model,
     resolve_model,
 )
-from .locations import fallback_session_path, sibling_session_path
-from .notebook_tools import ToolRegistry, builtin_tools
 from .repeat_guard import RepeatGuard
-from .runs import Run
-from .workspace.document import DocumentError, NotebookDocument, NotebookNotConnected
-from .workspace.edit_tools import WRITE_TOOL_NAMES, WriteTools
-from .workspace.history import ExecutionHistory, ExecutionRecord
-from .workspace.read_tools import read_tools
-from .workspace.summary import CUSTOM_TYPE, summarize_changes
+from .session_files import open_notebook_session, start_notebook_session
+from .workspace.document import NotebookDocument
+from .workspace.history import ExecutionHistory
 
 if TYPE_CHECKING:
+    from ..agent.tools import AgentTool
+    from ..agent.types import StreamFn
     from ..ai.cassette import Cassette
+    from ..ai.event_stream import AssistantMessageEventStream
+    from ..ai.options import StreamOptions
+    from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel
+    from ..harness import AgentHarness, CompactionSettings, Session
+    from ..harness.hooks import ToolCallEvent, ToolCallResult
+    from ..mcp import McpServers
+    from .notebook_tools import ToolRegistry
     from .run_view import RunView
+    from .runs import Run
     from .tree_view import TreeView
+    from .workspace.edit_tools import WriteTools
+    from .workspace.history import ExecutionRecord
 
-__all__ = ["APPROVAL_TIMEOUT", "NotebookAgent", "open_notebook_session", "open_session"]
+__all__ = ["APPROVAL_TIMEOUT", "NotebookAgent"]
 
 APPROVAL_TIMEOUT = 300.0
 """Seconds a tool that needs approval waits for a click before it is denied."""
 
 T = TypeVar("T")
 
+RUN_MODULES = (
+    "pi_notebook.harness.harness",
+    "pi_notebook.agent.loop",
+    "pi_notebook.ai.registry",
+    "pi_notebook.notebook.notebook_tools",
+    "pi_notebook.notebook.workspace.edit_tools",
+    "pi_notebook.notebook.workspace.reading_tools",
+    "pi_notebook.notebook.workspace.summary",
+    "pi_notebook.mcp.servers",
+)
+"""What a run needs that ``%load_ext`` does not import (the harness, the agent loop, the tools):
+the first run imports them in a thread (:meth:`NotebookAgent._execute`), so the kernel's event
+loop goes on with widgets and interrupts meanwhile."""
+
+
+def _import_run_modules() -> None:
+    for name in RUN_MODULES:
+        importlib.import_module(name)
+
 
 def _thinking_level(value: str) -> ThinkingLevel:
-    levels: tuple[ThinkingLevel, ...] = get_args(ThinkingLevel)
-    return next((level for level in levels if level == value), "off")
+    return next((level for level in THINKING_LEVELS if level == value), "off")
 
 
 def _compaction_for(model: Model) -> CompactionSettings:
     """pi's compaction settings, scaled down for small context windows: its 16k-token reserve
     would compact a 4k-token model (the embedded local one) after every turn."""
+    from ..harness.compaction import CompactionSettings
+
     pi = CompactionSettings()
     return CompactionSettings(
         reserve_tokens=min(pi.reserve_tokens, model.context_window // 4),
@@ -98,88 +107,6 @@ def _cassette_from_env() -> Cassette | None:
 _CASSETTE_ENV = ("PI_NOTEBOOK_RECORD", "PI_NOTEBOOK_REPLAY")
 
 
-def open_session(path: Path) -> Session:
-    """The session stored at ``path``, created (with its directory) when missing."""
-    if path.exists() and path.stat().st_size > 0:
-        return Session.open(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return Session.create(JsonlSessionStorage(path), cwd=str(path.parent))
-
-
-def open_notebook_session(path: Path) -> tuple[Session, str | None]:
-    """The notebook's session at ``path`` whatever state the file is in, and a one-line notice
-    when it is not the file as it was: a notebook must load even with a damaged session.
-
-    A malformed line is skipped (it stays in the file); a file that cannot be read at all, or is
-    read-only, is left as it is and the session continues in a new file beside it (a copy of
-    what could be read); a directory that cannot be written holds nothing new, so the session
-    goes to pi's session directory instead (:func:`fallback_session_path`).
-    """
-    if not (path.is_file() and path.stat().st_size > 0):
-        try:
-            return open_session(path), None
-        except OSError as exc:
-            moved = _writable_sibling(path, same_name=True)
-            where = f"{path.parent} is not writable ({exc.strerror or exc})"
-            return open_session(moved), f"{where}: this notebook's session is in {moved}"
-    notice: str | None = None
-    try:
-        session = Session.open(path)
-    except SessionFileError as exc:
-        lenient, notice = _open_leniently(path, exc)
-        if lenient is None:
-            return _fresh_beside(path, notice)
-        session = lenient
-    except OSError as exc:
-        return _fresh_beside(path, f"cannot read {path} ({exc.strerror or exc})")
-    if os.access(path, os.W_OK):
-        return session, notice
-    copy = _writable_sibling(path)
-    session = session.fork(copy)
-    read_only = f"{path.name} is read-only; continuing in a copy, {copy}"
-    return session, f"{notice}; {read_only}" if notice else read_only
-
-
-def _open_leniently(path: Path, error: SessionFileError) -> tuple[Session | None, str]:
-    """Open ``path`` skipping malformed lines; the notice names the first one."""
-    where = f"{path}:{error.line}" if error.line is not None else str(path)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", SessionFileWarning)
-        try:
-            session = Session.open(path, strict=False)
-        except (SessionFileError, OSError) as exc:
-            return None, f"cannot read {where}: {getattr(exc, 'reason', exc)}"
-    skipped = sum(1 for w in caught if issubclass(w.category, SessionFileWarning)) or 1
-    lines = "line" if skipped == 1 else f"{skipped} lines"
-    return session, (
-        f"{where}: {error.reason}; skipped that {lines}, opened the other "
-        f"{len(session)} entries (the file is left as it is)"
-    )
-
-
-def _fresh_beside(path: Path, reason: str) -> tuple[Session, str]:
-    fresh = _writable_sibling(path)
-    notice = f"{reason}; started a fresh session in {fresh} (the old file is kept)"
-    return open_session(fresh), notice
-
-
-def _writable_sibling(path: Path, *, same_name: bool = False) -> Path:
-    """A new session file next to ``path``; in pi's session directory (else the temporary
-    one) when that cannot be written. ``same_name``: keep ``path``'s name if it is free."""
-    fallback = fallback_session_path(path)
-    for folder in (path.parent, fallback.parent, Path(tempfile.gettempdir()) / "pi_notebook"):
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(folder, os.W_OK):
-            named = folder / path.name
-            if same_name and not (named.exists() and named.stat().st_size > 0):
-                return named
-            return sibling_session_path(named)
-    raise PermissionError(f"no writable directory for the session of {path}")
-
-
 class NotebookAgent:
     """One per kernel (``pi_notebook.current()``)."""
 
@@ -191,12 +118,16 @@ class NotebookAgent:
         stream_fn: Any = None,
     ) -> None:
         self.namespace = namespace
-        self.session, notice = open_notebook_session(session_path)
+        opened, notice = start_notebook_session(session_path)
+        self._session: Session | None = None if isinstance(opened, Path) else opened
+        self._session_file: Path = opened if isinstance(opened, Path) else session_path
         self.load_notice: str | None = notice
         """What was wrong with the session file at load (None: nothing)."""
-        self.tools = ToolRegistry(builtin_tools(lambda: self.namespace))
-        self.mcp = McpServers(on_change=self._push_tools)
-        """The MCP servers (``%mcp``); they start with the first run that follows."""
+        self._tools: ToolRegistry | None = None
+        self._tools_lock = threading.Lock()
+        """The first run builds the registry in a thread (:meth:`prepare_run`); a cell asking
+        for it meanwhile waits for that one instead of building another."""
+        self._mcp: McpServers | None = None
         self.runs: list[Run] = []
         self.approval_timeout = APPROVAL_TIMEOUT
         self._stream_fn = stream_fn
@@ -217,22 +148,15 @@ class NotebookAgent:
         self.document = NotebookDocument(self.history)
         """The notebook open in a frontend (linked by the pi_notebook labextension)."""
         self._waiters = 0
-        self.write_tools = WriteTools(
-            self.document, self.history, waited_on=lambda: self._waiters > 0
-        )
-        """Insert, edit, delete and run cells (each approved in the run view)."""
+        self._writes: WriteTools | None = None
+        self._writer_tools: dict[str, AgentTool] | None = None
         self._run_cells: dict[int, str | None] = {}
         self.repeat_guard = RepeatGuard()
         """Refuses a tool call repeated with the same arguments in one run (small models loop)."""
-        self._write_tools = self.write_tools.tools()
         self._pushed: list[str] = []
         """The tool names the harness was last given."""
         self._write_pinned: set[str] = set()
         """Write tools added with ``%tools add`` (offered without a frontend too)."""
-        for reader in read_tools(self.history, lambda: self.document).values():
-            self.tools.add_builtin(reader, enabled=True)
-        for writer in self._write_tools.values():
-            self.tools.add_builtin(writer, enabled=True)  # offered while a notebook is connected
         self.context_enabled = os.environ.get("PI_NOTEBOOK_CONTEXT", "on").strip().lower() not in (
             "off",
             "0",
@@ -248,11 +172,85 @@ class NotebookAgent:
         self._unsaved_views: dict[RunView, str] = {}
         """Views showing a "not saved" notice, with its text (told when the retry succeeds)."""
 
+    # --- built on first use ----------------------------------------------------------------------
+    # %load_ext builds none of these: each needs the pydantic models of its layer (issue 15).
+
+    @property
+    def session(self) -> Session:
+        """The notebook's session. A new notebook's is opened on first use (``%load_ext`` only
+        wrote its file's header, see ``session_files``)."""
+        if self._session is None:
+            session, notice = open_notebook_session(self._session_file)
+            if notice:  # the file changed since %load_ext started it
+                print(f"pi_notebook: {notice}")
+            self._session = session
+        return self._session
+
+    @session.setter
+    def session(self, session: Session) -> None:
+        self._session = session
+        if session.path is not None:
+            self._session_file = session.path
+
+    @property
+    def restored_entries(self) -> int:
+        """Entries the session held when it was opened (0 for a new one not opened yet)."""
+        return 0 if self._session is None else len(self._session)
+
+    @property
+    def tools(self) -> ToolRegistry:
+        """The notebook's tools: built-ins, the workspace's read and write tools, functions
+        (made on first use: a pydantic model for each tool's parameters)."""
+        if self._tools is None:
+            with self._tools_lock:
+                if self._tools is None:
+                    self._tools = self._new_registry()
+        return self._tools
+
+    def _new_registry(self) -> ToolRegistry:
+        from .notebook_tools import ToolRegistry, builtin_tools
+        from .workspace.reading_tools import read_tools
+
+        registry = ToolRegistry(builtin_tools(lambda: self.namespace))
+        for reader in read_tools(self.history, lambda: self.document).values():
+            registry.add_builtin(reader, enabled=True)
+        for writer in self._writers().values():  # offered while a notebook is connected
+            registry.add_builtin(writer, enabled=True)
+        return registry
+
+    @property
+    def mcp(self) -> McpServers:
+        """The MCP servers (``%mcp``); they start with the first run that follows."""
+        if self._mcp is None:
+            from ..mcp.servers import McpServers
+
+            self._mcp = McpServers(on_change=self._push_tools)
+        return self._mcp
+
+    @property
+    def write_tools(self) -> WriteTools:
+        """Insert, edit, delete and run cells (each approved in the run view)."""
+        if self._writes is None:
+            from .workspace.edit_tools import WriteTools
+
+            self._writes = WriteTools(
+                self.document, self.history, waited_on=lambda: self._waiters > 0
+            )
+        return self._writes
+
+    def _writers(self) -> dict[str, AgentTool]:
+        """The write tools by name (made once, with the registry)."""
+        if self._writer_tools is None:
+            self._writer_tools = self.write_tools.tools()
+        return self._writer_tools
+
     # --- the harness -----------------------------------------------------------------------------
 
     @property
     def session_path(self) -> Path:
-        path = self.session.path
+        if self._session is None:
+            return self._session_file
+        path = self._session.path
         assert path is not None
         return path
 
@@ -266,9 +264,17 @@ class NotebookAgent:
             self._harness = self._new_harness(model)
         return self._harness
 
+    def knows_model(self) -> bool:
+        """Whether a model is known without starting one (the harness is made with it on the
+        first run, after its imports in a thread: see :meth:`prepare_run`)."""
+        return self._harness is not None or self._known_model() is not None
+
     def _known_model(self) -> Model | None:
-        """A model known without starting anything: the session's, the environment's."""
-        ref = self.session.build_context().model
+        """A model known without starting anything: the session's, the environment's. (A
+        session only started by ``%load_ext`` is not opened for this: it holds no entries.)"""
+        from ..ai.models import parse_model
+
+        ref = None if self._session is None else self._session.build_context().model
         if ref is not None:
             try:
                 return parse_model(f"{ref.provider}/{ref.model_id}")
@@ -280,6 +286,8 @@ class NotebookAgent:
         return model_from_api_keys()
 
     def _new_harness(self, model: Model) -> AgentHarness:
+        from ..harness.harness import AgentHarness
+
         context = self.session.build_context()
         harness = AgentHarness(
             self.session,
@@ -304,7 +312,12 @@ class NotebookAgent:
                 on_stall=run.view.note_stall,
                 stall_ms=self.stall_ms if self.stall_ms is not None else options.stall_ms,
             )
-        inner: StreamFn = self._stream_fn or default_stream_fn
+        if self._stream_fn is not None:
+            inner: StreamFn = self._stream_fn
+        else:
+            from ..agent.loop import default_stream_fn
+
+            inner = default_stream_fn
         if self.cassette is None:
             return inner(model, context, options)
         return self.cassette.wrap(inner)(model, context, options)
@@ -312,6 +325,8 @@ class NotebookAgent:
     async def resolve_model(self, ref: str | None = None) -> Model:
         """``ref`` (``provider/id`` or ``local``; None = the default model) as a ``Model``. While
         a cassette replays, the embedded local model is the one recorded in it: no server."""
+        from ..ai.local import MODEL_ID as LOCAL_MODEL_ID
+
         cassette = self.cassette
         if cassette is not None and cassette.mode == "replay":
             wanted = ref or os.environ.get("PI_NOTEBOOK_MODEL", "").strip()
@@ -324,8 +339,11 @@ class NotebookAgent:
         return await (resolve_model(ref) if ref else resolve_default_model())
 
     async def ensure_harness(self, model: Model | None = None) -> AgentHarness:
-        """The harness, created on first use with ``model`` (else the known or default one)."""
+        """The harness, created on first use with ``model`` (else the known or default one),
+        after :meth:`prepare_run`: the queued operations (a run, ``%model``) make it on the
+        event loop."""
         if self._harness is None:
+            await self.prepare_run()
             model = model or self._known_model() or await self.resolve_model()
             self._harness = self._new_harness(model)
         return self._harness
@@ -392,6 +410,7 @@ class NotebookAgent:
         """Queue a run of ``prompt``; it starts when the queue reaches it."""
         # anywidget + ipywidgets load with the first view, not at %load_ext (bench/kernel_bench)
         from .run_view import RunView
+        from .runs import Run
 
         view = RunView(thinking_level=thinking or "off")
         run = Run(len(self.runs) + 1, prompt, view)
@@ -430,6 +449,9 @@ class NotebookAgent:
                 document = await self.document.cells()
             except Exception:  # the frontend went away: the kernel's records still stand
                 document = None
+        from ..harness.session import SessionWriteError
+        from .workspace.summary import CUSTOM_TYPE, summarize_changes
+
         summary = summarize_changes(records, since=since, until=until, document=document)
         if summary is not None:
             # A failed write keeps it in memory (``unsaved_entries``): the run goes on and its
@@ -458,6 +480,31 @@ class NotebookAgent:
         await self._start_mcp()
         await self._append_change_summary(changes)
         return await self._prompt(run, run.prompt)
+
+    async def prepare_run(self) -> None:
+        """Import what a run needs beyond ``%load_ext`` (:data:`RUN_MODULES`) and make the
+        notebook's tools in a thread, then open the session if it is not open yet: the first
+        run must not stall the event loop for the imports (the pydantic models of the harness,
+        agent and tools layers) while its view is live."""
+        if not self._prepared():
+            await asyncio.to_thread(self._prepare)
+        _ = self.session
+
+    def prepare_now(self) -> None:
+        """:meth:`prepare_run`'s work in the calling cell: a magic whose change is made at once
+        (``%model`` with nothing queued) ends with the harness ready, as the cells after it
+        expect, instead of leaving an operation in progress."""
+        if not self._prepared():
+            self._prepare()
+        _ = self.session
+
+    def _prepared(self) -> bool:
+        return self._tools is not None and all(name in sys.modules for name in RUN_MODULES)
+
+    def _prepare(self) -> None:
+        with gc_paused():  # a full collection here would hold the GIL (and the loop) for ~0.2 s
+            _import_run_modules()
+            _ = self.tools
 
     async def _start_mcp(self) -> None:
         """Start configured MCP servers not running yet (first use); a failure is reported and
@@ -519,6 +566,8 @@ class NotebookAgent:
         else reports it: checked while the run streams and when it ends."""
         error = self.session.write_error
         if error is not None and self.session.unsaved_entries:
+            from ..ai.producer import describe_error
+
             reason = (
                 f"Could not write the session {error.path}: {describe_error(error.cause)}; "
                 "this turn is not in the file yet (kept in memory, written as soon as the "
@@ -610,7 +659,7 @@ class NotebookAgent:
         if self.mcp.is_tool(name):
             self.mcp.enable(name)
             return f"Enabled the MCP tool {name}"
-        if name in self._write_tools:
+        if name in self._writers():
             self._write_pinned.add(name)
             self.tools.enable_builtin(name)
             self._push_tools()
@@ -619,6 +668,9 @@ class NotebookAgent:
             self.tools.enable_builtin(name)
             self._push_tools()
             return f"Enabled the built-in tool {name}"
+        from ..agent.tools import AgentTool
+        from ..tools.decorator import tool
+
         value = self.namespace.get(name)
         if value is None:
             raise KeyError(f"No function or built-in tool named {name!r}")
@@ -633,6 +685,10 @@ class NotebookAgent:
 
     def refresh_function_tools(self) -> None:
         """Re-wrap notebook-function tools whose function was redefined in a later cell."""
+        if self._tools is None:  # no tool registered yet: nothing to re-wrap
+            return
+        from ..tools.decorator import FunctionTool
+
         changed = False
         for name, _kind, _active, _desc in self.tools.listing():
             made = self.tools.function_tool(name)
@@ -664,6 +720,8 @@ class NotebookAgent:
         """The active tools the model gets: the write tools only while a notebook frontend is
         connected (or when added with ``%tools add``), so an executed notebook (nbclient,
         papermill, a cassette replay) sees the same tools as before unless it asks for them."""
+        from .workspace.edit_tools import WRITE_TOOL_NAMES
+
         connected = self.document.connected
         return [
             t
@@ -684,6 +742,9 @@ class NotebookAgent:
         """The ``tool_call`` hook: a call repeated too often in one run is refused (see
         :mod:`.repeat_guard`); tools marked ``requires_approval`` wait for Allow / Deny in the
         run view (denied after ``approval_timeout`` seconds without an answer)."""
+        from ..harness.hooks import ToolCallResult
+        from .workspace.edit_tools import WRITE_TOOL_NAMES
+
         name = event.tool_name
         verdict = self.repeat_guard.check(name, dict(event.input))
         if verdict.reason is not None:
@@ -714,6 +775,9 @@ class NotebookAgent:
         """A notebook write tool: the card shows what it would do (the cell's source, a diff);
         "always allow" is remembered for the session. Without a frontend nothing is written,
         so nothing is asked (the tool says what it would have done)."""
+        from ..harness.hooks import ToolCallResult
+        from .workspace.document import DocumentError, NotebookNotConnected
+
         name, tools = event.tool_name, self.write_tools
         if not tools.needs_approval(name):
             return None
@@ -743,6 +807,8 @@ class NotebookAgent:
 
     def session_cost(self) -> float:
         """Dollars spent by every assistant message in the session file."""
+        from ..ai.types import AssistantMessage
+
         total = 0.0
         for entry in self.session.get_entries():
             message = getattr(entry, "message", None)
@@ -766,7 +832,7 @@ class NotebookAgent:
     def shutdown(self) -> None:
         """Abort what runs and stop the MCP servers (``%unload_ext``)."""
         self.abort()
-        if len(self.mcp):
+        if self._mcp is not None and len(self.mcp):
             try:
                 asyncio.get_running_loop()
             except RuntimeError:

@@ -16,16 +16,13 @@ import shlex
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from ..agent.tools import AgentTool
-from ..ai.models import clamp_thinking_level, supported_thinking_levels
-from ..ai.types import ThinkingLevel, UserMessage
-from ..harness import Session
+from ..ai.thinking_levels import THINKING_LEVELS, ThinkingLevel
 from .default_model import (
     NoModelError,
     check_model_ref,
@@ -34,12 +31,14 @@ from .default_model import (
 )
 from .input_rewrite import EMPTY_PROMPT
 from .interpolate import InterpolationError, interpolate
-from .kernel_agent import NotebookAgent, open_session
+from .session_files import open_session
 from .workspace.fix import fix_prompt
 
-__all__ = ["PiMagics"]
+if TYPE_CHECKING:
+    from ..harness.session import Session
+    from .kernel_agent import NotebookAgent
 
-THINKING_LEVELS: tuple[str, ...] = get_args(ThinkingLevel)
+__all__ = ["PiMagics"]
 
 
 def _parse(magic: Callable[..., Any], line: str) -> Any:
@@ -200,10 +199,8 @@ class PiMagics(Magics):
             return
         if model_ref is None:
             try:
-                self.pi.harness  # noqa: B018 - a model is known: nothing to start
-                return
-            except NoModelError:
-                pass
+                if self.pi.knows_model():  # nothing to start
+                    return
             except Exception:  # a bad PI_NOTEBOOK_MODEL, say: the run reports it
                 return
         if will_start_local(model_ref):
@@ -319,6 +316,8 @@ class PiMagics(Magics):
         self._report("%fork", move)
 
     def _resolve_target(self, target: str) -> str:
+        from ..ai.types import UserMessage
+
         session = self.pi.session
         if target.startswith("-") and target[1:].isdigit():
             turns = int(target[1:])
@@ -453,6 +452,8 @@ class PiMagics(Magics):
             check_model_ref(ref)
         except (KeyError, ValueError) as exc:
             raise UsageError(_reason(exc)) from None
+        if not self.pi.busy:  # the switch is made at once: with the harness's layers ready
+            self.pi.prepare_now()
 
         async def switch() -> str:
             chosen = await self.pi.resolve_model(ref)
@@ -492,6 +493,8 @@ class PiMagics(Magics):
     def thinking(self, line: str) -> None:
         """Show or set the thinking level (clamped to what the model supports). Behind a run
         still streaming, the new level applies when the cells above are done."""
+        from ..ai.models import clamp_thinking_level, supported_thinking_levels
+
         args = _parse(self.thinking, line)
         if not args.level:
             harness = self._harness_or_usage()
@@ -558,6 +561,8 @@ class PiMagics(Magics):
 
     def _check_addable(self, name: str) -> None:
         """Refuse a name ``%tools add`` cannot find (what ``add_tool_by_name`` would say)."""
+        from ..agent.tools import AgentTool
+
         if self.pi.mcp.is_tool(name) or self.pi.tools.is_builtin(name):
             return
         value = self.pi.namespace.get(name)
@@ -634,6 +639,8 @@ class PiMagics(Magics):
             path = Path(shlex.split(value)[0]).expanduser()
             if not path.exists():
                 raise UsageError(f"No session file at {path}")
+            from ..harness.session import Session
+
             try:
                 session = Session.open(path)
             except Exception as exc:

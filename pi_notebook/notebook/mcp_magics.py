@@ -16,13 +16,16 @@ from __future__ import annotations
 import os
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 
-from ..mcp import McpConfigError, McpServerConfig, McpStartError, config_paths, load_mcp_config
-from .kernel_agent import NotebookAgent
+from ..mcp.paths import config_paths
+
+if TYPE_CHECKING:
+    from ..mcp.config import McpServerConfig
+    from .kernel_agent import NotebookAgent
 
 __all__ = ["McpMagics", "load_configured_servers", "notebook_dir"]
 
@@ -45,8 +48,14 @@ def notebook_dir() -> Path:
 
 def load_configured_servers(agent: NotebookAgent, directory: Path | None = None) -> list[str]:
     """Add the servers of the ``mcp.json`` files to ``agent`` (not started); the problems found
-    (an unreadable file is reported, never fatal)."""
-    servers, problems = load_mcp_config(config_paths(directory or notebook_dir()))
+    (an unreadable file is reported, never fatal). Without any ``mcp.json`` the configuration
+    models are not even imported (``%load_ext`` stays light)."""
+    paths = [path for path in config_paths(directory or notebook_dir()) if path.is_file()]
+    if not paths:
+        return []
+    from ..mcp.config import load_mcp_config
+
+    servers, problems = load_mcp_config(paths)
     for config in servers:
         if config.name not in agent.mcp:
             agent.mcp.add(config)
@@ -65,6 +74,8 @@ def _pairs(values: list[str], option: str) -> dict[str, str]:
 
 def parse_add(tokens: list[str]) -> McpServerConfig:
     """``%mcp add`` arguments as a configuration (``UsageError`` when they make none)."""
+    from ..mcp.config import McpServerConfig
+
     command: list[str] | None = None
     if "--" in tokens:
         cut = tokens.index("--")
@@ -201,6 +212,9 @@ class McpMagics(Magics):
 
     def _restart(self, name: str) -> None:
         async def restart() -> None:
+            from ..mcp.config import McpConfigError
+            from ..mcp.connection import McpStartError
+
             try:
                 await self.pi.mcp.restart(name)
             except (McpStartError, McpConfigError) as exc:

@@ -10,7 +10,7 @@ NAME`` turns one off, ``%tools add NAME`` back on), ``run_python`` is off until 
 - ``run_python``: run code in the kernel namespace and return its output — it always asks for
   approval in the run view first.
 
-The workspace adds its read tools (``workspace.read_tools``) and the frontend's write tools to
+The workspace adds its read tools (``workspace.reading_tools``) and the frontend's write tools to
 the same registry with ``add_builtin``.
 """
 

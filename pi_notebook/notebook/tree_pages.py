@@ -4,9 +4,9 @@ A 100,000-entry session is 100,000 tree rows; the widget's state holds one bound
 (the top and the rows around the current leaf) and the front end asks for the rest by display
 index as it scrolls (see ``tree_view``). Three layers, each O(n) in flat lists, no recursion:
 
-- :class:`TreeIndex`: every node entry in file order (``ids``, tree ``parents`` as indexes, the
-  bookkeeping flag), labels and context-edit flags; read incrementally from the session's
-  entries, touching only ``id``/``parent_id``/``type`` (no JSON dump: that is 20× dearer).
+- :class:`TreeIndex`: every entry as a node, by file position (``ids``, tree ``parents`` as
+  positions, what kind of node), labels and context-edit flags; read incrementally from the
+  session's structure index (plain lists: no entry object, no JSON dump, 20× dearer still).
 - :class:`Shape`: the shown nodes for one "all entries" setting, bookkeeping entries skipped
   (their children hang from the nearest shown ancestor), as first-child / many-children tables.
 - :class:`Layout`: the display order under a set of folded nodes, as *runs* (chains drawn at one
@@ -19,21 +19,24 @@ or searched, and cached.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
-from itertools import compress
-from operator import attrgetter
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..harness.entries import SessionEntry
-from .tree_rows import META_TYPES, EntryRow, node_row
-from .widget_protocol import message_json
+from ..harness.session_index import LEAF_TYPE, NO_POSITION
+from .tree_rows import META_TYPES, EntryRow, entry_row
+
+if TYPE_CHECKING:
+    from ..harness.entries import SessionEntry
+    from ..harness.session_index import SessionIndex
 
 __all__ = [
     "BRANCHING",
     "FOLDED",
     "FORK",
     "LAST",
+    "LEAF_ONLY",
     "NO",
+    "NOT_SHOWN",
     "PATH",
     "Layout",
     "Run",
@@ -43,129 +46,116 @@ __all__ = [
     "text_lines",
 ]
 
-_FIELDS = attrgetter("id", "parent_id", "type")
-NO = -1
+NO = NO_POSITION
 """No node (a root's parent, a node without children)."""
+LEAF_ONLY = frozenset({LEAF_TYPE})
+"""The entry types never shown: leaf moves are navigation, not nodes."""
+NOT_SHOWN = META_TYPES | LEAF_ONLY
+"""The entry types hidden unless "all entries" is on: bookkeeping, and leaf moves."""
 FORK, LAST, BRANCHING, FOLDED, PATH = 1, 2, 4, 8, 16
 """Bits of a display row: drawn under a branch point, the last child there, a branch point
 itself (it gets a fold toggle), folded, on the current branch (root → leaf)."""
 
 
 class TreeIndex:
-    """Every node entry of a session in file order (leaf moves are navigation, not nodes: an
-    entry parented at one hangs under the move's target)."""
+    """Every entry of a session as a node, numbered by its position in the file: the session's
+    structure index (:class:`~pi_notebook.harness.session_index.SessionIndex`) read as it is,
+    its lists shared, no entry object touched but for the rows that are sent. Leaf moves are
+    navigation, not nodes: never shown (their children hang under the move's target)."""
 
     def __init__(self) -> None:
+        self.source: SessionIndex | None = None
+        """The session's index this one reads (only its first :attr:`count` positions: the
+        session may be ahead until the next :meth:`update`)."""
         self.entries: list[SessionEntry] = []
         self.ids: list[str] = []
+        self.types: list[str] = []
         self.parents: list[int] = []
-        """The tree parent's index; :data:`NO` for a root, an unknown or a later parent."""
-        self.meta: list[bool] = []
+        """The tree parent's position (always earlier); :data:`NO` for a root."""
         self.index: dict[str, int] = {}
+        """Each id's position (ask :meth:`node`: it only answers for what was read)."""
         self.labels: dict[str, str] = {}
         self.flags: dict[int, str] = {}
         """``edited``/``omitted`` by node, from the latest context edit targeting it."""
         self.version = 0
-        self._moves: dict[str, str | None] = {}
-        self._read = 0
-        self._last_id = ""
+        self.count = 0
+        """Positions read: the nodes are ``range(count)``, leaf moves included."""
+        self._moves = 0
+        self._marks = 0
         self._rows: dict[int, EntryRow] = {}
 
     def __len__(self) -> int:
-        return len(self.ids)
+        """The node entries read (leaf moves are not nodes)."""
+        return self.count - self._moves
 
-    def update(self, entries: Sequence[SessionEntry]) -> bool | None:
-        """Take the entries after those already read. True when something was added, False
-        when nothing was, ``None`` when ``entries`` no longer extend what was read (the session
-        was replaced or rewritten: start over with a new index)."""
-        read = self._read
-        if read > len(entries) or (read and entries[read - 1].id != self._last_id):
+    def node(self, entry_id: str) -> int | None:
+        """The node of an entry id, ``None`` when it is unknown or not read yet."""
+        node = self.index.get(entry_id)
+        return node if node is not None and node < self.count else None
+
+    def update(self, source: SessionIndex) -> bool | None:
+        """Read what ``source`` gained since the last update. True when something was added,
+        False when nothing was, ``None`` when ``source`` is another session's index (replaced:
+        start over with a new index)."""
+        if self.source is None:
+            self.source = source
+            self.entries, self.ids, self.types = source.entries, source.ids, source.types
+            self.index = source.positions
+        elif source is not self.source:
             return None
-        if read == len(entries):
+        count = len(source)
+        if count == self.count:
             return False
-        # One C-level pass over the new entries and comprehensions after it: the per-entry
-        # Python work is the whole cost of reading a 100k-entry session (each field read is a
-        # pydantic attribute), so each field is read once.
-        batch: Sequence[SessionEntry] = entries[read:]
-        new_ids, parents_given, kinds = zip(*map(_FIELDS, batch), strict=True)
-        parent_ids: Sequence[str | None] = parents_given
-        moves = self._moves
-        if "leaf" in kinds:  # navigation records: remembered, not nodes
-            keep = [k != "leaf" for k in kinds]
-            moves.update((i, p) for i, p, k in zip(new_ids, parent_ids, keep, strict=True) if not k)
-            batch = list(compress(batch, keep))
-            new_ids = tuple(compress(new_ids, keep))
-            parent_ids = list(compress(parent_ids, keep))
-            kinds = tuple(compress(kinds, keep))
-        if batch:
-            first = len(self.ids)
-            index = self.index
-            index.update(zip(new_ids, range(first, first + len(new_ids)), strict=True))
-            get = index.get
-            if moves:
-                parent_ids = [self._through_moves(p) if p in moves else p for p in parent_ids]
-            self.parents.extend(
-                [
-                    NO if p is None else (q if (q := get(p, NO)) < position else NO)
-                    for position, p in enumerate(parent_ids, first)
-                ]
-            )
-            self.ids.extend(new_ids)
-            self.meta.extend([kind in META_TYPES for kind in kinds])
-            self.entries.extend(batch)
-            if "label" in kinds or "context_edit" in kinds:
-                for position, kind in enumerate(kinds, first):
-                    if kind == "label" or kind == "context_edit":
-                        self._bookkeeping(self.entries[position])
-        self._read = len(entries)
-        self._last_id = entries[-1].id
+        # The session's lists as they are, no pass over the nodes: reading the fields from
+        # 100k pydantic entries took 60-70 % of a build (bench/tree_bench.py).
+        self.parents = source.tree_parents()
+        self.count, self._moves = count, source.moves
+        marks, entries = source.marks, self.entries
+        for position in marks[self._marks :]:
+            self._bookkeeping(entries[position])
+        self._marks = len(marks)
         self.version += 1
         return True
 
-    def _through_moves(self, parent: str | None) -> str | None:
-        for _ in range(len(self._moves) + 1):
-            if parent not in self._moves:
-                break
-            parent = self._moves[parent]
-        return parent
-
     def _bookkeeping(self, entry: Any) -> None:
-        target = str(entry.target_id)
         if entry.type == "label":
             if entry.label:
-                self.labels[target] = str(entry.label)
+                self.labels[str(entry.target_id)] = str(entry.label)
             else:
-                self.labels.pop(target, None)
-            return
-        node = self.index.get(target)
-        if node is not None:
-            self.flags[node] = "omitted" if entry.replacement is None else "edited"
+                self.labels.pop(str(entry.target_id), None)
+        elif entry.type == "context_edit":
+            node = self.node(str(entry.target_id))
+            if node is not None:
+                self.flags[node] = "omitted" if entry.replacement is None else "edited"
 
     def row(self, node: int) -> EntryRow:
         """The node's row (built on first use, then cached), its edit flag applied."""
         row = self._rows.get(node)
         if row is None:
-            row = self._rows[node] = node_row(message_json(self.entries[node]))
+            row = self._rows[node] = entry_row(self.entries[node])
         flag = self.flags.get(node)
         return row if flag is None else (*row[:7], flag)
 
     def rows(self) -> list[EntryRow]:
         """Every row, parents as ids (leaf moves resolved)."""
         out = []
-        for node in range(len(self.ids)):
+        for node in range(self.count):
+            if self.types[node] == LEAF_TYPE:
+                continue
             row = self.row(node)
             parent = self.parents[node]
             out.append((row[0], None if parent == NO else self.ids[parent], *row[2:]))
         return out
 
     def branch(self, node: int) -> set[int]:
-        """The node and its ancestors (hidden ones included)."""
-        path: set[int] = set()
-        parents = self.parents
-        while node != NO and node not in path:
-            path.add(node)
+        """The node and its ancestors (hidden ones included). A parent always comes earlier
+        in the file, so the walk ends."""
+        path: list[int] = []
+        append, parents = path.append, self.parents
+        while node != NO:
+            append(node)
             node = parents[node]
-        return path
+        return set(path)
 
 
 class Shape:
@@ -184,8 +174,9 @@ class Shape:
 
     def extend(self, index: TreeIndex) -> range:
         """Take the nodes the index gained since (a live session grows); returns them."""
-        start, count = len(self.anc), len(index.ids)
-        parents, meta, show_meta = index.parents, index.meta, self.show_meta
+        start, count = len(self.anc), index.count
+        parents, types = index.parents, index.types
+        hidden = LEAF_ONLY if self.show_meta else NOT_SHOWN
         grow = count - start
         anc, shown_parent, first = self.anc, self.parent, self.first
         anc.extend([NO] * grow)
@@ -196,7 +187,7 @@ class Shape:
         for node in range(start, count):
             parent = parents[node]
             up = anc[parent] if parent != NO else NO
-            if show_meta or not meta[node]:
+            if types[node] not in hidden:
                 anc[node] = node
                 shown += 1
                 shown_parent[node] = up

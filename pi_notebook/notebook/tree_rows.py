@@ -1,11 +1,13 @@
 """One session entry as the tree shows it: its row (kind, one-line title, model, tokens, cost,
-flag) and its detail (the messages the detail pane renders). Pure functions of pi's JSON."""
+flag) and its detail (the messages the detail pane renders). Pure functions of pi's JSON, and
+:func:`entry_title`, the same kind and title read from the entry objects for the search (which
+reads every title once: a JSON dump per entry made that seconds, bench/tree_bench.py)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .widget_protocol import (
     NodeDetail,
@@ -18,12 +20,17 @@ from .widget_protocol import (
     usage_summary,
 )
 
+if TYPE_CHECKING:
+    from ..harness.entries import SessionEntry
+
 __all__ = [
     "EDIT_FLAGS",
     "META_KINDS",
     "META_TYPES",
     "EntryRow",
     "entry_detail",
+    "entry_row",
+    "entry_title",
     "meta_type",
     "node_row",
     "short_id",
@@ -102,52 +109,60 @@ def _system_text(message: Mapping[str, Any]) -> str:
     return "\n\n".join(parts) or "(an empty system message)"
 
 
+def _user_title(text: str) -> str:
+    return _first_line(text) or "[image]"
+
+
+def _assistant_title(
+    text: str, calls: list[str], stop: object, error: str, has_blocks: bool
+) -> str:
+    """A reply in one line: its text, the tools it calls, or what it ended with."""
+    line = _first_line(text)
+    if line:
+        return f"{line} → {', '.join(calls)}" if calls else line
+    if calls:
+        return "→ " + ", ".join(calls)
+    if stop == "error":
+        return f"error: {_first_line(error)}"
+    if stop == "aborted":
+        return "(stopped)"
+    return "(thinking only)" if has_blocks else "(empty reply)"
+
+
+def _tool_title(name: str, text: str) -> str:
+    first = _first_line(text)
+    return f"{name}: {first}" if first else name
+
+
 def _message_row(entry_id: str, parent: str | None, message: Mapping[str, Any]) -> EntryRow:
     role = message.get("role")
     if role == "system":
         return (entry_id, parent, "system", _system_title(message), "", 0, 0.0, "")
     if role == "user":
-        content = message.get("content")
-        title = _first_line(content_text(content)) or "[image]"
+        title = _user_title(content_text(message.get("content")))
         return (entry_id, parent, "user", title, "", 0, 0.0, "")
     if role == "assistant":
         blocks = [b for b in message.get("content") or () if isinstance(b, Mapping)]
-        text = _first_line(
-            "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-        )
-        calls = [str(b.get("name", "")) for b in blocks if b.get("type") == "toolCall"]
         stop = message.get("stopReason")
         flag = stop if stop in ("error", "aborted") else ""
-        if not text:
-            if calls:
-                text = "→ " + ", ".join(calls)
-            elif stop == "error":
-                text = f"error: {_first_line(str(message.get('errorMessage') or ''))}"
-            elif stop == "aborted":
-                text = "(stopped)"
-            else:
-                text = "(thinking only)" if blocks else "(empty reply)"
-        elif calls:
-            text = f"{text} → {', '.join(calls)}"
+        text = _assistant_title(
+            "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text"),
+            [str(b.get("name", "")) for b in blocks if b.get("type") == "toolCall"],
+            stop,
+            str(message.get("errorMessage") or ""),
+            bool(blocks),
+        )
         usage = usage_summary(message.get("usage"))
         tokens = usage["total_tokens"] or usage["input"] + usage["output"]
         provider, model = message.get("provider"), message.get("model")
         name = f"{provider}/{model}" if provider and model else str(model or "")
         return (entry_id, parent, "assistant", text, name, tokens, usage["cost"], flag)
     if role == "toolResult":
-        name = str(message.get("toolName", "tool"))
-        first = _first_line(content_text(message.get("content")))
-        flag = "error" if message.get("isError") else ""
-        return (
-            entry_id,
-            parent,
-            "tool_result",
-            f"{name}: {first}" if first else name,
-            "",
-            0,
-            0.0,
-            flag,
+        title = _tool_title(
+            str(message.get("toolName", "tool")), content_text(message.get("content"))
         )
+        flag = "error" if message.get("isError") else ""
+        return (entry_id, parent, "tool_result", title, "", 0, 0.0, flag)
     if role == "bashExecution":
         return (
             entry_id,
@@ -233,6 +248,48 @@ def node_row(entry: Mapping[str, Any]) -> EntryRow:
     else:
         node_kind, title = "other", str(kind)
     return (entry_id, parent, node_kind, title[: TITLE_CHARS + 40], model, 0, 0.0, "")
+
+
+def entry_row(entry: SessionEntry) -> EntryRow:
+    """:func:`node_row` of an entry object. Its fields are plain values, so a Python-mode dump
+    serves (a JSON-mode one costs 4× as much; the tests hold the two rows equal)."""
+    data = entry.model_dump(by_alias=True, exclude_none=True)
+    return node_row(data)
+
+
+def _text_of(content: Any) -> str:
+    """:func:`~.widget_protocol.content_text` of a model's content (a string or blocks)."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(block.text for block in content if block.type == "text")
+
+
+def entry_title(entry: SessionEntry) -> tuple[NodeKind, str]:
+    """``(kind, title)`` of an entry, as :func:`node_row` makes them, read from the entry's
+    attributes for the messages (2 µs, not the 30 µs of a JSON dump); other entries are few and
+    go through :func:`entry_row`. ``tests/notebook/test_tree_search.py`` holds them equal."""
+    if entry.type == "message":
+        message: Any = getattr(entry, "message", None)
+        role = getattr(message, "role", None)
+        if role == "user":
+            return "user", _user_title(_text_of(message.content))
+        if role == "assistant":
+            blocks = message.content
+            return "assistant", _assistant_title(
+                "\n".join(block.text for block in blocks if block.type == "text"),
+                [block.name for block in blocks if block.type == "toolCall"],
+                message.stop_reason,
+                message.error_message or "",
+                bool(blocks),
+            )
+        if role == "toolResult":
+            return "tool_result", _tool_title(message.tool_name, _text_of(message.content))
+        if role == "bashExecution":
+            return "message", f"$ {_first_line(message.command)}"
+        if role == "custom":
+            return "message", f"{message.custom_type}: {_first_line(_text_of(message.content))}"
+    row = entry_row(entry)
+    return row[2], row[3]
 
 
 def entry_detail(entry: Mapping[str, Any]) -> NodeDetail:

@@ -29,6 +29,7 @@ from ..harness import Session
 from .coalesce import Coalescer, Scheduler
 from .tree_pages import NO, PATH, Layout, Shape, TreeIndex, side_branches, text_lines
 from .tree_rows import EDIT_FLAGS, EntryRow, entry_detail, node_row, short_id
+from .tree_search import TreeSearch
 from .widget_base import Callback, PiWidget, module_loader
 from .widget_protocol import TreeControls, message_json
 
@@ -50,7 +51,8 @@ FETCH_ROWS = 500
 SEARCH_MATCHES = 100
 """Matches a search sends (it counts them all)."""
 SEARCH_CHUNK = 2_000
-"""Rows a search reads between yields to the event loop (their titles are built on first use)."""
+"""Titles a search makes between yields to the event loop (each is made once, see
+``tree_search``)."""
 FALLBACK_LINES = 400
 """Lines of the tree in its text/HTML fallback (a 20,000-entry tree would store ~6 MB)."""
 CONTENT_TRAITS = (
@@ -198,7 +200,7 @@ class TreeView(PiWidget):
     def position(self, entry_id: str) -> int | None:
         """The display index of an entry (of its nearest shown ancestor for a hidden one), or
         ``None`` when a fold hides it."""
-        node = self._index.index.get(entry_id)
+        node = self._index.node(entry_id)
         if node is None:
             return None
         layout = self._current_layout()
@@ -212,7 +214,7 @@ class TreeView(PiWidget):
 
     def fold(self, entry_id: str, folded: bool = True) -> None:
         """Fold (or unfold) the subtree under an entry, as its toggle does."""
-        node = self._index.index.get(entry_id)
+        node = self._index.node(entry_id)
         if node is None:
             raise KeyError(entry_id)
         shown = self._current_shape().anc[node]
@@ -239,7 +241,7 @@ class TreeView(PiWidget):
 
     def reveal(self, entry_id: str) -> int | None:
         """Unfold what hides an entry; its display index (of its nearest shown ancestor)."""
-        node = self._index.index.get(entry_id)
+        node = self._index.node(entry_id)
         if node is None:
             return None
         shape = self._current_shape()
@@ -257,15 +259,22 @@ class TreeView(PiWidget):
     def search(self, query: str, limit: int = SEARCH_MATCHES) -> tuple[list[list[Any]], int]:
         """Shown entries whose title, label or id contains ``query`` (case ignored): up to
         ``limit`` as ``[id, kind, title, label]``, and how many matched."""
-        matches: list[list[Any]] = []
-        total = 0
-        for chunk in self._search_chunks(query, limit, matches):
-            total += chunk
-        return matches, total
+        self._search.read()
+        return self._matches(query, limit)
+
+    def _matches(self, query: str, limit: int) -> tuple[list[list[Any]], int]:
+        index, anc = self._index, self._current_shape().anc
+        nodes = self._search.find(query, lambda node: anc[node] == node)
+        matches = []
+        for node in nodes[:limit]:
+            row = index.row(node)
+            matches.append([row[0], row[2], row[3], index.labels.get(row[0], "")])
+        return matches, len(nodes)
 
     # --- the tree's shape ------------------------------------------------------------------------
 
     _index: TreeIndex
+    _search: TreeSearch
     _shape: Shape | None
     _layout: Layout | None
     _folded: set[int]
@@ -275,6 +284,7 @@ class TreeView(PiWidget):
 
     def _reset(self) -> None:
         self._index = TreeIndex()
+        self._search = TreeSearch(self._index)
         self._path_key: tuple[int, str] | None = None
         self._path_nodes: set[int] = set()
         self._path_leaf = NO
@@ -287,12 +297,12 @@ class TreeView(PiWidget):
         self._sync.mark("page", "leaf_id", "session_name")
 
     def _read_session(self) -> None:
-        entries = self._session.get_entries()
+        structure = self._session.index
         with self._sync.hold():
-            changed = self._index.update(entries)
-            if changed is None:  # the session was replaced or rewritten: start over
+            changed = self._index.update(structure)
+            if changed is None:  # the session was replaced: start over
                 self._reset()
-                changed = self._index.update(entries)
+                changed = self._index.update(structure)
             if changed:
                 self._grow()
                 self._version += 1
@@ -346,7 +356,7 @@ class TreeView(PiWidget):
         key = (self._index.version, self._leaf)
         if self._path_key != key:
             index = self._index
-            leaf = index.index.get(self._leaf)
+            leaf = index.node(self._leaf)
             old = self._path_nodes
             if leaf is None:
                 path: set[int] = set()
@@ -369,7 +379,7 @@ class TreeView(PiWidget):
         return self._path_nodes
 
     def _leaf_position(self, layout: Layout) -> int:
-        leaf = self._index.index.get(self._leaf)
+        leaf = self._index.node(self._leaf)
         if leaf is None or layout.shape.anc[leaf] == NO:
             return -1
         position = layout.position(layout.shape.anc[leaf])
@@ -441,34 +451,10 @@ class TreeView(PiWidget):
 
     # --- search ----------------------------------------------------------------------------------
 
-    def _search_chunks(self, query: str, limit: int, matches: list[list[Any]]) -> Any:
-        """Yields the match count of each chunk of :data:`SEARCH_CHUNK` nodes."""
-        needle = query.strip().casefold()
-        index, shape = self._index, self._current_shape()
-        count = len(index)
-        for start in range(0, count, SEARCH_CHUNK):
-            found = 0
-            for node in range(start, min(count, start + SEARCH_CHUNK)):
-                if shape.anc[node] != node:
-                    continue
-                row = index.row(node)
-                label = index.labels.get(row[0], "")
-                if needle and (
-                    needle in row[3].casefold()
-                    or needle in label.casefold()
-                    or needle in row[0].casefold()
-                ):
-                    found += 1
-                    if len(matches) < limit:
-                        matches.append([row[0], row[2], row[3], label])
-            yield found
-
     async def _search_async(self, query: str) -> None:
-        matches: list[list[Any]] = []
-        total = 0
-        for found in self._search_chunks(query, SEARCH_MATCHES, matches):
-            total += found
-            await asyncio.sleep(0)  # a 100k-entry search never holds the loop for long
+        while self._search.read(SEARCH_CHUNK):
+            await asyncio.sleep(0)  # making 100k titles never holds the loop for long
+        matches, total = self._matches(query, SEARCH_MATCHES)
         self.send({"type": "found", "query": query, "matches": matches, "total": total})
 
     def _start_search(self, query: str) -> None:
@@ -582,7 +568,7 @@ class TreeView(PiWidget):
         return f"{prefix}{short_id(row[0])} {_KIND_PREFIX.get(row[2], '')}{row[3]}{marks}"
 
     def _leaf_shown(self) -> int:
-        leaf = self._index.index.get(self._leaf)
+        leaf = self._index.node(self._leaf)
         if leaf is None:
             return NO
         shape = self._current_shape() if not self._show_meta else Shape(self._index, False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pi_notebook.ai.models import get_model
 from pi_notebook.notebook import default_model
 from pi_notebook.notebook.default_model import (
     NoModelError,
@@ -23,7 +24,7 @@ def test_api_keys_pick_the_first_provider_in_preference_order() -> None:
 
 def test_every_provider_default_is_in_the_catalogue() -> None:
     for provider, model_id in default_model.PROVIDER_DEFAULTS.items():
-        assert default_model.get_model(provider, model_id).id == model_id
+        assert get_model(provider, model_id).id == model_id
 
 
 async def test_configured_model_wins() -> None:

@@ -5,11 +5,13 @@ the session's size, and rows, folds, search and reveal are requests answered ove
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from pi_notebook.ai import UserMessage, faux_assistant_message
 from pi_notebook.harness import InMemorySessionStorage, Session
+from pi_notebook.harness.session_index import SessionIndex
 from pi_notebook.notebook.tree_pages import (
     BRANCHING,
     FOLDED,
@@ -56,8 +58,8 @@ def test_shape_and_layout_of_a_small_tree() -> None:
     session.set_leaf(a.id)
     d = session.append_message(UserMessage(content="d", timestamp=0))
     index = TreeIndex()
-    assert index.update(session.get_entries()) is True
-    assert index.update(session.get_entries()) is False
+    assert index.update(session.index) is True
+    assert index.update(session.index) is False
     assert index.labels == {b.id: "v1"} and len(index) == 5  # the leaf move is no node
     shape = Shape(index, show_meta=False)
     node = index.index.get
@@ -85,14 +87,14 @@ def test_shape_and_layout_of_a_small_tree() -> None:
         ("└─ ", d.id),
     ]
     session.append_message(UserMessage(content="e", timestamp=0))
-    assert index.update(session.get_entries()) is True and len(index) == 6
-    assert TreeIndex().update([]) is False
-    assert index.update(linear(1).get_entries()) is None  # another session: start over
+    assert index.update(session.index) is True and len(index) == 6
+    assert TreeIndex().update(SessionIndex([])) is False
+    assert index.update(linear(1).index) is None  # another session: start over
 
 
 def test_a_long_chain_is_one_run_and_any_row_is_a_bisect_away() -> None:
     index = TreeIndex()
-    index.update(linear(5000).get_entries())
+    index.update(linear(5000).index)
     layout = Layout(Shape(index, False))
     assert layout.total == 5000 and len(layout.runs) == 1
     assert [n for n, *_ in layout.rows(4321, 4324)] == [4321, 4322, 4323]
@@ -106,7 +108,7 @@ def test_unknown_and_later_parents_make_roots() -> None:
     session = linear(2)
     entries = session.get_entries()
     odd = entries[1].model_copy(update={"id": "x", "parent_id": "missing"})
-    index.update([entries[0], odd])
+    index.update(SessionIndex([entries[0], odd]))
     assert index.parents == [NO, NO]
     assert Shape(index, False).roots == [0, 1]
 
@@ -246,3 +248,47 @@ def test_a_live_run_extends_the_layout_in_place_and_it_matches_a_rebuild() -> No
     fresh.fold_side_branches()
     view.fold_side_branches()
     assert view.display_rows() == fresh.display_rows()
+
+
+def reference_parents(entries: list[Any]) -> list[tuple[str, str | None]]:
+    """The index as it was read from entry objects: node entries (no leaf moves) in file order,
+    each with its tree parent (through leaf moves) when that came earlier."""
+    moves = {e.id: e.parent_id for e in entries if e.type == "leaf"}
+    seen: set[str] = set()
+    out = []
+    for entry in entries:
+        if entry.type == "leaf":
+            continue
+        parent = entry.parent_id
+        for _ in range(len(moves) + 1):
+            if parent not in moves:
+                break
+            parent = moves[parent]
+        out.append((entry.id, parent if parent in seen else None))
+        seen.add(entry.id)
+    return out
+
+
+def shape_tables(shape: Shape) -> tuple[Any, ...]:
+    return shape.anc, shape.parent, shape.first, shape.many, shape.roots, shape.count
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_the_index_and_shape_grown_live_match_a_fresh_read(seed: int) -> None:
+    from tests.harness.test_session_index import grow
+
+    session = Session.create(InMemorySessionStorage(), cwd="/p")
+    live = TreeIndex()
+    shapes = {False: Shape(live, False), True: Shape(live, True)}
+    for step in range(120):
+        grow(session, 3, seed * 1000 + step)
+        live.update(session.index)
+        for shape in shapes.values():
+            shape.extend(live)
+    fresh = TreeIndex()
+    fresh.update(SessionIndex(session.get_entries()))
+    rows = [(row[0], row[1]) for row in live.rows()]
+    assert rows == [(row[0], row[1]) for row in fresh.rows()]
+    assert rows == reference_parents(session.get_entries())
+    for meta, shape in shapes.items():
+        assert shape_tables(shape) == shape_tables(Shape(fresh, meta))

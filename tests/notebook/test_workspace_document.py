@@ -13,7 +13,7 @@ import pytest
 
 from pi_notebook.notebook.workspace.fix import fix_prompt
 from pi_notebook.notebook.workspace.history import ErrorInfo, ExecutionRecord, OutputSummary
-from pi_notebook.notebook.workspace.read_tools import read_tools
+from pi_notebook.notebook.workspace.reading_tools import read_tools
 from pi_notebook.notebook.workspace.summary import MAX_SUMMARY_CHARS, summarize_changes
 
 
