@@ -103,3 +103,49 @@ def test_a_typical_stream() -> None:
         ("content_block_delta", "line one\nline two", "", None),
         ("message", "[DONE]", "", None),
     ]
+
+
+EVENTS = [
+    # what the APIs send: the short path
+    b'data: {"choices": [{"delta": {"content": "a\\u2028"}}]}\n\n',
+    b'event: content_block_delta\ndata: {"type": "content_block_delta"}\n\n',
+    "data: é😀\u2028\n\n".encode(),
+    b"data: \n\n",
+    b"event: \ndata: x\n\n",
+    b"data: [DONE]\n\n",
+    # everything else: the line-by-line rules, mixed into the same reads
+    b": ping\n\n",
+    b"id: 7\ndata: with an id\n\n",
+    b"id: \n\n",
+    b"retry: 1500\n\n",
+    b"data:no space\n\n",
+    b"data: one\ndata: two\n\n",
+    b"event: only a name\n\n",
+    b"data: a\r\n\r\n",
+    b"\n",
+    b"\n\n",
+    b"event: x\nid: 3\ndata: y\n\n",
+    b"event:x\ndata: y\n\n",
+    b"data: \xff\xe2\x82\n\n",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(EVENTS), max_size=30),
+    st.lists(st.integers(min_value=0, max_value=30), max_size=6),
+    st.lists(st.integers(min_value=0, max_value=10_000), max_size=4),
+)
+def test_whole_events_per_read_give_the_reference_events(
+    events: list[bytes], groups: list[int], points: list[int]
+) -> None:
+    """Reads that end at event boundaries (how servers flush) take the short path; a read cut
+    mid-event in between sends the decoder back to the careful one and then forward again."""
+    body = b"".join(events)
+    expected = reference([body])
+    edges = sorted({g % (len(events) + 1) for g in groups} | {0, len(events)})
+    at_boundaries = [b"".join(events[a:b]) for a, b in itertools.pairwise(edges)]
+    assert ours(at_boundaries) == expected
+    assert ours([e for e in events]) == expected
+    mixed = [piece for read in at_boundaries for piece in cut(read, points)]
+    assert ours(mixed) == expected
