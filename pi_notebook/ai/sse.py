@@ -8,10 +8,13 @@ step per line. Only field values are decoded (UTF-8, invalid bytes replaced, as 
 decoding does); LF and CR never occur inside a UTF-8 sequence, so decoding per line gives the
 same text as decoding the whole body.
 
-Most reads are whole events: a server flushes one event per HTTP chunk, and httpx hands each chunk
-over on its own. ``feed`` takes those on a short path (one ``split`` on the blank lines, a prefix
-test per event) whenever nothing is pending; anything else — a CR, a comment, an ``id``, a
-``data`` line without its space, an event cut across reads — goes through the line-by-line rules.
+Two ways through, one result. A body without CR (what the APIs send) is cut at blank lines: the
+complete events of a read are split off in one go (one ``data: `` line, or ``event: `` then
+``data: ``, is built directly; any other event goes through the line rules), and the bytes of an
+event not finished yet wait, unparsed, for the reads that finish it. A CR anywhere switches to the
+line-by-line rules (a CRLF may be split across reads) until they are idle again. Servers flush one
+event per HTTP chunk and httpx hands those over one at a time, so the one-event read has its own
+shortest path.
 """
 
 from __future__ import annotations
@@ -54,83 +57,120 @@ class SSEDecoder:
     returns the events completed by that input, in order."""
 
     __slots__ = (
-        "_clean",
+        "_by_line",
         "_data",
         "_event",
         "_id",
         "_names",
         "_partial",
+        "_pending",
         "_retry",
         "_trailing_cr",
     )
 
     def __init__(self) -> None:
-        self._clean = True
-        """Nothing pending: no partial line, no CR, no field of an undispatched event, no id."""
+        self._by_line = False
+        """The line rules hold state (a CR was seen): every read goes through them."""
+        self._pending: list[bytes] = []
+        """Otherwise: the bytes, as read, of an event whose blank line has not arrived yet."""
         self._partial: list[bytes] = []
-        """The start of a line whose end has not arrived yet."""
+        """Line rules: the start of a line whose end has not arrived yet."""
         self._trailing_cr = False
-        """The last read ended in CR: it may be the first half of a CRLF."""
+        """Line rules: the last read ended in CR, which may be the first half of a CRLF."""
         self._event: bytes = b""
         self._data: list[bytes] = []
         self._id = ""
+        """The last event id: it persists across events (both ways)."""
         self._retry: int | None = None
         self._names: dict[bytes, str] = {}
         """Decoded event names (a stream repeats a handful of them)."""
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         # ``13 in`` and ``find(10)``: an int needle costs a tenth of a bytes one (no buffer).
-        if self._clean and chunk[-2:] == _BLANK and _CR not in chunk:
-            end = len(chunk) - 2
-            first = chunk.find(_LF)
-            if first == end:
-                if chunk.startswith(_DATA_SP):  # one ``data: `` line: OpenAI's chunks
-                    return [ServerSentEvent("message", chunk[6:end].decode("utf-8", "replace"))]
-            elif (
-                chunk.find(_LF, first + 1) == end
-                and chunk.startswith(_EVENT_SP)
-                and chunk.startswith(_DATA_SP, first + 1)
-            ):  # ``event: `` then ``data: ``: Anthropic's events
-                raw = chunk[7:first]
-                name = self._names.get(raw) or self._name(raw)
-                return [ServerSentEvent(name, chunk[first + 7 : end].decode("utf-8", "replace"))]
-            return self._whole_events(chunk)
+        if not self._by_line:
+            if _CR not in chunk:
+                if not self._pending and chunk[-2:] == _BLANK:
+                    end = len(chunk) - 2
+                    first = chunk.find(_LF)
+                    if first == end:
+                        if chunk.startswith(_DATA_SP):  # one ``data: `` line: OpenAI's chunks
+                            text = chunk[6:end].decode("utf-8", "replace")
+                            return [ServerSentEvent("message", text, self._id)]
+                    elif (
+                        chunk.find(_LF, first + 1) == end
+                        and chunk.startswith(_EVENT_SP)
+                        and chunk.startswith(_DATA_SP, first + 1)
+                    ):  # ``event: `` then ``data: ``: Anthropic's events
+                        raw = chunk[7:first]
+                        name = self._names.get(raw) or self._name(raw)
+                        text = chunk[first + 7 : end].decode("utf-8", "replace")
+                        return [ServerSentEvent(name, text, self._id)]
+                    return self._complete(chunk)
+                return self._feed_blocks(chunk)
+            # a CR: what is pending goes to the line rules with this read (it holds no CR)
+            self._by_line = True
+            if self._pending:
+                chunk = b"".join(self._pending) + chunk
+                self._pending.clear()
         events = self._feed_lines(chunk)
-        self._clean = not (
+        self._by_line = bool(
             self._partial
             or self._trailing_cr
             or self._data
             or self._event
-            or self._id
             or self._retry is not None
         )
         return events
 
-    def _whole_events(self, chunk: bytes) -> list[ServerSentEvent]:
-        """``chunk`` ends at a blank line and holds no CR, and nothing is pending: split it into
-        its events at the blank lines. An event of one ``data: `` line, optionally after one
-        ``event: `` line, is built directly (what the APIs send); from the first other one on,
-        the rest of the chunk goes through ``_lines``."""
+    def _feed_blocks(self, chunk: bytes) -> list[ServerSentEvent]:
+        """A read without CR: the events it completes, up to its last blank line; the rest waits."""
+        pending = self._pending
+        end = chunk.rfind(_BLANK)
+        if end < 0:
+            if chunk[:1] == b"\n" and (not pending or pending[-1][-1:] == b"\n"):
+                end = -1  # a blank line at the start: the previous read ended a line
+            else:
+                if chunk:
+                    pending.append(chunk)
+                return []
+        end += 2
+        head = chunk[:end] if end < len(chunk) else chunk
+        if pending:
+            head = b"".join(pending) + head
+            pending.clear()
+        if end < len(chunk):
+            pending.append(chunk[end:])
+        return self._complete(head)
+
+    def _complete(self, body: bytes) -> list[ServerSentEvent]:
+        """The events of ``body``, which holds no CR, starts at a line with no field pending
+        (only an id persists) and ends with a blank line. Split at the blank lines, an event of one ``data: `` line, optionally
+        after an ``event: `` line, is built directly; from the first other one on, the rest goes
+        through ``_lines``."""
         events: list[ServerSentEvent] = []
-        blocks = chunk.split(_BLANK)
-        blocks.pop()  # the empty end after the last blank line
+        blocks = body.split(_BLANK)
+        last = blocks.pop()  # b"", or b"\n" when the body ends with an odd run of LFs
         for i, block in enumerate(blocks):
             if block.startswith(_DATA_SP):
                 if _LF not in block:
-                    events.append(ServerSentEvent("message", block[6:].decode("utf-8", "replace")))
+                    text = block[6:].decode("utf-8", "replace")
+                    events.append(ServerSentEvent("message", text, self._id))
                     continue
             elif block.startswith(_EVENT_SP):
-                name, _, data = block.partition(b"\n")
+                raw, _, data = block.partition(b"\n")
                 if data.startswith(_DATA_SP) and _LF not in data:
-                    events.append(
-                        ServerSentEvent(self._name(name[7:]), data[6:].decode("utf-8", "replace"))
-                    )
+                    name = self._names.get(raw[7:]) or self._name(raw[7:])
+                    text = data[6:].decode("utf-8", "replace")
+                    events.append(ServerSentEvent(name, text, self._id))
                     continue
             lines = _BLANK.join(blocks[i:]).split(b"\n")
             lines.append(b"")
+            if last:
+                lines.append(b"")
             events += self._lines(lines)
-            self._clean = not self._id  # ``_lines`` ended at a blank line: only an id persists
-            break
+            return events
+        if last:
+            events += self._lines([b""])  # one more blank line: an event only if an id is set
         return events
 
     def _feed_lines(self, chunk: bytes) -> list[ServerSentEvent]:
@@ -159,14 +199,13 @@ class SSEDecoder:
 
     def finish(self) -> list[ServerSentEvent]:
         """The end of the body: a CR it ended with ends a line; an unfinished event is dropped."""
+        self._pending.clear()  # never finished: its lines can dispatch nothing
         if not self._partial and not self._trailing_cr:
             return []
         lines = [b"".join(self._partial)]
         self._partial.clear()
         self._trailing_cr = False
-        events = self._lines(lines)
-        self._clean = False  # fed after its end: whatever follows takes the careful path
-        return events
+        return self._lines(lines)
 
     def _lines(self, lines: list[bytes]) -> list[ServerSentEvent]:
         events: list[ServerSentEvent] = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import itertools
 
+import pytest
 from httpx_sse._decoders import SSEDecoder as ReferenceDecoder
 from httpx_sse._decoders import SSELineDecoder
 from hypothesis import given, settings
@@ -16,22 +17,25 @@ from pi_notebook.ai.sse import SSEDecoder
 Event = tuple[str, str, str, int | None]
 
 
-def reference(chunks: list[bytes]) -> list[Event]:
-    """httpx's incremental UTF-8 text decoding, then httpx-sse's line and event decoders."""
+def reference_per_read(chunks: list[bytes]) -> list[list[Event]]:
+    """httpx's incremental UTF-8 text decoding, then httpx-sse's line and event decoders: the
+    events each read completes, and last those the end of the body completes."""
     text = codecs.getincrementaldecoder("utf-8")(errors="replace")
     lines, events = SSELineDecoder(), ReferenceDecoder()
-    out: list[Event] = []
+    out: list[list[Event]] = []
 
     def take(line: str) -> None:
         sse = events.decode(line)
         if sse is not None:
-            out.append((sse.event, sse.data, sse.id, sse.retry))
+            out[-1].append((sse.event, sse.data, sse.id, sse.retry))
 
     for chunk in chunks:
+        out.append([])
         decoded = text.decode(chunk)
         if decoded:
             for line in lines.decode(decoded):
                 take(line)
+    out.append([])
     tail = text.decode(b"", final=True)
     if tail:
         for line in lines.decode(tail):
@@ -41,10 +45,21 @@ def reference(chunks: list[bytes]) -> list[Event]:
     return out
 
 
-def ours(chunks: list[bytes]) -> list[Event]:
+def ours_per_read(chunks: list[bytes]) -> list[list[Event]]:
     decoder = SSEDecoder()
-    found = [e for chunk in chunks for e in decoder.feed(chunk)] + decoder.finish()
-    return [(e.event, e.data, e.id, e.retry) for e in found]
+    found = [decoder.feed(chunk) for chunk in chunks] + [decoder.finish()]
+    return [[(e.event, e.data, e.id, e.retry) for e in read] for read in found]
+
+
+def reference(chunks: list[bytes]) -> list[Event]:
+    return [event for read in reference_per_read(chunks) for event in read]
+
+
+def ours(chunks: list[bytes]) -> list[Event]:
+    """Our events, after checking that each came out of the read that completed it."""
+    per_read = ours_per_read(chunks)
+    assert per_read == reference_per_read(chunks)
+    return [event for read in per_read for event in read]
 
 
 def cut(body: bytes, points: list[int]) -> list[bytes]:
@@ -149,3 +164,23 @@ def test_whole_events_per_read_give_the_reference_events(
     assert ours([e for e in events]) == expected
     mixed = [piece for read in at_boundaries for piece in cut(read, points)]
     assert ours(mixed) == expected
+
+
+@pytest.mark.parametrize(
+    "reads",
+    [
+        [b"id: 1\n\n\n"],  # an odd run of LFs after an id: one more (empty) event
+        [b"id: 7\ndata: a\n\n", b"\n"],  # a blank line alone in its read
+        [b"id: 7\n\n", b"\ndata: b\n", b"\n"],
+        [b"data: a\n", b"\n"],  # the blank line begins in one read, ends in the next
+        [b"data: a\n", b"\n\n", b"data: b\n\n"],
+        [b"data: a", b"\n", b"\n", b"\n"],
+        [b": ping\n", b"\n", b"data: c\n\n"],
+        [b"data: a\r\n", b"\r\n", b"data: b\n\n", b"data: c\n", b"\n"],  # CR, then no CR
+        [b"id: 3\r\n\r\n", b"data: after\n\n", b"\n\n"],
+        [b"data: never finished\n"],
+        [b"event: x\ndata: " + b"y" * 100_000, b"z" * 100_000 + b"\n\n"],
+    ],
+)
+def test_reads_that_end_lines_where_the_block_split_is_subtle(reads: list[bytes]) -> None:
+    assert ours(reads) == reference(reads)
