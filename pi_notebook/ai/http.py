@@ -17,6 +17,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from time import monotonic
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -301,6 +302,18 @@ def _timeout_error(exc: httpx.TimeoutException, waited: float, url: str) -> Prov
 _UTF8_NAMES = frozenset({"utf-8", "utf8", "utf_8"})
 
 
+def _body(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body's bytes as they arrive. Without a content encoding that is the response's own
+    stream: ``aiter_bytes`` adds two generators and a decoder call per HTTP chunk, and servers
+    flush every event as a chunk of its own (callgrind, ``bench.sse_server``: 77.5k → 70.9k
+    instructions per chunk read)."""
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding in ("identity", "") and isinstance(response.stream, httpx.AsyncByteStream):
+        response.is_stream_consumed = True
+        return response.stream.__aiter__()
+    return response.aiter_bytes()
+
+
 async def _sse_events(
     response: httpx.Response, watchdog: _Watchdog, url: str
 ) -> AsyncIterator[ServerSentEvent]:
@@ -314,10 +327,13 @@ async def _sse_events(
                 yield ServerSentEvent(sse.event, sse.data, sse.id, sse.retry)
             return
         decoder = SSEDecoder()
-        async for chunk in response.aiter_bytes():
-            events = decoder.feed(chunk)
+        feed = decoder.feed
+        async for chunk in _body(response):
+            events = feed(chunk)
             if events:
-                watchdog.alive()
+                watchdog.last = monotonic()  # ``watchdog.alive()``, inlined: once per event
+                if watchdog.stalled:
+                    watchdog.alive()
                 for event in events:
                     yield event
         for event in decoder.finish():

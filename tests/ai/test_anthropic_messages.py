@@ -841,3 +841,59 @@ async def test_context_overflow_errors_are_recognisable() -> None:
     assert rejected.error_message.startswith("HTTP 400: prompt is too long")
     cut_off = await parse(text_reply("partial", reason="model_context_window_exceeded"))
     assert is_context_overflow(rejected) and is_context_overflow(cut_off)
+
+
+THINKING_START = {"type": "thinking", "thinking": ""}
+TEXT_DELTA_X = {"type": "text_delta", "text": "x"}
+
+ODD_DELTAS: dict[str, list[dict[str, Any]]] = {
+    "plain": [text(0, "a"), text(0, ""), text(0, "é😀")],
+    "into a thinking block": [delta(1, {"type": "text_delta", "text": "x"})],
+    "unknown index": [text(7, "x"), text(-1, "x")],
+    "bool index": [{"type": "content_block_delta", "index": True, "delta": TEXT_DELTA_X}],
+    "float index": [{"type": "content_block_delta", "index": 0.0, "delta": TEXT_DELTA_X}],
+    "text not a string": [delta(0, {"type": "text_delta", "text": 5})],
+    "text missing": [delta(0, {"type": "text_delta"})],
+    "delta not an object": [{"type": "content_block_delta", "index": 0, "delta": "x"}],
+    "index missing": [{"type": "content_block_delta", "delta": TEXT_DELTA_X}],
+    "extra fields": [{**text(0, "b"), "extra": {"n": 1}}],
+}
+
+
+@pytest.mark.parametrize("case", list(ODD_DELTAS))
+async def test_json_text_gives_the_events_parsed_dicts_give(case: str) -> None:
+    """``feed_data`` takes a text delta on a short path; whatever the delta looks like, the events
+    and the reply are those of the general path (``feed`` on the parsed event)."""
+    events = [
+        message_start(),
+        start(0, TEXT_START),
+        start(1, THINKING_START),
+        *ODD_DELTAS[case],
+        text(0, "z"),
+        stop(0),
+        stop(1),
+        message_delta("end_turn"),
+        MESSAGE_STOP,
+    ]
+
+    async def dumped(feed_json: bool) -> list[Any]:
+        out = AssistantMessageEventStream()
+        parser = AnthropicStreamParser(MessageBuilder(MODEL, out))
+        for event in events:
+            if feed_json:
+                parser.feed_data(json.dumps(event), str(event.get("type", "")))
+            else:
+                parser.feed(event)
+        parser.finish()
+        received = [e async for e in out]
+        reply = (await out.result()).model_dump(mode="json", exclude={"timestamp"})
+        fields = {"partial", "message", "error"}
+        return [*(e.model_dump(mode="json", exclude=fields) for e in received), reply]
+
+    general, short = await dumped(False), await dumped(True)
+    assert short == general
+    reply = general[-1]
+    if reply["stop_reason"] == "error":  # a delta that breaks the rules ends the reply
+        assert reply["error_message"].startswith("Malformed 'content_block_delta'")
+    else:  # the others are applied or skipped, and the stream goes on
+        assert reply["stop_reason"] == "stop" and reply["content"][0]["text"].endswith("z")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 
 from pi_notebook.ai import Model
@@ -35,6 +37,19 @@ async def test_sse_lines_split_on_cr_lf_only_never_on_u2028() -> None:
         data = await collect(server)
     assert data == ['{"t": "a\u2028b\u2029c\u0085d"}', "x\ny"]
     assert server.requests[0].json() == {"q": 1}
+
+
+async def test_a_gzip_encoded_event_stream_is_decoded() -> None:
+    """Identity bodies are read from httpx's stream directly; an encoded one still goes through
+    httpx's decoders (the body is split inside the compressed bytes)."""
+    body = 'data: {"t": "é"}\n\nevent: x\ndata: two\n\n'.encode()
+    packed = gzip.compress(body)
+    async with LoopbackServer() as server:
+        server.add(
+            Reply.sse([packed[:7], packed[7:20], packed[20:]], headers={"content-encoding": "gzip"})
+        )
+        data = await collect(server)
+    assert data == ['{"t": "é"}', "two"]
 
 
 async def test_retries_429_with_retry_after_ms_then_succeeds() -> None:

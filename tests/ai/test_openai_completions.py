@@ -938,3 +938,45 @@ async def test_abort_before_the_request_sends_nothing() -> None:
         events, message = await run(local_model(server), signal=controller.signal)
     assert types(events) == ["error"] and message.stop_reason == "aborted"
     assert server.requests == []
+
+
+async def test_the_served_model_and_the_response_id_come_from_the_first_chunk_that_has_them() -> (
+    None
+):
+    """The id is taken once; the served model is looked at again only when it changes, and a
+    model named as requested ("m") leaves ``response_model`` unset until another one appears."""
+    events, message = await parse(
+        [
+            {"choices": [{"delta": {"content": "a"}}], "model": "m"},
+            {"id": "", "choices": [{"delta": {"content": "b"}}], "model": "m"},
+            {"id": "chatcmpl-late", "choices": [{"delta": {"content": "c"}}], "model": "m-0613"},
+            {"id": "x", "choices": [{"delta": {"content": "d"}}], "model": "m-0901"},
+            {"choices": [{"delta": {"content": ""}, "finish_reason": "stop"}], "model": None},
+        ]
+    )
+    assert message.response_id == "" and message.response_model == "m-0613"
+    assert message.text == "abcd" and types(events).count("text_delta") == 4
+    deltas = [e for e in events if e.type == "text_delta"]
+    assert [e.partial.response_model for e in deltas] == [None, None, "m-0613", "m-0613"]
+
+
+async def test_content_only_deltas_and_the_rest_open_and_close_the_same_blocks() -> None:
+    """``{"content": …}`` alone is read on a short path; around reasoning, tool calls, refusals
+    and a role the blocks open and close as the general rules say."""
+    _events, message = await parse(
+        [
+            {"choices": [{"delta": {"role": "assistant", "content": ""}}]},
+            {"choices": [{"delta": {"reasoning_content": "think"}}]},
+            {"choices": [{"delta": {"content": "one"}}]},
+            {"choices": [{"delta": {"content": None}}]},
+            {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {}}]}}]},
+            {"choices": [{"delta": {"content": "two"}}]},
+            {"choices": [{"delta": {"content": ""}}]},
+            {"choices": [{"delta": {"refusal": "no"}}]},
+            {"choices": [{"delta": {"content": "!"}}], "usage": None},
+        ]
+    )
+    kinds = [
+        (c.type, getattr(c, "text", None) or getattr(c, "thinking", None)) for c in message.content
+    ]
+    assert kinds == [("thinking", "think"), ("text", "one"), ("toolCall", None), ("text", "twono!")]

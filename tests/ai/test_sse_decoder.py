@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import itertools
 
+import pytest
 from httpx_sse._decoders import SSEDecoder as ReferenceDecoder
 from httpx_sse._decoders import SSELineDecoder
 from hypothesis import given, settings
@@ -16,22 +17,25 @@ from pi_notebook.ai.sse import SSEDecoder
 Event = tuple[str, str, str, int | None]
 
 
-def reference(chunks: list[bytes]) -> list[Event]:
-    """httpx's incremental UTF-8 text decoding, then httpx-sse's line and event decoders."""
+def reference_per_read(chunks: list[bytes]) -> list[list[Event]]:
+    """httpx's incremental UTF-8 text decoding, then httpx-sse's line and event decoders: the
+    events each read completes, and last those the end of the body completes."""
     text = codecs.getincrementaldecoder("utf-8")(errors="replace")
     lines, events = SSELineDecoder(), ReferenceDecoder()
-    out: list[Event] = []
+    out: list[list[Event]] = []
 
     def take(line: str) -> None:
         sse = events.decode(line)
         if sse is not None:
-            out.append((sse.event, sse.data, sse.id, sse.retry))
+            out[-1].append((sse.event, sse.data, sse.id, sse.retry))
 
     for chunk in chunks:
+        out.append([])
         decoded = text.decode(chunk)
         if decoded:
             for line in lines.decode(decoded):
                 take(line)
+    out.append([])
     tail = text.decode(b"", final=True)
     if tail:
         for line in lines.decode(tail):
@@ -41,10 +45,21 @@ def reference(chunks: list[bytes]) -> list[Event]:
     return out
 
 
-def ours(chunks: list[bytes]) -> list[Event]:
+def ours_per_read(chunks: list[bytes]) -> list[list[Event]]:
     decoder = SSEDecoder()
-    found = [e for chunk in chunks for e in decoder.feed(chunk)] + decoder.finish()
-    return [(e.event, e.data, e.id, e.retry) for e in found]
+    found = [decoder.feed(chunk) for chunk in chunks] + [decoder.finish()]
+    return [[(e.event, e.data, e.id, e.retry) for e in read] for read in found]
+
+
+def reference(chunks: list[bytes]) -> list[Event]:
+    return [event for read in reference_per_read(chunks) for event in read]
+
+
+def ours(chunks: list[bytes]) -> list[Event]:
+    """Our events, after checking that each came out of the read that completed it."""
+    per_read = ours_per_read(chunks)
+    assert per_read == reference_per_read(chunks)
+    return [event for read in per_read for event in read]
 
 
 def cut(body: bytes, points: list[int]) -> list[bytes]:
@@ -103,3 +118,69 @@ def test_a_typical_stream() -> None:
         ("content_block_delta", "line one\nline two", "", None),
         ("message", "[DONE]", "", None),
     ]
+
+
+EVENTS = [
+    # what the APIs send: the short path
+    b'data: {"choices": [{"delta": {"content": "a\\u2028"}}]}\n\n',
+    b'event: content_block_delta\ndata: {"type": "content_block_delta"}\n\n',
+    "data: é😀\u2028\n\n".encode(),
+    b"data: \n\n",
+    b"event: \ndata: x\n\n",
+    b"data: [DONE]\n\n",
+    # everything else: the line-by-line rules, mixed into the same reads
+    b": ping\n\n",
+    b"id: 7\ndata: with an id\n\n",
+    b"id: \n\n",
+    b"retry: 1500\n\n",
+    b"data:no space\n\n",
+    b"data: one\ndata: two\n\n",
+    b"event: only a name\n\n",
+    b"data: a\r\n\r\n",
+    b"\n",
+    b"\n\n",
+    b"event: x\nid: 3\ndata: y\n\n",
+    b"event:x\ndata: y\n\n",
+    b"data: \xff\xe2\x82\n\n",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(EVENTS), max_size=30),
+    st.lists(st.integers(min_value=0, max_value=30), max_size=6),
+    st.lists(st.integers(min_value=0, max_value=10_000), max_size=4),
+)
+def test_whole_events_per_read_give_the_reference_events(
+    events: list[bytes], groups: list[int], points: list[int]
+) -> None:
+    """Reads that end at event boundaries (how servers flush) take the short path; a read cut
+    mid-event in between sends the decoder back to the careful one and then forward again."""
+    body = b"".join(events)
+    expected = reference([body])
+    edges = sorted({g % (len(events) + 1) for g in groups} | {0, len(events)})
+    at_boundaries = [b"".join(events[a:b]) for a, b in itertools.pairwise(edges)]
+    assert ours(at_boundaries) == expected
+    assert ours([e for e in events]) == expected
+    mixed = [piece for read in at_boundaries for piece in cut(read, points)]
+    assert ours(mixed) == expected
+
+
+@pytest.mark.parametrize(
+    "reads",
+    [
+        [b"id: 1\n\n\n"],  # an odd run of LFs after an id: one more (empty) event
+        [b"id: 7\ndata: a\n\n", b"\n"],  # a blank line alone in its read
+        [b"id: 7\n\n", b"\ndata: b\n", b"\n"],
+        [b"data: a\n", b"\n"],  # the blank line begins in one read, ends in the next
+        [b"data: a\n", b"\n\n", b"data: b\n\n"],
+        [b"data: a", b"\n", b"\n", b"\n"],
+        [b": ping\n", b"\n", b"data: c\n\n"],
+        [b"data: a\r\n", b"\r\n", b"data: b\n\n", b"data: c\n", b"\n"],  # CR, then no CR
+        [b"id: 3\r\n\r\n", b"data: after\n\n", b"\n\n"],
+        [b"data: never finished\n"],
+        [b"event: x\ndata: " + b"y" * 100_000, b"z" * 100_000 + b"\n\n"],
+    ],
+)
+def test_reads_that_end_lines_where_the_block_split_is_subtle(reads: list[bytes]) -> None:
+    assert ours(reads) == reference(reads)

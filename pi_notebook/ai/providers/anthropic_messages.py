@@ -128,16 +128,30 @@ class AnthropicStreamParser:
 
     def feed_data(self, data: str, event_name: str = "") -> None:
         """Apply one SSE ``data`` payload (JSON); ``event_name`` fills in a missing ``type``."""
-        if self._builder.finished or not data.strip():
+        builder = self._builder
+        if builder.finished or not data.strip():
             return
         try:
             event = loads_json(data)
         except ValueError:
-            self._builder.fail(f"Invalid JSON in the Anthropic stream: {data[:200]!r}")
+            builder.fail(f"Invalid JSON in the Anthropic stream: {data[:200]!r}")
             return
-        if not isinstance(event, dict):
-            self._builder.fail(f"Unexpected event in the Anthropic stream: {data[:200]!r}")
+        if type(event) is not dict:
+            builder.fail(f"Unexpected event in the Anthropic stream: {data[:200]!r}")
             return
+        if event.get("type") == "content_block_delta":
+            # A text delta into an open text block, spelled out: one per streamed token, and the
+            # general path's four calls cost 1.8k of ~15k instructions per parsed event
+            # (callgrind). Anything else about it (a bool index, no text) takes that path.
+            delta = event.get("delta")
+            index = event.get("index")
+            if type(delta) is dict and type(index) is int and delta.get("type") == "text_delta":
+                block = self._blocks.get(index)
+                text = delta.get("text")
+                if block is not None and block.kind == "text" and type(text) is str:
+                    if text:
+                        builder.text_delta(block.content_index, text)
+                    return
         if "type" not in event and event_name:
             event["type"] = event_name
         self.feed(event)
@@ -305,7 +319,7 @@ async def _produce(builder: MessageBuilder, context: Context, options: StreamOpt
         try:
             async for sse in events:
                 parser.feed_data(sse.data, sse.event)
-                if parser.finished:
+                if builder.finished:
                     return
         except httpx.TransportError as exc:
             parser.finish(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
