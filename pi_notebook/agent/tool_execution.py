@@ -94,10 +94,16 @@ _abandoned: set[asyncio.Future[Any]] = set()
 """Tools that ignored both the signal and the cancellation (kept referenced until they end)."""
 
 
-def _forget(task: asyncio.Future[Any]) -> None:
+def _forget(task: asyncio.Future[tuple[bool, Any]]) -> None:
     _abandoned.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        _log.debug("an abandoned tool failed late", exc_info=task.exception())
+    if task.cancelled():
+        return
+    failure = task.exception()
+    if failure is None:
+        ok, value = task.result()
+        failure = None if ok else value
+    if failure is not None:
+        _log.debug("an abandoned tool failed late", exc_info=failure)
 
 
 async def _validation() -> ModuleType:
@@ -111,38 +117,71 @@ async def _validation() -> ModuleType:
     return loaded
 
 
+async def _handing_over(
+    work: Awaitable[Any], woken: asyncio.Future[tuple[bool, Any] | None] | None
+) -> tuple[bool, Any]:
+    """Await ``work`` and hand its outcome, ``(True, result)`` or ``(False, exception)``, to
+    ``woken`` the moment it ends (the task running this then ends with the same outcome)."""
+    try:
+        ended: tuple[bool, Any] = (True, await work)
+    except Exception as exc:
+        ended = (False, exc)
+    except BaseException:  # cancelled (or KeyboardInterrupt, which the loop re-raises)
+        if woken is not None and not woken.done():
+            woken.cancel()
+        raise
+    if woken is not None and not woken.done():
+        woken.set_result(ended)
+    return ended
+
+
+def _handed_over(task: asyncio.Task[tuple[bool, Any]]) -> Any:
+    """The result of a finished ``_handing_over`` task (its work's exception is raised)."""
+    ok, value = task.result()
+    if not ok:
+        raise value
+    return value
+
+
 async def _unless_aborted(work: Awaitable[_T], signal: AbortSignal | None) -> tuple[bool, _T]:
     """``(False, result)`` once ``work`` ends (its exception propagates), or ``(True, None)``
     when ``signal`` fired and ``work`` did not end within ``ABORT_GRACE_S``: it is cancelled
     then, and abandoned if it does not unwind at once."""
     if signal is None:
         return False, await work
-    task = asyncio.ensure_future(work)
-    if not signal.aborted:
-        # One future woken by whichever comes first (no waiter task, no asyncio.wait: this runs
-        # for every tool call). ``abort()`` may run on another thread: it wakes through the loop.
-        loop = asyncio.get_running_loop()
-        woken = loop.create_future()
+    loop = asyncio.get_running_loop()
+    if signal.aborted:
+        task = loop.create_task(_handing_over(work, None))
+    else:
+        # One future settled by whichever comes first: the work hands over its outcome as it
+        # ends (the caller resumes in the next loop iteration; a done callback would take one
+        # more), or the abort listener wakes it. No waiter task, no asyncio.wait: this runs for
+        # every tool call. ``abort()`` may run on another thread: it wakes through the loop.
+        woken: asyncio.Future[tuple[bool, Any] | None] = loop.create_future()
+        task = loop.create_task(_handing_over(work, woken))
 
-        def wake(_: object) -> None:
+        def wake() -> None:
             if not woken.done():
                 woken.set_result(None)
 
-        task.add_done_callback(wake)
-        remove = signal.add_listener(lambda _s: loop.call_soon_threadsafe(wake, None))
+        remove = signal.add_listener(lambda _s: loop.call_soon_threadsafe(wake))
         try:
-            await woken
+            ended = await woken
         except asyncio.CancelledError:
             task.cancel()
             raise
         finally:
             remove()
-            task.remove_done_callback(wake)
+        if ended is not None:
+            ok, value = ended
+            if not ok:
+                raise value
+            return False, value  # type: ignore[no-any-return]
         if task.done():
-            return False, task.result()
+            return False, _handed_over(task)
     done, _ = await asyncio.wait((task,), timeout=ABORT_GRACE_S)
     if done:
-        return False, task.result()
+        return False, _handed_over(task)
     task.cancel()
     done, _ = await asyncio.wait((task,), timeout=_UNWIND_S)
     if done:
