@@ -37,7 +37,7 @@ from typing import Any
 
 from ..ai.abort import AbortSignal
 from ..ai.event_stream import AssistantMessageEventStream
-from ..ai.events import BLOCK_EVENT_TYPES, AssistantMessageEvent
+from ..ai.events import BLOCK_EVENT_CLASSES, BLOCK_EVENT_TYPES, AssistantMessageEvent
 from ..ai.options import StreamOptions, maybe_await
 from ..ai.registry import stream_simple
 from ..ai.types import AssistantMessage, Context, Message, Model, ThinkingLevel, ToolResultMessage
@@ -52,7 +52,7 @@ from .events import (
     TurnEndEvent,
     TurnStartEvent,
     fast_construct,
-    message_update,
+    new_event,
 )
 from .tool_execution import execute_tool_calls, fail_truncated_tool_calls
 from .types import (
@@ -117,12 +117,16 @@ class _Run:
 
     async def emit_message(self, message: AgentMessage) -> None:
         """``message_start`` + ``message_end`` for a message that arrives whole."""
-        await self.sink.send(MessageStartEvent._quick(type="message_start", message=message))
-        await self.sink.send(MessageEndEvent._quick(type="message_end", message=message))
+        await self.sink.send(
+            new_event(MessageStartEvent, {"type": "message_start", "message": message})
+        )
+        await self.sink.send(
+            new_event(MessageEndEvent, {"type": "message_end", "message": message})
+        )
 
     async def end(self) -> None:
         await self.sink.send(
-            AgentEndEvent._quick(type="agent_end", messages=list(self.new_messages))
+            new_event(AgentEndEvent, {"type": "agent_end", "messages": list(self.new_messages)})
         )
 
     async def poll(self, hook: GetQueuedMessages | None) -> list[AgentMessage]:
@@ -148,7 +152,7 @@ class _Run:
                         prepared = self.apply_next_turn(update)
                     if not pending:  # pick up steering queued while the preparation ran
                         pending = await self.poll(config.get_steering_messages)
-                    await send(TurnStartEvent._quick(type="turn_start"))
+                    await send(new_event(TurnStartEvent, {"type": "turn_start"}))
                 for message in (*prepared, *pending):
                     await self.emit_message(message)
                     self.context.messages.append(message)
@@ -166,7 +170,11 @@ class _Run:
                     last_turn = TurnEndContext(reply, [], self.context, self.new_messages)
                     if config.finish_turn is not None:  # told, but the run ends regardless
                         await maybe_await(config.finish_turn(last_turn, self.signal))
-                    await send(TurnEndEvent._quick(type="turn_end", message=reply, tool_results=[]))
+                    await send(
+                        new_event(
+                            TurnEndEvent, {"type": "turn_end", "message": reply, "tool_results": []}
+                        )
+                    )
                     await self.end()
                     return
 
@@ -189,7 +197,10 @@ class _Run:
                     decision = await maybe_await(config.finish_turn(last_turn, self.signal))
                     action = finish_turn_action(decision)
                 await send(
-                    TurnEndEvent._quick(type="turn_end", message=reply, tool_results=tool_results)
+                    new_event(
+                        TurnEndEvent,
+                        {"type": "turn_end", "message": reply, "tool_results": tool_results},
+                    )
                 )
                 if action == "end":
                     await self.end()
@@ -312,7 +323,7 @@ class _Run:
         produced = self.stream_fn(self.model, llm_context, options)
         stream = await produced if inspect.isawaitable(produced) else produced
 
-        send, offer = self.sink.send, self.sink.offer
+        send, offer_update = self.sink.send, self.sink.offer_update
         next_batch = (
             stream.next_batch
             if isinstance(stream, AssistantMessageEventStream)
@@ -322,15 +333,18 @@ class _Run:
         final: AssistantMessage | None = None
         while final is None and (batch := await next_batch()):
             for event in batch:
-                kind = event.type
-                if kind in BLOCK_EVENT_TYPES:
-                    if started and (pending := offer(message_update(event))) is not None:
+                if type(event) in BLOCK_EVENT_CLASSES or (kind := event.type) in BLOCK_EVENT_TYPES:
+                    if started and (pending := offer_update(event)) is not None:
                         await pending
                 elif kind == "start":
                     if not started:
                         started = True
                         message = event.partial  # type: ignore[union-attr]
-                        await send(MessageStartEvent._quick(type="message_start", message=message))
+                        await send(
+                            new_event(
+                                MessageStartEvent, {"type": "message_start", "message": message}
+                            )
+                        )
                 elif kind == "done":
                     final = event.message  # type: ignore[union-attr]
                     break
@@ -343,9 +357,9 @@ class _Run:
             raise TypeError(f"the stream function produced {type(final).__name__}, not a reply")
         final.thinking_level = self.reasoning or "off"  # the level asked for (pi 1.6)
         if not started:
-            await send(MessageStartEvent._quick(type="message_start", message=final))
+            await send(new_event(MessageStartEvent, {"type": "message_start", "message": final}))
         context.messages.append(final)
-        await send(MessageEndEvent._quick(type="message_end", message=final))
+        await send(new_event(MessageEndEvent, {"type": "message_end", "message": final}))
         return final
 
 
@@ -385,8 +399,8 @@ async def run_agent_loop(
         context.system_prompt, [*context.messages, *prompts], list(context.tools)
     )
     run = _Run(working, list(prompts), config, signal, EventSink(emit), stream_fn)
-    await run.sink.send(AgentStartEvent._quick(type="agent_start"))
-    await run.sink.send(TurnStartEvent._quick(type="turn_start"))
+    await run.sink.send(new_event(AgentStartEvent, {"type": "agent_start"}))
+    await run.sink.send(new_event(TurnStartEvent, {"type": "turn_start"}))
     for prompt in prompts:
         await run.emit_message(prompt)
     await run.run()
@@ -412,8 +426,8 @@ async def run_agent_loop_continue(
     _check_continuable(context)
     working = AgentContext(context.system_prompt, list(context.messages), list(context.tools))
     run = _Run(working, [], config, signal, EventSink(emit), stream_fn)
-    await run.sink.send(AgentStartEvent._quick(type="agent_start"))
-    await run.sink.send(TurnStartEvent._quick(type="turn_start"))
+    await run.sink.send(new_event(AgentStartEvent, {"type": "agent_start"}))
+    await run.sink.send(new_event(TurnStartEvent, {"type": "turn_start"}))
     await run.run()
     return run.new_messages
 

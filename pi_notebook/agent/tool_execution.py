@@ -58,6 +58,7 @@ from .events import (
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
     fast_construct,
+    new_event,
 )
 from .sync_tools import loop_awake
 from .tool_output import MAX_TOOL_TEXT_CHARS, bound_result, bound_text
@@ -106,15 +107,15 @@ def _forget(task: asyncio.Future[tuple[bool, Any]]) -> None:
         _log.debug("an abandoned tool failed late", exc_info=failure)
 
 
-async def _validation() -> ModuleType:
+_VALIDATION: Final = f"{__package__}.validation"
+
+
+async def _load_validation() -> ModuleType:
     """The validation module. jsonschema loads with the first call, not with the package (see
     agent/__init__.py), and in a thread: its import can take seconds (rfc3987-syntax builds a
-    grammar), which must not stall the event loop (a kernel's, with its widgets and aborts)."""
-    name = f"{__package__}.validation"
-    loaded = sys.modules.get(name)
-    if loaded is None:
-        loaded = await asyncio.to_thread(importlib.import_module, name)
-    return loaded
+    grammar), which must not stall the event loop (a kernel's, with its widgets and aborts).
+    Callers look in ``sys.modules`` first (no coroutine per call once it is loaded)."""
+    return await asyncio.to_thread(importlib.import_module, _VALIDATION)
 
 
 async def _handing_over(
@@ -176,7 +177,7 @@ async def _unless_aborted(work: Awaitable[_T], signal: AbortSignal | None) -> tu
             ok, value = ended
             if not ok:
                 raise value
-            return False, value  # type: ignore[no-any-return]
+            return False, value
         if task.done():
             return False, _handed_over(task)
     done, _ = await asyncio.wait((task,), timeout=ABORT_GRACE_S)
@@ -201,14 +202,14 @@ class ToolBatch:
     terminate: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass sets fields through object.__setattr__
 class _Outcome:
     result: AgentToolResult
     is_error: bool
     duration_ms: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Prepared:
     call: ToolCall
     tool: AgentTool
@@ -295,7 +296,7 @@ class _Batch:
         return prepared
 
     async def _prepare(self, call: ToolCall, signal: AbortSignal | None) -> _Prepared | _Outcome:
-        validation = await _validation()
+        validation = sys.modules.get(_VALIDATION) or await _load_validation()
         arguments_error_for = validation.arguments_error_for
         validate_tool_arguments = validation.validate_tool_arguments
         tool = self.tools.get(call.name)
@@ -333,17 +334,20 @@ class _Batch:
         return _Prepared(call, tool, args, signal)
 
     async def execute(self, prepared: _Prepared) -> _Outcome:
-        """Run the tool; its progress updates are delivered before this returns."""
+        """Run the tool (its progress updates are delivered before this returns), then apply
+        ``after_tool_call``'s field-wise override, if any, and bound the result."""
         stops = self.stops
-        if stops is None:
-            return await self._execute(prepared)
         try:
             outcome = await self._execute(prepared)
         except BaseException:  # cancelled: the call's signal fires for what the tool started
-            stops.close(prepared.call.id, abort=True)
+            if stops is not None:
+                stops.close(prepared.call.id, abort=True)
             raise
-        stops.close(prepared.call.id)
-        return outcome
+        if stops is not None:
+            stops.close(prepared.call.id)
+        if self.config.after_tool_call is not None:
+            outcome = await self._after(prepared, outcome)
+        return _bounded(outcome)
 
     async def _execute(self, prepared: _Prepared) -> _Outcome:
         call, signal = prepared.call, prepared.signal
@@ -357,12 +361,15 @@ class _Batch:
                 raise TypeError(f"on_update takes an AgentToolResult, not {type(partial).__name__}")
             if accepting:
                 sink.post(
-                    ToolExecutionUpdateEvent._quick(
-                        type="tool_execution_update",
-                        tool_call_id=call.id,
-                        tool_name=call.name,
-                        args=call.arguments,
-                        partial_result=partial,
+                    new_event(
+                        ToolExecutionUpdateEvent,
+                        {
+                            "type": "tool_execution_update",
+                            "tool_call_id": call.id,
+                            "tool_name": call.name,
+                            "args": call.arguments,
+                            "partial_result": partial,
+                        },
                     )
                 )
 
@@ -389,14 +396,9 @@ class _Batch:
         await sink.flush()
         return outcome
 
-    async def finalize(self, prepared: _Prepared, outcome: _Outcome) -> _Outcome:
-        """Apply ``after_tool_call``'s field-wise override, if any; bound the result."""
-        return _bounded(await self._after(prepared, outcome))
-
     async def _after(self, prepared: _Prepared, outcome: _Outcome) -> _Outcome:
         hook = self.config.after_tool_call
-        if hook is None:
-            return outcome
+        assert hook is not None
         context = AfterToolCallContext(
             self.assistant,
             prepared.call,
@@ -430,27 +432,33 @@ class _Batch:
             outcome.duration_ms,
         )
 
-    # --- events ----------------------------------------------------------------------------------
+    # --- events (``started`` and ``ended`` hand back ``send``'s awaitable: no coroutine) ------
 
-    async def started(self, call: ToolCall) -> None:
-        await self.sink.send(
-            ToolExecutionStartEvent._quick(
-                type="tool_execution_start",
-                tool_call_id=call.id,
-                tool_name=call.name,
-                args=call.arguments,
+    def started(self, call: ToolCall) -> Awaitable[None]:
+        return self.sink.send(
+            new_event(
+                ToolExecutionStartEvent,
+                {
+                    "type": "tool_execution_start",
+                    "tool_call_id": call.id,
+                    "tool_name": call.name,
+                    "args": call.arguments,
+                },
             )
         )
 
-    async def ended(self, call: ToolCall, outcome: _Outcome) -> None:
-        await self.sink.send(
-            ToolExecutionEndEvent._quick(
-                type="tool_execution_end",
-                tool_call_id=call.id,
-                tool_name=call.name,
-                result=outcome.result,
-                is_error=outcome.is_error,
-                duration_ms=outcome.duration_ms,
+    def ended(self, call: ToolCall, outcome: _Outcome) -> Awaitable[None]:
+        return self.sink.send(
+            new_event(
+                ToolExecutionEndEvent,
+                {
+                    "type": "tool_execution_end",
+                    "tool_call_id": call.id,
+                    "tool_name": call.name,
+                    "result": outcome.result,
+                    "is_error": outcome.is_error,
+                    "duration_ms": outcome.duration_ms,
+                },
             )
         )
 
@@ -467,8 +475,12 @@ class _Batch:
             duration_ms=outcome.duration_ms,
             timestamp=now_ms(),
         )
-        await self.sink.send(MessageStartEvent._quick(type="message_start", message=message))
-        await self.sink.send(MessageEndEvent._quick(type="message_end", message=message))
+        await self.sink.send(
+            new_event(MessageStartEvent, {"type": "message_start", "message": message})
+        )
+        await self.sink.send(
+            new_event(MessageEndEvent, {"type": "message_end", "message": message})
+        )
         return message
 
     # --- the two modes ---------------------------------------------------------------------------
@@ -481,7 +493,7 @@ class _Batch:
             if isinstance(prepared, _Outcome):
                 outcome = prepared
             else:
-                outcome = await self.finalize(prepared, await self.execute(prepared))
+                outcome = await self.execute(prepared)
             await self.ended(call, outcome)
             finished.append((outcome, await self.result_message(call, outcome)))
             if self.aborted:
@@ -505,7 +517,7 @@ class _Batch:
                 break
 
         async def run(index: int, prepared: _Prepared) -> None:
-            outcome = await self.finalize(prepared, await self.execute(prepared))
+            outcome = await self.execute(prepared)
             await self.ended(prepared.call, outcome)
             outcomes[index] = outcome
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic_core import from_json
 
+from .construct import construct
 from .event_stream import AssistantMessageEventStream
 from .events import (
     DoneEvent,
@@ -104,24 +105,13 @@ def parse_tool_arguments(text: str) -> tuple[dict[str, Any], str | None]:
 
 # --- trusted construction ------------------------------------------------------------------------
 # The objects ``model_construct`` would build (the same ``__dict__`` in field order, the same
-# fields set) without its generic per-field loop: these run for every block, snapshot and reply.
-
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _construct(cls: type[Any], values: dict[str, Any], given: set[str]) -> Any:
-    model = _new(cls)
-    _set(model, "__dict__", values)
-    _set(model, "__pydantic_fields_set__", given)
-    _set(model, "__pydantic_extra__", {})
-    _set(model, "__pydantic_private__", None)
-    return model
+# fields set) without its generic per-field loop (``construct``): these run for every block,
+# snapshot and reply.
 
 
 def _text_content(text: str, signature: str | None) -> TextContent:
     values = {"type": "text", "text": text, "text_signature": signature}
-    content: TextContent = _construct(TextContent, values, {"text", "text_signature"})
+    content: TextContent = construct(TextContent, values, {"text", "text_signature"})
     return content
 
 
@@ -137,7 +127,7 @@ def _thinking_content(
     given = {"thinking", "thinking_signature"}
     if redacted is not None:
         given.add("redacted")
-    content: ThinkingContent = _construct(ThinkingContent, values, given)
+    content: ThinkingContent = construct(ThinkingContent, values, given)
     return content
 
 
@@ -165,7 +155,7 @@ def _tool_call(
     given = {"id", "name", "arguments", "thought_signature"}
     if final:
         given.update(("parse_error", "raw_arguments"))
-    call: ToolCall = _construct(ToolCall, values, given)
+    call: ToolCall = construct(ToolCall, values, given)
     return call
 
 
@@ -187,9 +177,9 @@ def _empty_usage() -> Usage:
         "cache_write_1h": None,
         "reasoning": None,
         "total_tokens": 0,
-        "cost": _construct(Cost, cost, set()),
+        "cost": construct(Cost, cost, set()),
     }
-    usage: Usage = _construct(Usage, values, set())
+    usage: Usage = construct(Usage, values, set())
     return usage
 
 
@@ -388,7 +378,7 @@ class MessageBuilder:
             "total_tokens": input + output + cache_read + cache_write,
             "cost": None,
         }
-        usage: Usage = _construct(Usage, values, set(_USAGE_GIVEN))
+        usage: Usage = construct(Usage, values, set(_USAGE_GIVEN))
         values["cost"] = calculate_cost(self.model, usage)
         self.usage = usage
 
@@ -422,7 +412,7 @@ class MessageBuilder:
             "timestamp": self.timestamp,
             "duration_ms": None,
         }
-        message: AssistantMessage = _construct(AssistantMessage, values, set(_MESSAGE_FIELDS))
+        message: AssistantMessage = construct(AssistantMessage, values, set(_MESSAGE_FIELDS))
         return message
 
     def _final_message(
@@ -577,7 +567,7 @@ class MessageBuilder:
         self._layout = None  # the layout refers back to the builder: no cycle outlives the reply
         self.finished = True
         fields = {"type": "done", "reason": stop_reason, "message": message}
-        self.stream.push(_construct(DoneEvent, fields, set(fields)))
+        self.stream.push(construct(DoneEvent, fields, set(fields)))
         return message
 
     def fail(self, error_message: str, *, aborted: bool = False) -> AssistantMessage:
@@ -600,5 +590,5 @@ class MessageBuilder:
         self._layout = None
         self.finished = True
         fields = {"type": "error", "reason": reason, "error": message}
-        self.stream.push(_construct(ErrorEvent, fields, set(fields)))
+        self.stream.push(construct(ErrorEvent, fields, set(fields)))
         return message
