@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic_core import from_json
 
 from .construct import construct
-from .event_stream import AssistantMessageEventStream
+from .event_stream import AssistantMessageEventStream, DeltaRun
 from .events import (
     DoneEvent,
     ErrorEvent,
@@ -315,6 +315,8 @@ class MessageBuilder:
         self._blocks: list[AssistantContent | _OpenBlock] = []
         self._open: list[int] = []
         self._layout: _Layout | None = None
+        self._run: DeltaRun | None = None
+        """The stream's run the last delta went into (the next may join it while it is live)."""
         self.started = False
         self.finished = False
 
@@ -472,9 +474,19 @@ class MessageBuilder:
         chunks = self._blocks[index].chunks  # type: ignore[union-attr]
         chunks.append(delta)
         layout = self._layout
+        run = self._run
+        if (
+            run is not None
+            and run.live
+            and run.source is layout
+            and run.index == index
+            and run.last == len(chunks) - 1
+        ):
+            run.last += 1  # the live run queued in the stream takes it (see DeltaRun.live)
+            return
         if layout is None or layout.active != index:
             layout = self._layout = _Layout(self, index)
-        self.stream.push_delta(TextDeltaEvent, "text_delta", index, layout, chunks)
+        self._run = self.stream.push_delta(TextDeltaEvent, "text_delta", index, layout, chunks)
 
     def text_end(self, index: int, signature: str | None = None) -> None:
         if signature is not None:
@@ -493,9 +505,21 @@ class MessageBuilder:
         chunks = self._blocks[index].chunks  # type: ignore[union-attr]
         chunks.append(delta)
         layout = self._layout
+        run = self._run
+        if (
+            run is not None
+            and run.live
+            and run.source is layout
+            and run.index == index
+            and run.last == len(chunks) - 1
+        ):
+            run.last += 1  # the live run queued in the stream takes it (see DeltaRun.live)
+            return
         if layout is None or layout.active != index:
             layout = self._layout = _Layout(self, index)
-        self.stream.push_delta(ThinkingDeltaEvent, "thinking_delta", index, layout, chunks)
+        self._run = self.stream.push_delta(
+            ThinkingDeltaEvent, "thinking_delta", index, layout, chunks
+        )
 
     def thinking_end(self, index: int, signature: str | None = None) -> None:
         if signature is not None:
@@ -524,9 +548,21 @@ class MessageBuilder:
         chunks = self._blocks[index].chunks  # type: ignore[union-attr]
         chunks.append(delta)
         layout = self._layout
+        run = self._run
+        if (
+            run is not None
+            and run.live
+            and run.source is layout
+            and run.index == index
+            and run.last == len(chunks) - 1
+        ):
+            run.last += 1  # the live run queued in the stream takes it (see DeltaRun.live)
+            return
         if layout is None or layout.active != index:
             layout = self._layout = _Layout(self, index)
-        self.stream.push_delta(ToolCallDeltaEvent, "toolcall_delta", index, layout, chunks)
+        self._run = self.stream.push_delta(
+            ToolCallDeltaEvent, "toolcall_delta", index, layout, chunks
+        )
 
     def toolcall_end(self, index: int, arguments: dict[str, Any] | None = None) -> None:
         """Close a tool call; ``arguments`` replaces the streamed text (APIs that send objects)."""
