@@ -26,7 +26,8 @@ the other calls and the run go on.
 A sync tool's worker thread cannot be stopped: it finishes on its own and its late result is
 ignored. Once the signal fired, no further call starts (those already prepared end with
 "Operation aborted") and the remaining calls of the reply are skipped. ``before_tool_call`` (a
-confirmation prompt, say) is abandoned the same way.
+confirmation prompt, say) is abandoned the same way. A tool and the hook run in the task that
+runs the call, not in a task of their own (``abortable`` says how, and why).
 
 A call that ran records how long it took (``duration_ms``, on its ``tool_execution_end`` and its
 result message, as pi 1.6). The calls of a reply cut off by the token limit (stop reason
@@ -37,18 +38,18 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import logging
 import sys
 import time
 from collections.abc import Awaitable, Coroutine, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import Any, Final, TypeAlias
 
 from ..ai.abort import AbortSignal
 from ..ai.options import maybe_await
 from ..ai.producer import describe_error
 from ..ai.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, now_ms
+from .abortable import ABORT_GRACE_S, unless_aborted
 from .call_stops import CANCELLED_TOOL_MESSAGE
 from .events import (
     EventSink,
@@ -84,29 +85,6 @@ __all__ = [
 
 BLOCKED_TOOL_MESSAGE = "Tool execution was blocked"
 ABORTED_TOOL_MESSAGE = "Operation aborted"
-ABORT_GRACE_S: Final = 0.25
-"""Seconds a running tool gets after the abort to finish on its own before it is abandoned."""
-_UNWIND_S: Final = 0.05
-"""Seconds a cancelled tool gets to unwind before it is left behind."""
-
-_log = logging.getLogger(__name__)
-_T = TypeVar("_T")
-_abandoned: set[asyncio.Future[Any]] = set()
-"""Tools that ignored both the signal and the cancellation (kept referenced until they end)."""
-
-
-def _forget(task: asyncio.Future[tuple[bool, Any]]) -> None:
-    _abandoned.discard(task)
-    if task.cancelled():
-        return
-    failure = task.exception()
-    if failure is None:
-        ok, value = task.result()
-        failure = None if ok else value
-    if failure is not None:
-        _log.debug("an abandoned tool failed late", exc_info=failure)
-
-
 _VALIDATION: Final = f"{__package__}.validation"
 
 
@@ -116,81 +94,6 @@ async def _load_validation() -> ModuleType:
     grammar), which must not stall the event loop (a kernel's, with its widgets and aborts).
     Callers look in ``sys.modules`` first (no coroutine per call once it is loaded)."""
     return await asyncio.to_thread(importlib.import_module, _VALIDATION)
-
-
-async def _handing_over(
-    work: Awaitable[Any], woken: asyncio.Future[tuple[bool, Any] | None] | None
-) -> tuple[bool, Any]:
-    """Await ``work`` and hand its outcome, ``(True, result)`` or ``(False, exception)``, to
-    ``woken`` the moment it ends (the task running this then ends with the same outcome)."""
-    try:
-        ended: tuple[bool, Any] = (True, await work)
-    except Exception as exc:
-        ended = (False, exc)
-    except BaseException:  # cancelled (or KeyboardInterrupt, which the loop re-raises)
-        if woken is not None and not woken.done():
-            woken.cancel()
-        raise
-    if woken is not None and not woken.done():
-        woken.set_result(ended)
-    return ended
-
-
-def _handed_over(task: asyncio.Task[tuple[bool, Any]]) -> Any:
-    """The result of a finished ``_handing_over`` task (its work's exception is raised)."""
-    ok, value = task.result()
-    if not ok:
-        raise value
-    return value
-
-
-async def _unless_aborted(work: Awaitable[_T], signal: AbortSignal | None) -> tuple[bool, _T]:
-    """``(False, result)`` once ``work`` ends (its exception propagates), or ``(True, None)``
-    when ``signal`` fired and ``work`` did not end within ``ABORT_GRACE_S``: it is cancelled
-    then, and abandoned if it does not unwind at once."""
-    if signal is None:
-        return False, await work
-    loop = asyncio.get_running_loop()
-    if signal.aborted:
-        task = loop.create_task(_handing_over(work, None))
-    else:
-        # One future settled by whichever comes first: the work hands over its outcome as it
-        # ends (the caller resumes in the next loop iteration; a done callback would take one
-        # more), or the abort listener wakes it. No waiter task, no asyncio.wait: this runs for
-        # every tool call. ``abort()`` may run on another thread: it wakes through the loop.
-        woken: asyncio.Future[tuple[bool, Any] | None] = loop.create_future()
-        task = loop.create_task(_handing_over(work, woken))
-
-        def wake() -> None:
-            if not woken.done():
-                woken.set_result(None)
-
-        remove = signal.add_listener(lambda _s: loop.call_soon_threadsafe(wake))
-        try:
-            ended = await woken
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
-        finally:
-            remove()
-        if ended is not None:
-            ok, value = ended
-            if not ok:
-                raise value
-            return False, value
-        if task.done():
-            return False, _handed_over(task)
-    done, _ = await asyncio.wait((task,), timeout=ABORT_GRACE_S)
-    if done:
-        return False, _handed_over(task)
-    task.cancel()
-    done, _ = await asyncio.wait((task,), timeout=_UNWIND_S)
-    if done:
-        _forget(task)
-    else:
-        _abandoned.add(task)
-        task.add_done_callback(_forget)
-    return True, None  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,9 +216,7 @@ class _Batch:
             hook = self.config.before_tool_call
             if hook is not None:
                 context = BeforeToolCallContext(self.assistant, call, args, self.context)
-                gave_up, decision = await _unless_aborted(
-                    maybe_await(hook(context, signal)), signal
-                )
+                gave_up, decision = await unless_aborted(maybe_await(hook(context, signal)), signal)
                 if gave_up or (signal is not None and signal.aborted):
                     return self.stopped_error(call)
                 if decision is not None and not isinstance(decision, BeforeToolCallResult):
@@ -377,7 +278,7 @@ class _Batch:
         try:
             running = prepared.tool.execute(call.id, prepared.args, signal, on_update)
             with loop_awake():  # any tool, raw ones too: an interrupt is handled while it runs
-                gave_up, result = await _unless_aborted(running, signal)
+                gave_up, result = await unless_aborted(running, signal)
             if gave_up:
                 return self.stopped_error(call)
             duration_ms = _elapsed_ms(started)
