@@ -132,7 +132,10 @@ class _Run:
     async def poll(self, hook: GetQueuedMessages | None) -> list[AgentMessage]:
         if hook is None:
             return []
-        return list(await maybe_await(hook()))
+        queued = hook()
+        if type(queued) is list:  # a plain hook's answer, told without an ABC check
+            return list(queued)
+        return list(await maybe_await(queued))
 
     # --- the loop --------------------------------------------------------------------------------
 
@@ -321,7 +324,10 @@ class _Run:
         )
         options = await self.stream_options()
         produced = self.stream_fn(self.model, llm_context, options)
-        stream = await produced if inspect.isawaitable(produced) else produced
+        if type(produced) is AssistantMessageEventStream:  # the common case, told at once
+            stream = produced
+        else:
+            stream = await produced if inspect.isawaitable(produced) else produced
 
         send, offer_update = self.sink.send, self.sink.offer_update
         next_batch = (
@@ -355,7 +361,12 @@ class _Run:
             final = await stream.result()
         if not isinstance(final, AssistantMessage):
             raise TypeError(f"the stream function produced {type(final).__name__}, not a reply")
-        final.thinking_level = self.reasoning or "off"  # the level asked for (pi 1.6)
+        level = self.reasoning or "off"  # the level asked for (pi 1.6)
+        if type(final) is AssistantMessage:  # what pydantic's __setattr__ does, without it
+            final.__dict__["thinking_level"] = level
+            final.__pydantic_fields_set__.add("thinking_level")
+        else:
+            final.thinking_level = level
         if not started:
             await send(new_event(MessageStartEvent, {"type": "message_start", "message": final}))
         context.messages.append(final)

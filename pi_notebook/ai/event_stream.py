@@ -155,7 +155,10 @@ class AssistantMessageEventStream:
         """Append one event. Ignored after the stream completed."""
         if self._ended:
             return
-        self._seal()
+        live = self._live
+        if live is not None:  # inlined _seal: once per event that is not a delta
+            live.live = False
+            self._live = None
         self._backlog.append(event)
         # The discriminator, not isinstance: pydantic's metaclass makes a failing isinstance
         # check a Python-level call, twice per pushed delta.

@@ -85,13 +85,17 @@ class _PartialEvent(PiModel):
         source = private.get("_partial") if private else None
         if private is None or source is None:
             raise ValueError(f"{type(self).__name__} has no partial message")
-        if isinstance(source, AssistantMessage):
+        if type(source) is AssistantMessage:  # given, or built already (exact: no ABC check)
             return source
         chunks = private.get("_chunks")
-        if chunks is None:
-            message = cast(PartialSource, source).materialize()
-        else:
+        if chunks is not None:  # only ``partial_event`` sets it, with a chunked source
             message = cast(ChunkedPartialSource, source).materialize_at(chunks)
+            if type(message) is not AssistantMessage:
+                private["_chunks"] = None  # the next read takes it as it is
+        elif isinstance(source, AssistantMessage):
+            return source
+        else:
+            message = cast(PartialSource, source).materialize()
         private["_partial"] = message
         return message
 
