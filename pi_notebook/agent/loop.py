@@ -23,13 +23,15 @@ stopped at the token limit (``length``) does not run its tool calls: each gets a
 and the loop asks again. Every reply records the thinking level it was requested with.
 
 Cost per turn does not grow with the transcript: the working context is appended to, and with the
-default ``convert_to_llm`` only new messages are converted.
+default ``convert_to_llm`` only new messages are converted, into a list that is copied only while
+an earlier request still holds it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 from collections import deque
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from dataclasses import fields
@@ -79,6 +81,9 @@ __all__ = [
 ]
 
 _STREAM_OPTION_NAMES = tuple(f.name for f in fields(StreamOptions) if f.name != "extra")
+_OWN_REFERENCES = 2
+"""``sys.getrefcount`` of the converted message list when only ``_Run`` holds it (its attribute
+and the call's own argument)."""
 
 
 def default_stream_fn(
@@ -270,9 +275,14 @@ class _Run:
         if config.transform_context is None and config.convert_to_llm is default_convert_to_llm:
             if self._converted_from is not messages or self._converted_count > len(messages):
                 self._converted, self._converted_from, self._converted_count = [], messages, 0
+            elif sys.getrefcount(self._converted) > _OWN_REFERENCES:
+                # The last request's context (or whoever took its list) still holds it: it must
+                # not see this request's messages, so this one extends a copy. Once nothing else
+                # refers to it, the list is extended in place: no copy of the history per turn.
+                self._converted = list(self._converted)
             self._converted.extend(default_convert_to_llm(messages[self._converted_count :]))
             self._converted_count = len(messages)
-            return list(self._converted)
+            return self._converted
         view: list[AgentMessage] = messages
         if config.transform_context is not None:
             view = list(await maybe_await(config.transform_context(list(messages), self.signal)))
