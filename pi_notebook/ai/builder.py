@@ -600,7 +600,10 @@ class MessageBuilder:
         """Finish successfully: close open blocks, push ``done``."""
         self.end_open_blocks()
         message = self._final_message(stop_reason)
-        self._layout = None  # the layout refers back to the builder: no cycle outlives the reply
+        # The layout and the live run's snapshot refer back to the builder: no cycle outlives
+        # the reply (it would wait for the cyclic GC: 20-odd objects a reply).
+        self._layout = None
+        self._run = None
         self.finished = True
         fields = {"type": "done", "reason": stop_reason, "message": message}
         self.stream.push(construct(DoneEvent, fields, set(fields)))
@@ -624,6 +627,7 @@ class MessageBuilder:
         self._blocks = list(message.content)
         self._open = []
         self._layout = None
+        self._run = None
         self.finished = True
         fields = {"type": "error", "reason": reason, "error": message}
         self.stream.push(construct(ErrorEvent, fields, set(fields)))
