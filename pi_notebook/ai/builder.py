@@ -260,6 +260,10 @@ class _OpenBlock:
         return _tool_call(id, name, parse_partial_json(text), signature)
 
 
+_NO_OPEN_BLOCKS: list[tuple[int, _OpenBlock, int, str, str, str | None]] = []
+"""The ``_open`` of every layout taken while no block is open (never appended to)."""
+
+
 class _Layout:
     """The reply at one moment except the chunk count of block ``active`` (-1: none), which each
     event carries itself: the blocks, the open ones' metadata and chunk counts, usage and response
@@ -272,11 +276,15 @@ class _Layout:
         self._builder = builder
         self._blocks = blocks
         self._count = len(blocks)
-        self._open = [
-            (i, block, len(block.chunks), block._id, block._name, block._signature)
-            for i in builder._open
-            if isinstance(block := blocks[i], _OpenBlock)
-        ]
+        self._open = (
+            [
+                (i, block, len(block.chunks), block._id, block._name, block._signature)
+                for i in builder._open
+                if isinstance(block := blocks[i], _OpenBlock)
+            ]
+            if builder._open
+            else _NO_OPEN_BLOCKS  # most layouts: between blocks (no comprehension to run)
+        )
         self._usage = builder._usage
         self._ids = (builder._response_id, builder._response_model)
         self.active = active
