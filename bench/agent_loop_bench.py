@@ -39,6 +39,7 @@ from pi_notebook.ai import (
     MessageBuilder,
     Model,
     StreamOptions,
+    SystemMessage,
     TextContent,
     produce_stream,
 )
@@ -152,11 +153,14 @@ async def run_workload(workload: Workload) -> Run:
     seconds = time.perf_counter() - start
     FULL_GC_PASSES[workload.key] = gc.get_stats()[2]["collections"] - full_passes
 
+    # pi 1.6: the transcript opens with the system message holding the prompt and the tool
+    # declarations (no event reports it), then the prompt, the replies and the tool results.
     messages = agent.state.messages
-    expected = 2 + workload.turns * (1 + workload.tools) if workload.tools else 2
+    expected = 3 + workload.turns * (1 + workload.tools) if workload.tools else 3
     last = messages[-1]
     if (
         len(messages) != expected
+        or not isinstance(messages[0], SystemMessage)
         or agent.state.error_message
         or not isinstance(last, AssistantMessage)
         or last.text != closing_text(workload)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -159,6 +160,25 @@ def report(systems: list[System], keys: list[str], notes: list[str]) -> None:
         "“÷ ours” > 1 means pi_notebook is faster. " + " ".join(notes),
     )
 
+    pi = next((s for s in peers if s.name == PI), None)
+    if pi is not None:
+        rows = []
+        for key in keys:
+            ours_runs, pi_runs = ours.runs.get(key), pi.runs.get(key)
+            if not ours_runs or not pi_runs:
+                continue
+            mine = stats([r.seconds for r in ours_runs]).best
+            theirs = stats([r.seconds for r in pi_runs]).best
+            ratio = f"{mine / theirs:.2f}×"
+            rows.append([WORKLOADS[key].label, fmt_ms(mine), fmt_ms(theirs), ratio])
+        print_table(
+            "Agent loop: best wall time, ms (pi_notebook against pi)",
+            ["workload", OURS, PI, "ours ÷ pi"],
+            rows,
+            note="Best of the runs above, both measured in this run (issue 15 compares these). "
+            "“ours ÷ pi” < 1 means pi_notebook is faster.",
+        )
+
     rows = []
     for key in keys:
         row = [WORKLOADS[key].label]
@@ -222,9 +242,15 @@ def main() -> None:
     args = parser.parse_args()
     print(describe_environment(["pydantic", "pydantic-ai-slim"]))
     started = time.perf_counter()
+    load = os.getloadavg()
     systems, notes = asyncio.run(measure(args))
     report(systems, args.workloads, notes)
-    print(f"\n(whole run: {time.perf_counter() - started:.0f} s)")
+    after = os.getloadavg()
+    print(
+        f"\n(whole run: {time.perf_counter() - started:.0f} s; load average "
+        f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} before, "
+        f"{after[0]:.2f} / {after[1]:.2f} / {after[2]:.2f} after)"
+    )
 
 
 if __name__ == "__main__":

@@ -362,23 +362,27 @@ class Agent:
         finishes the delivery. ``tolerant``: log failing listeners instead of raising (while a
         run failure is reported)."""
         state = self._state
-        if event.type == "message_update":
+        if type(event) is MessageUpdateEvent:  # the per-delta case, told without reading a field
             state._streaming = event
-        elif event.type == "message_start":
-            state._streaming = event.message
-        elif event.type == "message_end":
-            state._streaming = None
-            state._messages.append(event.message)
-        elif event.type == "tool_execution_start":
-            state._pending_tool_calls.add(event.tool_call_id)
-        elif event.type == "tool_execution_end":
-            state._pending_tool_calls.discard(event.tool_call_id)
-        elif event.type == "turn_end":
-            message = event.message
-            if isinstance(message, AssistantMessage) and message.error_message:
-                state._error_message = message.error_message
-        elif event.type == "agent_end":
-            state._streaming = None
+        else:
+            kind = event.type  # read once (the literal-narrowing of mypy is lost: ignores below)
+            if kind == "message_update":
+                state._streaming = event  # type: ignore[assignment]
+            elif kind == "message_start":
+                state._streaming = event.message  # type: ignore[union-attr]
+            elif kind == "message_end":
+                state._streaming = None
+                state._messages.append(event.message)  # type: ignore[union-attr]
+            elif kind == "tool_execution_start":
+                state._pending_tool_calls.add(event.tool_call_id)  # type: ignore[union-attr]
+            elif kind == "tool_execution_end":
+                state._pending_tool_calls.discard(event.tool_call_id)  # type: ignore[union-attr]
+            elif kind == "turn_end":
+                message = event.message  # type: ignore[union-attr]
+                if isinstance(message, AssistantMessage) and message.error_message:
+                    state._error_message = message.error_message
+            elif kind == "agent_end":
+                state._streaming = None
 
         signal = self._signal
         listeners = self._listeners

@@ -17,6 +17,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypeVar
 from pydantic import Field, GetPydanticSchema, TypeAdapter, computed_field
 from pydantic_core import core_schema
 
+from ..ai.construct import (
+    construct,
+    new_instance,
+    set_dict,
+    set_extra,
+    set_fields_set,
+    set_private,
+)
 from ..ai.events import AssistantMessageEvent
 from ..ai.types import AssistantMessage, Message, PiModel, ToolResultMessage
 from .tools import AgentToolResult
@@ -41,6 +49,7 @@ __all__ = [
     "TurnStartEvent",
     "fast_construct",
     "message_update",
+    "new_event",
 ]
 
 AgentEventType: TypeAlias = Literal[
@@ -86,9 +95,8 @@ AgentMessageField = Annotated[
 """An ``AgentMessage`` inside an event: serialised as whatever model it is."""
 
 
-_new = object.__new__
-_set = object.__setattr__
 _M = TypeVar("_M", bound=PiModel)
+_E = TypeVar("_E", bound=PiModel)
 
 
 _REQUIRED = object()
@@ -114,24 +122,26 @@ def fast_construct(cls: type[_M], **values: Any) -> _M:
             if default is _REQUIRED:
                 raise TypeError(f"{cls.__name__}.{name} is required")
             values[name] = factory() if factory is not None else default
-    model = _new(cls)
-    _set(model, "__dict__", values)
-    _set(model, "__pydantic_fields_set__", fields_set)
-    _set(model, "__pydantic_extra__", {})
-    _set(model, "__pydantic_private__", None)
-    return model
+    return construct(cls, values, fields_set)
+
+
+def new_event(cls: type[_E], values: dict[str, Any]) -> _E:
+    """An event of ``cls`` from all its field values (``type`` included), without validation:
+    the loop's events, built from parts that are valid already. Positional and without a class
+    attribute lookup (a pydantic class's attributes are slow to read): it runs for every event."""
+    event = new_instance(cls)
+    set_dict(event, values)
+    set_fields_set(event, set(values))
+    set_extra(event, {})
+    set_private(event, None)
+    return event
 
 
 class _AgentEventBase(PiModel):
     @classmethod
     def _quick(cls, **values: Any) -> Self:
-        """Build without validation (the loop's per-delta path). Every field must be given."""
-        event = _new(cls)
-        _set(event, "__dict__", values)
-        _set(event, "__pydantic_fields_set__", set(values))
-        _set(event, "__pydantic_extra__", {})
-        _set(event, "__pydantic_private__", None)
-        return event
+        """Build without validation (``new_event`` with keywords). Every field must be given."""
+        return new_event(cls, values)
 
 
 class AgentStartEvent(_AgentEventBase):
@@ -171,7 +181,7 @@ class MessageUpdateEvent(_AgentEventBase):
     def __setattr__(self, name: str, value: Any) -> None:
         # ``message_update`` shares one fields set: copy it before pydantic adds to it.
         if self.__pydantic_fields_set__ is _UPDATE_FIELDS_SET:
-            _set(self, "__pydantic_fields_set__", set(_UPDATE_FIELDS_SET))
+            set_fields_set(self, set(_UPDATE_FIELDS_SET))
         super().__setattr__(name, value)
 
     @computed_field  # type: ignore[prop-decorator]
@@ -188,12 +198,12 @@ _UPDATE_FIELDS_SET = {"type", "assistant_message_event"}
 
 def message_update(event: AssistantMessageEvent) -> MessageUpdateEvent:
     """The ``message_update`` for a provider delta event (built once per streamed delta)."""
-    update = _new(MessageUpdateEvent)
-    _set(update, "__dict__", {"type": "message_update", "assistant_message_event": event})
+    update = new_instance(MessageUpdateEvent)
+    set_dict(update, {"type": "message_update", "assistant_message_event": event})
     # Shared: one GC-tracked object fewer per delta (bench.agent_loop_bench text_100k, gen-2 GC).
-    _set(update, "__pydantic_fields_set__", _UPDATE_FIELDS_SET)
-    _set(update, "__pydantic_extra__", {})
-    _set(update, "__pydantic_private__", None)
+    set_fields_set(update, _UPDATE_FIELDS_SET)
+    set_extra(update, {})
+    set_private(update, None)
     return update
 
 
@@ -263,7 +273,7 @@ class EventSink:
     ``send``, ``offer`` or ``flush``.
     """
 
-    __slots__ = ("_busy", "_drainer", "_emit", "_error", "_loop", "_queue", "_thread")
+    __slots__ = ("_busy", "_drainer", "_emit", "_error", "_handled", "_loop", "_queue", "_thread")
 
     def __init__(self, emit: Emit) -> None:
         self._emit = emit
@@ -273,12 +283,15 @@ class EventSink:
         self._error: BaseException | None = None
         self._loop = asyncio.get_running_loop()
         self._thread = threading.get_ident()
+        self._handled: asyncio.Future[None] = self._loop.create_future()
+        self._handled.set_result(None)
 
-    async def send(self, event: AgentEvent) -> None:
-        """Deliver ``event`` after everything queued before it; return once it was handled."""
+    def send(self, event: AgentEvent) -> Awaitable[None]:
+        """Deliver ``event`` after everything queued before it; the awaitable returned finishes
+        once it was handled. When ``emit`` handled it at once that is a finished future, which
+        ``await`` passes straight through (no coroutine made per event)."""
         pending = self.offer(event)
-        if pending is not None:
-            await pending
+        return self._handled if pending is None else pending
 
     def offer(self, event: AgentEvent) -> Awaitable[None] | None:
         """Start delivering ``event`` (after everything queued before it). Returns ``None`` if it
@@ -297,6 +310,29 @@ class EventSink:
             self._release()
             raise
         if pending is None:  # handled already (inlined _release: this runs once per delta)
+            self._busy = False
+            if self._queue:
+                self._start_drainer()
+            return None
+        return self._finish(pending)
+
+    def offer_update(self, event: AssistantMessageEvent) -> Awaitable[None] | None:
+        """``offer(message_update(event))`` in one call, for the loop's per-delta path: the
+        update is built here and, when nothing is queued, handed to ``emit`` at once."""
+        update = new_instance(MessageUpdateEvent)
+        set_dict(update, {"type": "message_update", "assistant_message_event": event})
+        set_fields_set(update, _UPDATE_FIELDS_SET)
+        set_extra(update, {})
+        set_private(update, None)
+        if self._error is not None or self._busy or self._queue:
+            return self.offer(update)
+        self._busy = True
+        try:
+            pending = self._emit(update)
+        except BaseException:
+            self._release()
+            raise
+        if pending is None:
             self._busy = False
             if self._queue:
                 self._start_drainer()
@@ -322,8 +358,15 @@ class EventSink:
         self._queue.append((event, None))
         self._start_drainer()
 
-    async def flush(self) -> None:
-        """Wait until every posted event was delivered; raise a delivery failure, if any."""
+    def flush(self) -> Awaitable[None]:
+        """Wait until every posted event was delivered; raise a delivery failure, if any (at
+        once when nothing is being delivered: the awaitable is then a finished future)."""
+        if self._drainer is not None:
+            return self._flush_drainer()
+        self._raise_pending_error()
+        return self._handled
+
+    async def _flush_drainer(self) -> None:
         drainer = self._drainer
         if drainer is not None:
             await asyncio.shield(drainer)

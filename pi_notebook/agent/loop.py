@@ -26,13 +26,15 @@ a system message before the next request, reported with the prompts or the injec
 (``tool_declarations``).
 
 Cost per turn does not grow with the transcript: the working context is appended to, and with the
-default ``convert_to_llm`` only new messages are converted.
+default ``convert_to_llm`` only new messages are converted, into a list that is copied only while
+an earlier request still holds it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 from collections import deque
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from dataclasses import fields
@@ -40,7 +42,7 @@ from typing import Any
 
 from ..ai.abort import AbortSignal
 from ..ai.event_stream import AssistantMessageEventStream
-from ..ai.events import BLOCK_EVENT_TYPES, AssistantMessageEvent
+from ..ai.events import BLOCK_EVENT_CLASSES, BLOCK_EVENT_TYPES, AssistantMessageEvent
 from ..ai.options import StreamOptions, maybe_await
 from ..ai.registry import stream_simple
 from ..ai.types import AssistantMessage, Context, Message, Model, ThinkingLevel, ToolResultMessage
@@ -55,7 +57,7 @@ from .events import (
     TurnEndEvent,
     TurnStartEvent,
     fast_construct,
-    message_update,
+    new_event,
 )
 from .tool_declarations import ToolDeclarations, declare_tool_changes
 from .tool_execution import execute_tool_calls, fail_truncated_tool_calls
@@ -83,6 +85,9 @@ __all__ = [
 ]
 
 _STREAM_OPTION_NAMES = tuple(f.name for f in fields(StreamOptions) if f.name != "extra")
+_OWN_REFERENCES = 2
+"""``sys.getrefcount`` of the converted message list when only ``_Run`` holds it (its attribute
+and the call's own argument)."""
 
 
 def default_stream_fn(
@@ -122,18 +127,25 @@ class _Run:
 
     async def emit_message(self, message: AgentMessage) -> None:
         """``message_start`` + ``message_end`` for a message that arrives whole."""
-        await self.sink.send(MessageStartEvent._quick(type="message_start", message=message))
-        await self.sink.send(MessageEndEvent._quick(type="message_end", message=message))
+        await self.sink.send(
+            new_event(MessageStartEvent, {"type": "message_start", "message": message})
+        )
+        await self.sink.send(
+            new_event(MessageEndEvent, {"type": "message_end", "message": message})
+        )
 
     async def end(self) -> None:
         await self.sink.send(
-            AgentEndEvent._quick(type="agent_end", messages=list(self.new_messages))
+            new_event(AgentEndEvent, {"type": "agent_end", "messages": list(self.new_messages)})
         )
 
     async def poll(self, hook: GetQueuedMessages | None) -> list[AgentMessage]:
         if hook is None:
             return []
-        return list(await maybe_await(hook()))
+        queued = hook()
+        if type(queued) is list:  # a plain hook's answer, told without an ABC check
+            return list(queued)
+        return list(await maybe_await(queued))
 
     # --- the loop --------------------------------------------------------------------------------
 
@@ -153,7 +165,7 @@ class _Run:
                         prepared = self.apply_next_turn(update)
                     if not pending:  # pick up steering queued while the preparation ran
                         pending = await self.poll(config.get_steering_messages)
-                    await send(TurnStartEvent._quick(type="turn_start"))
+                    await send(new_event(TurnStartEvent, {"type": "turn_start"}))
                 incoming = [*prepared, *pending]
                 if self.declarations is not None:  # pi 1.6: tool changes before every request
                     incoming = self.declarations.declare(self.context, incoming)
@@ -174,7 +186,11 @@ class _Run:
                     last_turn = TurnEndContext(reply, [], self.context, self.new_messages)
                     if config.finish_turn is not None:  # told, but the run ends regardless
                         await maybe_await(config.finish_turn(last_turn, self.signal))
-                    await send(TurnEndEvent._quick(type="turn_end", message=reply, tool_results=[]))
+                    await send(
+                        new_event(
+                            TurnEndEvent, {"type": "turn_end", "message": reply, "tool_results": []}
+                        )
+                    )
                     await self.end()
                     return
 
@@ -197,7 +213,10 @@ class _Run:
                     decision = await maybe_await(config.finish_turn(last_turn, self.signal))
                     action = finish_turn_action(decision)
                 await send(
-                    TurnEndEvent._quick(type="turn_end", message=reply, tool_results=tool_results)
+                    new_event(
+                        TurnEndEvent,
+                        {"type": "turn_end", "message": reply, "tool_results": tool_results},
+                    )
                 )
                 if action == "end":
                     await self.end()
@@ -264,9 +283,14 @@ class _Run:
         if config.transform_context is None and config.convert_to_llm is default_convert_to_llm:
             if self._converted_from is not messages or self._converted_count > len(messages):
                 self._converted, self._converted_from, self._converted_count = [], messages, 0
+            elif sys.getrefcount(self._converted) > _OWN_REFERENCES:
+                # The last request's context (or whoever took its list) still holds it: it must
+                # not see this request's messages, so this one extends a copy. Once nothing else
+                # refers to it, the list is extended in place: no copy of the history per turn.
+                self._converted = list(self._converted)
             self._converted.extend(default_convert_to_llm(messages[self._converted_count :]))
             self._converted_count = len(messages)
-            return list(self._converted)
+            return self._converted
         view: list[AgentMessage] = messages
         if config.transform_context is not None:
             view = list(await maybe_await(config.transform_context(list(messages), self.signal)))
@@ -323,9 +347,12 @@ class _Run:
         )
         options = await self.stream_options()
         produced = self.stream_fn(self.model, llm_context, options)
-        stream = await produced if inspect.isawaitable(produced) else produced
+        if type(produced) is AssistantMessageEventStream:  # the common case, told at once
+            stream = produced
+        else:
+            stream = await produced if inspect.isawaitable(produced) else produced
 
-        send, offer = self.sink.send, self.sink.offer
+        send, offer_update = self.sink.send, self.sink.offer_update
         next_batch = (
             stream.next_batch
             if isinstance(stream, AssistantMessageEventStream)
@@ -335,15 +362,18 @@ class _Run:
         final: AssistantMessage | None = None
         while final is None and (batch := await next_batch()):
             for event in batch:
-                kind = event.type
-                if kind in BLOCK_EVENT_TYPES:
-                    if started and (pending := offer(message_update(event))) is not None:
+                if type(event) in BLOCK_EVENT_CLASSES or (kind := event.type) in BLOCK_EVENT_TYPES:
+                    if started and (pending := offer_update(event)) is not None:
                         await pending
                 elif kind == "start":
                     if not started:
                         started = True
                         message = event.partial  # type: ignore[union-attr]
-                        await send(MessageStartEvent._quick(type="message_start", message=message))
+                        await send(
+                            new_event(
+                                MessageStartEvent, {"type": "message_start", "message": message}
+                            )
+                        )
                 elif kind == "done":
                     final = event.message  # type: ignore[union-attr]
                     break
@@ -354,11 +384,16 @@ class _Run:
             final = await stream.result()
         if not isinstance(final, AssistantMessage):
             raise TypeError(f"the stream function produced {type(final).__name__}, not a reply")
-        final.thinking_level = self.reasoning or "off"  # the level asked for (pi 1.6)
+        level = self.reasoning or "off"  # the level asked for (pi 1.6)
+        if type(final) is AssistantMessage:  # what pydantic's __setattr__ does, without it
+            final.__dict__["thinking_level"] = level
+            final.__pydantic_fields_set__.add("thinking_level")
+        else:
+            final.thinking_level = level
         if not started:
-            await send(MessageStartEvent._quick(type="message_start", message=final))
+            await send(new_event(MessageStartEvent, {"type": "message_start", "message": final}))
         context.messages.append(final)
-        await send(MessageEndEvent._quick(type="message_end", message=final))
+        await send(new_event(MessageEndEvent, {"type": "message_end", "message": final}))
         return final
 
 
@@ -400,8 +435,8 @@ async def run_agent_loop(
         context.system_prompt, [*context.messages, *prompts], list(context.tools)
     )
     run = _Run(working, list(prompts), config, signal, EventSink(emit), stream_fn)
-    await run.sink.send(AgentStartEvent._quick(type="agent_start"))
-    await run.sink.send(TurnStartEvent._quick(type="turn_start"))
+    await run.sink.send(new_event(AgentStartEvent, {"type": "agent_start"}))
+    await run.sink.send(new_event(TurnStartEvent, {"type": "turn_start"}))
     for prompt in prompts:
         await run.emit_message(prompt)
     await run.run()
@@ -427,8 +462,8 @@ async def run_agent_loop_continue(
     _check_continuable(context)
     working = AgentContext(context.system_prompt, list(context.messages), list(context.tools))
     run = _Run(working, [], config, signal, EventSink(emit), stream_fn)
-    await run.sink.send(AgentStartEvent._quick(type="agent_start"))
-    await run.sink.send(TurnStartEvent._quick(type="turn_start"))
+    await run.sink.send(new_event(AgentStartEvent, {"type": "agent_start"}))
+    await run.sink.send(new_event(TurnStartEvent, {"type": "turn_start"}))
     await run.run()
     return run.new_messages
 

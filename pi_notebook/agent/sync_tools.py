@@ -9,11 +9,12 @@ one more fails at once with ``SyncToolsExhausted``, which says how many were aba
 than waiting behind them. Workers are daemon threads: a hung tool does not keep the kernel from
 exiting.
 
-While a caller awaits a sync tool, its loop wakes every ``HEARTBEAT_S``. A signal (a kernel
-interrupt: Jupyter's Stop button is SIGINT) may be delivered to any thread, and Python runs its
-handler only once the main thread runs bytecode again: with the loop asleep in ``epoll_wait``
-and a tool that never returns, the interrupt would wait forever. ``loop_awake`` does the same
-for an async tool (one that sleeps for long, or swallows its cancellation).
+While a caller awaits a sync tool, its loop wakes every ``HEARTBEAT_S`` (``loop_awake``). A
+signal (a kernel interrupt: Jupyter's Stop button is SIGINT) may be delivered to any thread, and
+Python runs its handler only once the main thread runs bytecode again: with the loop asleep in
+``epoll_wait`` and a tool that never returns, the interrupt would wait forever. The tool
+execution keeps the loop awake the same way around every async tool (one that sleeps for long,
+or swallows its cancellation); one timer per loop serves all of them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import functools
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
 __all__ = [
@@ -175,26 +176,59 @@ async def run_sync_tool(fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> 
     call = functools.partial(context.run, fn, *args, **kwargs)
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
     _pool.submit(_Job(call, name, loop, future))
-    loop.call_later(HEARTBEAT_S, _heartbeat, loop, future)
-    return await future
+    with loop_awake():
+        return await future
 
 
-def _heartbeat(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:
-    """Wake the loop until ``future`` settles (or is abandoned), so signals get handled."""
-    if not future.done():
-        loop.call_later(HEARTBEAT_S, _heartbeat, loop, future)
+_awake: dict[asyncio.AbstractEventLoop, int] = {}
+"""Per loop, how many ``loop_awake`` blocks are open in it now."""
+_beating: set[asyncio.AbstractEventLoop] = set()
+"""Loops with a ``_beat`` timer pending. A loop closed before its timer fired stays here until
+the next loop starts beating (``_start_beating`` drops closed ones)."""
 
 
-@contextlib.contextmanager
-def loop_awake() -> Iterator[None]:
-    """Wake the running loop every ``HEARTBEAT_S`` inside the block (see above)."""
-    loop = asyncio.get_running_loop()
-    beating: asyncio.Future[None] = loop.create_future()
-    loop.call_later(HEARTBEAT_S, _heartbeat, loop, beating)
-    try:
-        yield
-    finally:
-        beating.cancel()
+class _LoopAwake:
+    """The context manager ``loop_awake`` returns (a class: it opens around every tool call)."""
+
+    __slots__ = ("_loop",)
+
+    def __enter__(self) -> None:
+        loop = self._loop = asyncio.get_running_loop()
+        open_blocks = _awake.get(loop, 0)
+        _awake[loop] = open_blocks + 1
+        if not open_blocks and loop not in _beating:
+            _start_beating(loop)
+
+    def __exit__(self, *_exc: object) -> None:
+        loop = self._loop
+        open_blocks = _awake[loop] - 1
+        if open_blocks:
+            _awake[loop] = open_blocks
+        else:
+            del _awake[loop]
+
+
+def loop_awake() -> contextlib.AbstractContextManager[None]:
+    """Wake the running loop every ``HEARTBEAT_S`` while any such block is open in it (see
+    above). One timer per loop serves every open block, so a block costs a count, not a timer:
+    it opens around every tool call."""
+    return _LoopAwake()
+
+
+def _start_beating(loop: asyncio.AbstractEventLoop) -> None:
+    for other in list(_beating):  # a snapshot: loops in other threads may add theirs
+        if other.is_closed():
+            _beating.discard(other)
+    _beating.add(loop)
+    loop.call_later(HEARTBEAT_S, _beat, loop)
+
+
+def _beat(loop: asyncio.AbstractEventLoop) -> None:
+    """The heartbeat of ``loop_awake``: beats on while a block is open in ``loop``."""
+    if loop in _awake:
+        loop.call_later(HEARTBEAT_S, _beat, loop)
+    else:
+        _beating.discard(loop)
 
 
 def sync_tool_threads() -> tuple[int, int]:

@@ -26,7 +26,8 @@ the other calls and the run go on.
 A sync tool's worker thread cannot be stopped: it finishes on its own and its late result is
 ignored. Once the signal fired, no further call starts (those already prepared end with
 "Operation aborted") and the remaining calls of the reply are skipped. ``before_tool_call`` (a
-confirmation prompt, say) is abandoned the same way.
+confirmation prompt, say) is abandoned the same way. A tool and the hook run in the task that
+runs the call, not in a task of their own (``abortable`` says how, and why).
 
 A call that ran records how long it took (``duration_ms``, on its ``tool_execution_end`` and its
 result message, as pi 1.6). The calls of a reply cut off by the token limit (stop reason
@@ -37,18 +38,18 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import logging
 import sys
 import time
 from collections.abc import Awaitable, Coroutine, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import Any, Final, TypeAlias
 
 from ..ai.abort import AbortSignal
 from ..ai.options import maybe_await
 from ..ai.producer import describe_error
 from ..ai.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, now_ms
+from .abortable import ABORT_GRACE_S, unless_aborted
 from .call_stops import CANCELLED_TOOL_MESSAGE
 from .events import (
     EventSink,
@@ -58,6 +59,7 @@ from .events import (
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
     fast_construct,
+    new_event,
 )
 from .sync_tools import loop_awake
 from .tool_output import MAX_TOOL_TEXT_CHARS, bound_result, bound_text
@@ -83,74 +85,15 @@ __all__ = [
 
 BLOCKED_TOOL_MESSAGE = "Tool execution was blocked"
 ABORTED_TOOL_MESSAGE = "Operation aborted"
-ABORT_GRACE_S: Final = 0.25
-"""Seconds a running tool gets after the abort to finish on its own before it is abandoned."""
-_UNWIND_S: Final = 0.05
-"""Seconds a cancelled tool gets to unwind before it is left behind."""
-
-_log = logging.getLogger(__name__)
-_T = TypeVar("_T")
-_abandoned: set[asyncio.Future[Any]] = set()
-"""Tools that ignored both the signal and the cancellation (kept referenced until they end)."""
+_VALIDATION: Final = f"{__package__}.validation"
 
 
-def _forget(task: asyncio.Future[Any]) -> None:
-    _abandoned.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        _log.debug("an abandoned tool failed late", exc_info=task.exception())
-
-
-async def _validation() -> ModuleType:
+async def _load_validation() -> ModuleType:
     """The validation module. jsonschema loads with the first call, not with the package (see
     agent/__init__.py), and in a thread: its import can take seconds (rfc3987-syntax builds a
-    grammar), which must not stall the event loop (a kernel's, with its widgets and aborts)."""
-    name = f"{__package__}.validation"
-    loaded = sys.modules.get(name)
-    if loaded is None:
-        loaded = await asyncio.to_thread(importlib.import_module, name)
-    return loaded
-
-
-async def _unless_aborted(work: Awaitable[_T], signal: AbortSignal | None) -> tuple[bool, _T]:
-    """``(False, result)`` once ``work`` ends (its exception propagates), or ``(True, None)``
-    when ``signal`` fired and ``work`` did not end within ``ABORT_GRACE_S``: it is cancelled
-    then, and abandoned if it does not unwind at once."""
-    if signal is None:
-        return False, await work
-    task = asyncio.ensure_future(work)
-    if not signal.aborted:
-        # One future woken by whichever comes first (no waiter task, no asyncio.wait: this runs
-        # for every tool call). ``abort()`` may run on another thread: it wakes through the loop.
-        loop = asyncio.get_running_loop()
-        woken = loop.create_future()
-
-        def wake(_: object) -> None:
-            if not woken.done():
-                woken.set_result(None)
-
-        task.add_done_callback(wake)
-        remove = signal.add_listener(lambda _s: loop.call_soon_threadsafe(wake, None))
-        try:
-            await woken
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
-        finally:
-            remove()
-            task.remove_done_callback(wake)
-        if task.done():
-            return False, task.result()
-    done, _ = await asyncio.wait((task,), timeout=ABORT_GRACE_S)
-    if done:
-        return False, task.result()
-    task.cancel()
-    done, _ = await asyncio.wait((task,), timeout=_UNWIND_S)
-    if done:
-        _forget(task)
-    else:
-        _abandoned.add(task)
-        task.add_done_callback(_forget)
-    return True, None  # type: ignore[return-value]
+    grammar), which must not stall the event loop (a kernel's, with its widgets and aborts).
+    Callers look in ``sys.modules`` first (no coroutine per call once it is loaded)."""
+    return await asyncio.to_thread(importlib.import_module, _VALIDATION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,14 +105,14 @@ class ToolBatch:
     terminate: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass sets fields through object.__setattr__
 class _Outcome:
     result: AgentToolResult
     is_error: bool
     duration_ms: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Prepared:
     call: ToolCall
     tool: AgentTool
@@ -256,7 +199,7 @@ class _Batch:
         return prepared
 
     async def _prepare(self, call: ToolCall, signal: AbortSignal | None) -> _Prepared | _Outcome:
-        validation = await _validation()
+        validation = sys.modules.get(_VALIDATION) or await _load_validation()
         arguments_error_for = validation.arguments_error_for
         validate_tool_arguments = validation.validate_tool_arguments
         tool = self.tools.get(call.name)
@@ -273,9 +216,7 @@ class _Batch:
             hook = self.config.before_tool_call
             if hook is not None:
                 context = BeforeToolCallContext(self.assistant, call, args, self.context)
-                gave_up, decision = await _unless_aborted(
-                    maybe_await(hook(context, signal)), signal
-                )
+                gave_up, decision = await unless_aborted(maybe_await(hook(context, signal)), signal)
                 if gave_up or (signal is not None and signal.aborted):
                     return self.stopped_error(call)
                 if decision is not None and not isinstance(decision, BeforeToolCallResult):
@@ -294,17 +235,20 @@ class _Batch:
         return _Prepared(call, tool, args, signal)
 
     async def execute(self, prepared: _Prepared) -> _Outcome:
-        """Run the tool; its progress updates are delivered before this returns."""
+        """Run the tool (its progress updates are delivered before this returns), then apply
+        ``after_tool_call``'s field-wise override, if any, and bound the result."""
         stops = self.stops
-        if stops is None:
-            return await self._execute(prepared)
         try:
             outcome = await self._execute(prepared)
         except BaseException:  # cancelled: the call's signal fires for what the tool started
-            stops.close(prepared.call.id, abort=True)
+            if stops is not None:
+                stops.close(prepared.call.id, abort=True)
             raise
-        stops.close(prepared.call.id)
-        return outcome
+        if stops is not None:
+            stops.close(prepared.call.id)
+        if self.config.after_tool_call is not None:
+            outcome = await self._after(prepared, outcome)
+        return _bounded(outcome)
 
     async def _execute(self, prepared: _Prepared) -> _Outcome:
         call, signal = prepared.call, prepared.signal
@@ -318,12 +262,15 @@ class _Batch:
                 raise TypeError(f"on_update takes an AgentToolResult, not {type(partial).__name__}")
             if accepting:
                 sink.post(
-                    ToolExecutionUpdateEvent._quick(
-                        type="tool_execution_update",
-                        tool_call_id=call.id,
-                        tool_name=call.name,
-                        args=call.arguments,
-                        partial_result=partial,
+                    new_event(
+                        ToolExecutionUpdateEvent,
+                        {
+                            "type": "tool_execution_update",
+                            "tool_call_id": call.id,
+                            "tool_name": call.name,
+                            "args": call.arguments,
+                            "partial_result": partial,
+                        },
                     )
                 )
 
@@ -331,7 +278,7 @@ class _Batch:
         try:
             running = prepared.tool.execute(call.id, prepared.args, signal, on_update)
             with loop_awake():  # any tool, raw ones too: an interrupt is handled while it runs
-                gave_up, result = await _unless_aborted(running, signal)
+                gave_up, result = await unless_aborted(running, signal)
             if gave_up:
                 return self.stopped_error(call)
             duration_ms = _elapsed_ms(started)
@@ -350,14 +297,9 @@ class _Batch:
         await sink.flush()
         return outcome
 
-    async def finalize(self, prepared: _Prepared, outcome: _Outcome) -> _Outcome:
-        """Apply ``after_tool_call``'s field-wise override, if any; bound the result."""
-        return _bounded(await self._after(prepared, outcome))
-
     async def _after(self, prepared: _Prepared, outcome: _Outcome) -> _Outcome:
         hook = self.config.after_tool_call
-        if hook is None:
-            return outcome
+        assert hook is not None
         context = AfterToolCallContext(
             self.assistant,
             prepared.call,
@@ -391,27 +333,33 @@ class _Batch:
             outcome.duration_ms,
         )
 
-    # --- events ----------------------------------------------------------------------------------
+    # --- events (``started`` and ``ended`` hand back ``send``'s awaitable: no coroutine) ------
 
-    async def started(self, call: ToolCall) -> None:
-        await self.sink.send(
-            ToolExecutionStartEvent._quick(
-                type="tool_execution_start",
-                tool_call_id=call.id,
-                tool_name=call.name,
-                args=call.arguments,
+    def started(self, call: ToolCall) -> Awaitable[None]:
+        return self.sink.send(
+            new_event(
+                ToolExecutionStartEvent,
+                {
+                    "type": "tool_execution_start",
+                    "tool_call_id": call.id,
+                    "tool_name": call.name,
+                    "args": call.arguments,
+                },
             )
         )
 
-    async def ended(self, call: ToolCall, outcome: _Outcome) -> None:
-        await self.sink.send(
-            ToolExecutionEndEvent._quick(
-                type="tool_execution_end",
-                tool_call_id=call.id,
-                tool_name=call.name,
-                result=outcome.result,
-                is_error=outcome.is_error,
-                duration_ms=outcome.duration_ms,
+    def ended(self, call: ToolCall, outcome: _Outcome) -> Awaitable[None]:
+        return self.sink.send(
+            new_event(
+                ToolExecutionEndEvent,
+                {
+                    "type": "tool_execution_end",
+                    "tool_call_id": call.id,
+                    "tool_name": call.name,
+                    "result": outcome.result,
+                    "is_error": outcome.is_error,
+                    "duration_ms": outcome.duration_ms,
+                },
             )
         )
 
@@ -428,8 +376,12 @@ class _Batch:
             duration_ms=outcome.duration_ms,
             timestamp=now_ms(),
         )
-        await self.sink.send(MessageStartEvent._quick(type="message_start", message=message))
-        await self.sink.send(MessageEndEvent._quick(type="message_end", message=message))
+        await self.sink.send(
+            new_event(MessageStartEvent, {"type": "message_start", "message": message})
+        )
+        await self.sink.send(
+            new_event(MessageEndEvent, {"type": "message_end", "message": message})
+        )
         return message
 
     # --- the two modes ---------------------------------------------------------------------------
@@ -442,7 +394,7 @@ class _Batch:
             if isinstance(prepared, _Outcome):
                 outcome = prepared
             else:
-                outcome = await self.finalize(prepared, await self.execute(prepared))
+                outcome = await self.execute(prepared)
             await self.ended(call, outcome)
             finished.append((outcome, await self.result_message(call, outcome)))
             if self.aborted:
@@ -466,7 +418,7 @@ class _Batch:
                 break
 
         async def run(index: int, prepared: _Prepared) -> None:
-            outcome = await self.finalize(prepared, await self.execute(prepared))
+            outcome = await self.execute(prepared)
             await self.ended(prepared.call, outcome)
             outcomes[index] = outcome
 

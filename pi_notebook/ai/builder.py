@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 from pydantic_core import from_json
 
-from .event_stream import AssistantMessageEventStream
+from .construct import construct
+from .event_stream import AssistantMessageEventStream, DeltaRun
 from .events import (
     DoneEvent,
     ErrorEvent,
@@ -104,24 +105,13 @@ def parse_tool_arguments(text: str) -> tuple[dict[str, Any], str | None]:
 
 # --- trusted construction ------------------------------------------------------------------------
 # The objects ``model_construct`` would build (the same ``__dict__`` in field order, the same
-# fields set) without its generic per-field loop: these run for every block, snapshot and reply.
-
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _construct(cls: type[Any], values: dict[str, Any], given: set[str]) -> Any:
-    model = _new(cls)
-    _set(model, "__dict__", values)
-    _set(model, "__pydantic_fields_set__", given)
-    _set(model, "__pydantic_extra__", {})
-    _set(model, "__pydantic_private__", None)
-    return model
+# fields set) without its generic per-field loop (``construct``): these run for every block,
+# snapshot and reply.
 
 
 def _text_content(text: str, signature: str | None) -> TextContent:
     values = {"type": "text", "text": text, "text_signature": signature}
-    content: TextContent = _construct(TextContent, values, {"text", "text_signature"})
+    content: TextContent = construct(TextContent, values, {"text", "text_signature"})
     return content
 
 
@@ -137,7 +127,7 @@ def _thinking_content(
     given = {"thinking", "thinking_signature"}
     if redacted is not None:
         given.add("redacted")
-    content: ThinkingContent = _construct(ThinkingContent, values, given)
+    content: ThinkingContent = construct(ThinkingContent, values, given)
     return content
 
 
@@ -165,7 +155,7 @@ def _tool_call(
     given = {"id", "name", "arguments", "thought_signature"}
     if final:
         given.update(("parse_error", "raw_arguments"))
-    call: ToolCall = _construct(ToolCall, values, given)
+    call: ToolCall = construct(ToolCall, values, given)
     return call
 
 
@@ -187,9 +177,9 @@ def _empty_usage() -> Usage:
         "cache_write_1h": None,
         "reasoning": None,
         "total_tokens": 0,
-        "cost": _construct(Cost, cost, set()),
+        "cost": construct(Cost, cost, set()),
     }
-    usage: Usage = _construct(Usage, values, set())
+    usage: Usage = construct(Usage, values, set())
     return usage
 
 
@@ -270,6 +260,10 @@ class _OpenBlock:
         return _tool_call(id, name, parse_partial_json(text), signature)
 
 
+_NO_OPEN_BLOCKS: list[tuple[int, _OpenBlock, int, str, str, str | None]] = []
+"""The ``_open`` of every layout taken while no block is open (never appended to)."""
+
+
 class _Layout:
     """The reply at one moment except the chunk count of block ``active`` (-1: none), which each
     event carries itself: the blocks, the open ones' metadata and chunk counts, usage and response
@@ -282,11 +276,15 @@ class _Layout:
         self._builder = builder
         self._blocks = blocks
         self._count = len(blocks)
-        self._open = [
-            (i, block, len(block.chunks), block._id, block._name, block._signature)
-            for i in builder._open
-            if isinstance(block := blocks[i], _OpenBlock)
-        ]
+        self._open = (
+            [
+                (i, block, len(block.chunks), block._id, block._name, block._signature)
+                for i in builder._open
+                if isinstance(block := blocks[i], _OpenBlock)
+            ]
+            if builder._open
+            else _NO_OPEN_BLOCKS  # most layouts: between blocks (no comprehension to run)
+        )
         self._usage = builder._usage
         self._ids = (builder._response_id, builder._response_model)
         self.active = active
@@ -325,6 +323,8 @@ class MessageBuilder:
         self._blocks: list[AssistantContent | _OpenBlock] = []
         self._open: list[int] = []
         self._layout: _Layout | None = None
+        self._run: DeltaRun | None = None
+        """The stream's run the last delta went into (the next may join it while it is live)."""
         self.started = False
         self.finished = False
 
@@ -388,7 +388,7 @@ class MessageBuilder:
             "total_tokens": input + output + cache_read + cache_write,
             "cost": None,
         }
-        usage: Usage = _construct(Usage, values, set(_USAGE_GIVEN))
+        usage: Usage = construct(Usage, values, set(_USAGE_GIVEN))
         values["cost"] = calculate_cost(self.model, usage)
         self.usage = usage
 
@@ -422,7 +422,7 @@ class MessageBuilder:
             "timestamp": self.timestamp,
             "duration_ms": None,
         }
-        message: AssistantMessage = _construct(AssistantMessage, values, set(_MESSAGE_FIELDS))
+        message: AssistantMessage = construct(AssistantMessage, values, set(_MESSAGE_FIELDS))
         return message
 
     def _final_message(
@@ -482,9 +482,19 @@ class MessageBuilder:
         chunks = self._blocks[index].chunks  # type: ignore[union-attr]
         chunks.append(delta)
         layout = self._layout
+        run = self._run
+        if (
+            run is not None
+            and run.live
+            and run.source is layout
+            and run.index == index
+            and run.last == len(chunks) - 1
+        ):
+            run.last += 1  # the live run queued in the stream takes it (see DeltaRun.live)
+            return
         if layout is None or layout.active != index:
             layout = self._layout = _Layout(self, index)
-        self.stream.push_delta(TextDeltaEvent, "text_delta", index, layout, chunks)
+        self._run = self.stream.push_delta(TextDeltaEvent, "text_delta", index, layout, chunks)
 
     def text_end(self, index: int, signature: str | None = None) -> None:
         if signature is not None:
@@ -503,9 +513,21 @@ class MessageBuilder:
         chunks = self._blocks[index].chunks  # type: ignore[union-attr]
         chunks.append(delta)
         layout = self._layout
+        run = self._run
+        if (
+            run is not None
+            and run.live
+            and run.source is layout
+            and run.index == index
+            and run.last == len(chunks) - 1
+        ):
+            run.last += 1  # the live run queued in the stream takes it (see DeltaRun.live)
+            return
         if layout is None or layout.active != index:
             layout = self._layout = _Layout(self, index)
-        self.stream.push_delta(ThinkingDeltaEvent, "thinking_delta", index, layout, chunks)
+        self._run = self.stream.push_delta(
+            ThinkingDeltaEvent, "thinking_delta", index, layout, chunks
+        )
 
     def thinking_end(self, index: int, signature: str | None = None) -> None:
         if signature is not None:
@@ -534,9 +556,21 @@ class MessageBuilder:
         chunks = self._blocks[index].chunks  # type: ignore[union-attr]
         chunks.append(delta)
         layout = self._layout
+        run = self._run
+        if (
+            run is not None
+            and run.live
+            and run.source is layout
+            and run.index == index
+            and run.last == len(chunks) - 1
+        ):
+            run.last += 1  # the live run queued in the stream takes it (see DeltaRun.live)
+            return
         if layout is None or layout.active != index:
             layout = self._layout = _Layout(self, index)
-        self.stream.push_delta(ToolCallDeltaEvent, "toolcall_delta", index, layout, chunks)
+        self._run = self.stream.push_delta(
+            ToolCallDeltaEvent, "toolcall_delta", index, layout, chunks
+        )
 
     def toolcall_end(self, index: int, arguments: dict[str, Any] | None = None) -> None:
         """Close a tool call; ``arguments`` replaces the streamed text (APIs that send objects)."""
@@ -574,10 +608,13 @@ class MessageBuilder:
         """Finish successfully: close open blocks, push ``done``."""
         self.end_open_blocks()
         message = self._final_message(stop_reason)
-        self._layout = None  # the layout refers back to the builder: no cycle outlives the reply
+        # The layout and the live run's snapshot refer back to the builder: no cycle outlives
+        # the reply (it would wait for the cyclic GC: 20-odd objects a reply).
+        self._layout = None
+        self._run = None
         self.finished = True
         fields = {"type": "done", "reason": stop_reason, "message": message}
-        self.stream.push(_construct(DoneEvent, fields, set(fields)))
+        self.stream.push(construct(DoneEvent, fields, set(fields)))
         return message
 
     def fail(self, error_message: str, *, aborted: bool = False) -> AssistantMessage:
@@ -598,7 +635,8 @@ class MessageBuilder:
         self._blocks = list(message.content)
         self._open = []
         self._layout = None
+        self._run = None
         self.finished = True
         fields = {"type": "error", "reason": reason, "error": message}
-        self.stream.push(_construct(ErrorEvent, fields, set(fields)))
+        self.stream.push(construct(ErrorEvent, fields, set(fields)))
         return message

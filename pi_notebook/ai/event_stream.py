@@ -33,9 +33,14 @@ __all__ = ["AssistantMessageEventStream", "DeltaRun", "EventBatch"]
 class DeltaRun:
     """Queued deltas ``first..last`` (chunk counts) into one block: event ``n`` is
     ``cls(type=kind, content_index=index, delta=chunks[n - 1])`` whose partial is
-    ``source.materialize_at(n)``. The producer only appends to ``chunks``."""
+    ``source.materialize_at(n)``. The producer only appends to ``chunks``.
 
-    __slots__ = ("chunks", "cls", "first", "index", "kind", "last", "source")
+    ``live`` while the run is the last thing queued and the consumer has not taken it: the next
+    delta into the same block and snapshot may then just raise ``last`` (``MessageBuilder`` does,
+    without a call into the stream). The stream clears it when anything else is queued, the
+    backlog is handed over, the run is taken or the stream ends."""
+
+    __slots__ = ("chunks", "cls", "first", "index", "kind", "last", "live", "source")
 
     def __init__(
         self,
@@ -51,6 +56,7 @@ class DeltaRun:
         self.source = source
         self.chunks = chunks
         self.first = self.last = len(chunks)
+        self.live = True
 
     def event(self, count: int) -> Any:
         """The event of the delta that brought the block to ``count`` chunks."""
@@ -117,6 +123,7 @@ class AssistantMessageEventStream:
         "_backlog",
         "_ended",
         "_final",
+        "_live",
         "_producer",
         "_result_waiters",
         "_started",
@@ -127,6 +134,8 @@ class AssistantMessageEventStream:
         self, producer: Callable[[AssistantMessageEventStream], Awaitable[None]] | None = None
     ):
         self._backlog = _Backlog()
+        self._live: DeltaRun | None = None
+        """The queued run that deltas may still join (see ``DeltaRun.live``)."""
         self._waiter: asyncio.Future[None] | None = None
         self._result_waiters: list[asyncio.Future[AssistantMessage]] = []
         self._ended = False
@@ -146,6 +155,10 @@ class AssistantMessageEventStream:
         """Append one event. Ignored after the stream completed."""
         if self._ended:
             return
+        live = self._live
+        if live is not None:  # inlined _seal: once per event that is not a delta
+            live.live = False
+            self._live = None
         self._backlog.append(event)
         # The discriminator, not isinstance: pydantic's metaclass makes a failing isinstance
         # check a Python-level call, twice per pushed delta.
@@ -161,28 +174,38 @@ class AssistantMessageEventStream:
 
     def push_delta(
         self, cls: type[Any], kind: str, index: int, source: ChunkedPartialSource, chunks: list[str]
-    ) -> None:
+    ) -> DeltaRun | None:
         """Append the event of the delta just appended to ``chunks`` (see ``DeltaRun``): it joins
-        the last queued run when it continues it. Ignored after the stream completed."""
+        the live run when it continues it. Returns the run it went into (``None``, ignored, after
+        the stream completed): while that run stays ``live``, the producer may queue the next
+        delta into the same block and snapshot by raising its ``last`` itself."""
         if self._ended:
-            return
-        backlog = self._backlog
-        if backlog:
-            run = backlog[-1]
-            if (
-                type(run) is DeltaRun
-                and run.chunks is chunks
-                and run.source is source
-                and run.last == len(chunks) - 1
-            ):
-                run.last += 1
-                return  # a consumer waits only on an empty backlog: nobody to wake
-        backlog.append(DeltaRun(cls, kind, index, source, chunks))
+            return None
+        run = self._live
+        if (
+            run is not None
+            and run.chunks is chunks
+            and run.source is source
+            and run.last == len(chunks) - 1
+        ):
+            run.last += 1
+            return run  # a consumer waits only on an empty backlog: nobody to wake
+        self._seal()
+        run = self._live = DeltaRun(cls, kind, index, source, chunks)
+        self._backlog.append(run)
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
             if not waiter.done():
                 waiter.set_result(None)
+        return run
+
+    def _seal(self) -> None:
+        """No delta joins the live run any more (something else comes after it, or it left)."""
+        run = self._live
+        if run is not None:
+            run.live = False
+            self._live = None
 
     def end(self, result: AssistantMessage | None = None) -> None:
         """Close the stream (without a terminal event, ``result`` becomes the final message)."""
@@ -196,6 +219,7 @@ class AssistantMessageEventStream:
 
     def _complete(self, message: AssistantMessage | None) -> None:
         self._ended = True
+        self._seal()
         self._final = message
         for fut in self._result_waiters:
             if not fut.done():
@@ -239,6 +263,8 @@ class AssistantMessageEventStream:
                 count = head.first
                 if count == head.last:
                     backlog.popleft()
+                    if head is self._live:
+                        self._seal()
                 else:
                     head.first = count + 1
                 event: AssistantMessageEvent = head.event(count)
@@ -256,6 +282,7 @@ class AssistantMessageEventStream:
             await self._wait()
         batch = self._backlog
         self._backlog = _Backlog()
+        self._seal()  # the consumer has it now
         return EventBatch(batch)
 
     async def _wait(self) -> None:

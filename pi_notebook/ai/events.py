@@ -14,10 +14,12 @@ from typing import Annotated, Any, Final, Literal, Protocol, TypeAlias, TypeVar,
 
 from pydantic import Field, PrivateAttr, computed_field
 
+from .construct import new_instance, set_dict, set_extra, set_fields_set, set_private
 from .types import AssistantMessage, PiModel, ToolCall
 
 __all__ = [
     "ASSISTANT_EVENT_TYPES",
+    "BLOCK_EVENT_CLASSES",
     "BLOCK_EVENT_TYPES",
     "DELTA_EVENT_TYPES",
     "AssistantEventType",
@@ -39,10 +41,6 @@ __all__ = [
     "delta_events",
     "partial_event",
 ]
-
-
-_new = object.__new__
-_set = object.__setattr__
 
 
 class PartialSource(Protocol):
@@ -75,7 +73,7 @@ class _PartialEvent(PiModel):
         # ``partial_event`` shares one fields set per class: copy it before pydantic adds to it.
         fields_set = self.__pydantic_fields_set__
         if fields_set is _SHARED_FIELDS_SETS.get(type(self)):
-            _set(self, "__pydantic_fields_set__", set(fields_set))
+            set_fields_set(self, set(fields_set))
         super().__setattr__(name, value)
 
     @computed_field  # type: ignore[prop-decorator]
@@ -87,13 +85,17 @@ class _PartialEvent(PiModel):
         source = private.get("_partial") if private else None
         if private is None or source is None:
             raise ValueError(f"{type(self).__name__} has no partial message")
-        if isinstance(source, AssistantMessage):
+        if type(source) is AssistantMessage:  # given, or built already (exact: no ABC check)
             return source
         chunks = private.get("_chunks")
-        if chunks is None:
-            message = cast(PartialSource, source).materialize()
-        else:
+        if chunks is not None:  # only ``partial_event`` sets it, with a chunked source
             message = cast(ChunkedPartialSource, source).materialize_at(chunks)
+            if type(message) is not AssistantMessage:
+                private["_chunks"] = None  # the next read takes it as it is
+        elif isinstance(source, AssistantMessage):
+            return source
+        else:
+            message = cast(PartialSource, source).materialize()
         private["_partial"] = message
         return message
 
@@ -118,11 +120,11 @@ def partial_event(
         shared = set(fields)
         if cls not in _SHARED_FIELDS_SETS:
             _SHARED_FIELDS_SETS[cls] = shared
-    event = _new(cls)
-    _set(event, "__dict__", fields)
-    _set(event, "__pydantic_fields_set__", shared)
-    _set(event, "__pydantic_extra__", {})
-    _set(event, "__pydantic_private__", {"_partial": source, "_chunks": chunks})
+    event = new_instance(cls)
+    set_dict(event, fields)
+    set_fields_set(event, shared)
+    set_extra(event, {})
+    set_private(event, {"_partial": source, "_chunks": chunks})
     return event
 
 
@@ -142,12 +144,14 @@ def delta_events(
     if shared is None or len(shared) != 3:
         shared = {"type", "content_index", "delta"}
         _SHARED_FIELDS_SETS.setdefault(cls, shared)
+    new, fields, extra, private = new_instance, set_dict, set_extra, set_private
+    given = set_fields_set
     for count in range(first, last + 1):
-        event = _new(cls)
-        _set(event, "__dict__", {"type": kind, "content_index": index, "delta": chunks[count - 1]})
-        _set(event, "__pydantic_fields_set__", shared)
-        _set(event, "__pydantic_extra__", {})
-        _set(event, "__pydantic_private__", {"_partial": source, "_chunks": count})
+        event = new(cls)
+        fields(event, {"type": kind, "content_index": index, "delta": chunks[count - 1]})
+        given(event, shared)
+        extra(event, {})
+        private(event, {"_partial": source, "_chunks": count})
         yield event
 
 
@@ -255,3 +259,19 @@ BLOCK_EVENT_TYPES: Final = frozenset(ASSISTANT_EVENT_TYPES) - {"start", "done", 
 """The events about one content block (they carry ``content_index``)."""
 DELTA_EVENT_TYPES: Final = frozenset(t for t in ASSISTANT_EVENT_TYPES if t.endswith("_delta"))
 """The events that carry a ``delta`` of a block's text, thinking or tool-call arguments."""
+BLOCK_EVENT_CLASSES: Final[frozenset[type[PiModel]]] = frozenset(
+    {
+        TextStartEvent,
+        TextDeltaEvent,
+        TextEndEvent,
+        ThinkingStartEvent,
+        ThinkingDeltaEvent,
+        ThinkingEndEvent,
+        ToolCallStartEvent,
+        ToolCallDeltaEvent,
+        ToolCallEndEvent,
+    }
+)
+"""The classes of the events in ``BLOCK_EVENT_TYPES``: ``type(event) in BLOCK_EVENT_CLASSES`` is
+the cheap test of the per-delta paths (an attribute of a pydantic model costs several times as
+much to read); an event of another class still goes by its ``type``."""

@@ -133,3 +133,34 @@ def test_shared_fields_sets_match_the_plain_events_and_copy_on_write() -> None:
     update.note = "an extra key"  # type: ignore[attr-defined]
     assert "note" in update.model_fields_set
     assert "note" not in other.model_fields_set
+
+
+async def test_a_request_keeps_the_messages_it_was_given_while_later_ones_grow(
+    faux: FauxProvider,
+) -> None:
+    """The converted history is extended in place only while no earlier request still holds
+    it: a stream function that keeps each context's list sees each as it was at its call."""
+    kept: list[tuple[list[Any], list[str]]] = []
+    forgotten: list[list[str]] = []
+
+    def keeping(model: Any, context: Any, options: Any) -> Any:
+        kept.append((context.messages, [m.role for m in context.messages]))
+        return faux.stream(model, context, options)
+
+    def forgetting(model: Any, context: Any, options: Any) -> Any:
+        forgotten.append([m.role for m in context.messages])
+        return faux.stream(model, context, options)
+
+    runs: list[list[str]] = []
+    for stream_fn in (keeping, forgetting):
+        faux.set_responses(
+            [_tool_reply("c1"), _tool_reply("c2"), _tool_reply("c3"), faux_assistant_message("ok")]
+        )
+        agent = Agent(model=faux.get_model(), tools=[_noop()], stream_fn=stream_fn)
+        await agent.prompt("go")
+        runs.append([m.role for m in agent.state.messages])
+    assert runs[0] == runs[1]
+    turn = ["assistant", "toolResult"]
+    expected = [["system", "user", *turn * calls] for calls in range(4)]
+    assert [roles for _, roles in kept] == expected == forgotten
+    assert [[m.role for m in messages] for messages, _ in kept] == expected  # none grew later

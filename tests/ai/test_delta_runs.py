@@ -3,6 +3,7 @@ sees exactly the events a stream of one object per delta would give."""
 
 from __future__ import annotations
 
+import gc
 from collections import deque
 from typing import Any
 
@@ -89,3 +90,52 @@ async def test_deltas_after_a_hand_over_go_to_the_next_batch() -> None:
     second = [e for e in await stream.next_batch()]
     assert [e.type for e in second] == ["text_delta", "text_end", "done"]
     assert second[0].delta == "c" and second[0].partial.text == "abc"
+
+
+async def test_deltas_after_the_consumer_took_the_live_run_start_a_new_one() -> None:
+    """The builder raises a live run's count itself; once ``anext`` took the run whole, or any
+    other event was queued after it, the next delta must be queued afresh (none lost)."""
+    stream = AssistantMessageEventStream()
+    out = MessageBuilder(MODEL, stream)
+    i = out.text_start()
+    out.text_delta(i, "a")
+    taken = [await anext(stream) for _ in range(3)]  # start, text_start, the delta: run gone
+    assert [e.type for e in taken] == ["start", "text_start", "text_delta"]
+    out.text_delta(i, "b")
+    out.text_delta(i, "c")
+    out.response_id = "r1"  # a new snapshot: the next delta is a new run
+    out.text_delta(i, "d")
+    queued = list(deque.__iter__(stream._backlog))
+    assert [(q.first, q.last) for q in queued] == [(2, 3), (4, 4)]
+    assert not queued[0].live and queued[1].live
+    out.text_end(i)  # queued after the run: it is sealed
+    assert not queued[1].live
+    out.done("stop")
+    rest = [e async for e in stream]
+    assert [getattr(e, "delta", e.type) for e in rest] == ["b", "c", "d", "text_end", "done"]
+    assert [e.partial.text for e in rest[:3]] == ["ab", "abc", "abcd"]
+    assert rest[2].partial.response_id == "r1" and rest[0].partial.response_id is None
+
+
+async def test_a_finished_reply_leaves_no_reference_cycle() -> None:
+    """Layouts and the live run refer back to the builder: once the reply is done nothing may
+    keep a cycle alive for the cyclic GC (it cost a gen-0 pass every few turns of a run)."""
+    gc.collect()
+    gc.disable()
+    try:
+        stream = AssistantMessageEventStream()
+        out = MessageBuilder(MODEL, stream)
+        i = out.text_start()
+        out.text_delta(i, "a")
+        out.text_delta(i, "b")
+        out.text_end(i)
+        k = out.toolcall_start("c1", "noop")
+        out.toolcall_delta(k, "{}")
+        out.toolcall_end(k)
+        out.done("toolUse")
+        seen = [e.partial.text for e in await stream.next_batch() if e.type != "done"]
+        assert seen[-1] == "ab"
+        del stream, out, seen
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
