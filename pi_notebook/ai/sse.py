@@ -144,9 +144,9 @@ class SSEDecoder:
 
     def _complete(self, body: bytes) -> list[ServerSentEvent]:
         """The events of ``body``, which holds no CR, starts at a line with no field pending
-        (only an id persists) and ends with a blank line. Split at the blank lines, an event of one ``data: `` line, optionally
-        after an ``event: `` line, is built directly; from the first other one on, the rest goes
-        through ``_lines``."""
+        (only an id persists) and ends with a blank line. Split at the blank lines, an event of
+        one ``data: `` line, optionally after an ``event: `` line, is built directly; from the
+        first other one on, the rest goes through ``_lines``."""
         events: list[ServerSentEvent] = []
         blocks = body.split(_BLANK)
         last = blocks.pop()  # b"", or b"\n" when the body ends with an odd run of LFs
