@@ -15,6 +15,15 @@ accumulates the reply text (checked against what the server sent):
 - ``pi-ai (node)``: the real pi-ai 0.73.1 ``stream()`` in node (``bench/peers/stream.mjs``, over
   the official JS SDKs), timed inside node after a warm-up read; when the node peers are installed.
 
+Where the time goes below the parser, when ``aiohttp`` and ``httpx-aiohttp`` are importable (they
+are no dependency of pi_notebook: ``pip install aiohttp httpx-aiohttp`` to see these rows):
+
+- ``aiohttp bytes``: aiohttp reading the body (its C parser undoes the chunked framing and hands
+  over whatever arrived, many events per read, where h11 hands over one HTTP chunk at a time);
+- ``pi_notebook on aiohttp``: the same ``pi_notebook`` run with its shared ``httpx.AsyncClient``
+  replaced, for the run only, by one on ``httpx_aiohttp.AiohttpTransport``. What a different
+  transport under httpx would give; pi_notebook itself always uses httpx's own.
+
 Consumers alternate order across repetitions; the table gives best and median µs per chunk and
 chunks/s for 10k, 100k and 1M deltas (at 1M only ours and the floor, unless ``--sdk-1m``: the
 SDKs are slow).
@@ -22,6 +31,11 @@ SDKs are slow).
     python3 -m bench.stream_bench                       # everything, a few minutes
     python3 -m bench.stream_bench --sizes 10k,100k --reps 5
     python3 -m bench.stream_bench --profile pi_notebook --protocol openai --sizes 100k
+    python3 -m bench.stream_bench --instructions "pi_notebook,httpx bytes"   # callgrind counts
+
+``--instructions`` counts what a consumer executes per chunk under ``valgrind --tool=callgrind``
+(the difference between a 2k and a 12k read, so start-up cancels out): slow, but the same on a
+busy machine, where the timings of one change can drown in the noise of the others.
 """
 
 from __future__ import annotations
@@ -33,6 +47,10 @@ import importlib.util
 import io
 import json
 import pstats
+import re
+import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -52,7 +70,7 @@ from bench.common import (
     run_node_json,
     stats,
 )
-from bench.sse_server import MODEL, expected_text, serve_in_subprocess
+from bench.sse_server import MODEL, REPO_ROOT, expected_text, serve_in_subprocess
 
 Protocol = Literal["openai", "anthropic"]
 ReadFn = Callable[[str, int], Awaitable[str | None]]
@@ -61,6 +79,7 @@ MeasureFn = Callable[[str, int, bool], Awaitable[float]]
 """``(server URL, N, check the reply?) -> seconds`` for one read of an N-chunk stream."""
 
 OURS = "pi_notebook"
+OURS_AIOHTTP = "pi_notebook on aiohttp"
 FLOOR = "httpx+sse+json"
 NODE = "pi-ai (node)"
 PROMPT = "Tell me a story."
@@ -86,11 +105,17 @@ class Consumers:
     def __init__(self) -> None:
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(600.0))
         self._sdk_clients: dict[tuple[str, int], Any] = {}
+        self._aiohttp: dict[str, Any] = {}
+        """The aiohttp session and the httpx client on its transport, made on first use."""
 
     async def aclose(self) -> None:
         await self.http.aclose()
         for client in self._sdk_clients.values():
             await client.close()
+        if "httpx" in self._aiohttp:
+            await self._aiohttp["httpx"].aclose()
+        if "session" in self._aiohttp:
+            await self._aiohttp["session"].close()
 
     # --- pi_notebook ------------------------------------------------------------------------------
 
@@ -110,6 +135,39 @@ class Consumers:
             elif event.type == "error":
                 raise RuntimeError(f"pi_notebook stream failed: {event.error.error_message}")
         return "".join(parts)
+
+    async def ours_on_aiohttp(self, protocol: Protocol, url: str, n: int) -> str:
+        """``ours`` with the shared client of this event loop on httpx-aiohttp's transport."""
+        from httpx_aiohttp import AiohttpTransport  # type: ignore[import-not-found,unused-ignore]
+
+        from pi_notebook.ai import http as http_layer
+
+        client = self._aiohttp.get("httpx")
+        if client is None:
+            client = self._aiohttp["httpx"] = httpx.AsyncClient(
+                transport=AiohttpTransport(), timeout=httpx.Timeout(600.0, connect=10.0)
+            )
+        loop = asyncio.get_running_loop()
+        own = http_layer._clients.get(loop)
+        http_layer._clients[loop] = client
+        try:
+            return await self.ours(protocol, url, n)
+        finally:
+            if own is None:
+                del http_layer._clients[loop]
+            else:
+                http_layer._clients[loop] = own
+
+    async def aiohttp_bytes(self, path: str, url: str, n: int) -> None:
+        import aiohttp  # type: ignore[import-not-found,unused-ignore]
+
+        session = self._aiohttp.get("session")
+        if session is None:
+            session = self._aiohttp["session"] = aiohttp.ClientSession()
+        async with session.post(f"{url}/n/{n}/v1/{path}", json={}) as response:
+            async for _chunk in response.content.iter_any():
+                pass
+        return None
 
     # --- official SDKs ----------------------------------------------------------------------------
 
@@ -200,18 +258,25 @@ class Consumers:
 
     def build(self, protocols: list[Protocol], *, node: bool) -> list[Consumer]:
         out: list[Consumer] = []
+        aiohttp = all(importlib.util.find_spec(m) for m in ("aiohttp", "httpx_aiohttp"))
         for protocol in protocols:
+            path = "chat/completions" if protocol == "openai" else "messages"
             if importlib.util.find_spec(_PROVIDER_MODULES[protocol]) is not None:
                 out.append(Consumer(OURS, protocol, _timed(_bind(self.ours, protocol))))
+                if aiohttp:
+                    on_aiohttp = _timed(_bind(self.ours_on_aiohttp, protocol))
+                    out.append(Consumer(OURS_AIOHTTP, protocol, on_aiohttp, large=False))
             if protocol == "openai":
                 sdk = Consumer("openai SDK", protocol, _timed(self.openai_sdk), large=False)
                 floor = Consumer(FLOOR, protocol, _timed(self.floor_openai))
-                raw = _timed(_bind(self.raw_bytes, "chat/completions"))
             else:
                 sdk = Consumer("anthropic SDK", protocol, _timed(self.anthropic_sdk), large=False)
                 floor = Consumer(FLOOR, protocol, _timed(self.floor_anthropic))
-                raw = _timed(_bind(self.raw_bytes, "messages"))
+            raw = _timed(_bind(self.raw_bytes, path))
             out += [sdk, floor, Consumer("httpx bytes", protocol, raw, large=False)]
+            if aiohttp:
+                raw = _timed(_bind(self.aiohttp_bytes, path))
+                out.append(Consumer("aiohttp bytes", protocol, raw, large=False))
             if node:
                 out.append(Consumer(NODE, protocol, _pi_ai_node(protocol), large=False))
         return out
@@ -325,6 +390,57 @@ async def run(args: argparse.Namespace) -> None:
     _report(selected, sizes, protocols)
 
 
+_ICOUNT_SIZES = (2_000, 12_000)
+
+
+def _instructions(names: list[str], protocols: list[Protocol]) -> None:
+    """Per consumer and protocol: instructions per chunk, from callgrind runs of one read each
+    (``--read-once``) at two sizes, against a server outside valgrind."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+    rows: list[list[str]] = []
+    with serve_in_subprocess() as url:
+        for protocol in protocols:
+            for name in names:
+                totals: list[int] = []
+                for n in _ICOUNT_SIZES:
+                    command = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+                    command += [sys.executable, "-m", "bench.stream_bench", "--read-once", name]
+                    command += ["--protocol", protocol, "--url", url, "--n", str(n)]
+                    done = subprocess.run(
+                        command, capture_output=True, text=True, cwd=REPO_ROOT, check=False
+                    )
+                    found = re.search(r"Collected : (\d+)", done.stderr)
+                    if done.returncode != 0 or found is None:
+                        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+                        raise SystemExit(f"{name} ({protocol}) failed: {' / '.join(tail)}")
+                    totals.append(int(found.group(1)))
+                per_chunk = (totals[1] - totals[0]) / (_ICOUNT_SIZES[1] - _ICOUNT_SIZES[0])
+                rows.append([protocol, name, f"{per_chunk / 1000:,.1f} k"])
+                print(f"  {protocol:9} {name:22} {per_chunk:10,.0f} instructions/chunk", flush=True)
+    print_table(
+        "Instructions per chunk (callgrind)",
+        ["protocol", "consumer", "instructions/chunk"],
+        rows,
+        note=f"(I({_ICOUNT_SIZES[1]}) − I({_ICOUNT_SIZES[0]})) ÷ "
+        f"{_ICOUNT_SIZES[1] - _ICOUNT_SIZES[0]}: one read each, start-up cancels out.",
+    )
+
+
+async def _read_once(name: str, protocol: Protocol, url: str, n: int) -> None:
+    """One read by consumer ``name`` (the child of ``--instructions``), nothing printed."""
+    consumers = Consumers()
+    try:
+        for consumer in consumers.build([protocol], node=False):
+            if consumer.name == name:
+                await consumer.measure(url, n, False)
+                return
+        raise SystemExit(f"no consumer named {name!r} for {protocol}")
+    finally:
+        await consumers.aclose()
+
+
 async def _profile(consumers: list[Consumer], name: str, url: str, n: int) -> None:
     """Run ``name`` once per protocol under cProfile and print where the time goes."""
     for consumer in consumers:
@@ -382,7 +498,8 @@ def _summary(consumers: list[Consumer], sizes: list[int], protocols: list[Protoc
     for protocol in protocols:
         sdk_name = "openai SDK" if protocol == "openai" else "anthropic SDK"
         for n in sizes:
-            ours, sdk, floor, node = (median(x, protocol, n) for x in (OURS, sdk_name, FLOOR, NODE))
+            names = (OURS, sdk_name, FLOOR, NODE, OURS_AIOHTTP)
+            ours, sdk, floor, node, on_aiohttp = (median(x, protocol, n) for x in names)
             if ours is None:
                 continue
             rows.append(
@@ -392,8 +509,11 @@ def _summary(consumers: list[Consumer], sizes: list[int], protocols: list[Protoc
                     fmt_us(sdk.median / n) if sdk else "–",
                     f"{sdk.median / ours.median:.2f}×" if sdk else "–",
                     fmt_us(node.median / n) if node else "–",
+                    f"{ours.median / node.median:.2f}×" if node else "–",
                     fmt_us(floor.median / n) if floor else "–",
                     f"{ours.median / floor.median:.2f}×" if floor else "–",
+                    fmt_us(on_aiohttp.median / n) if on_aiohttp else "–",
+                    f"{on_aiohttp.median / node.median:.2f}×" if on_aiohttp and node else "–",
                 ]
             )
     if not rows:
@@ -406,12 +526,16 @@ def _summary(consumers: list[Consumer], sizes: list[int], protocols: list[Protoc
             "SDK µs",
             "SDK ÷ ours",
             "pi-ai (node) µs",
+            "ours ÷ pi-ai",
             "floor µs",
             "ours ÷ floor",
+            "ours on aiohttp µs",
+            "that ÷ pi-ai",
         ],
         rows,
         note="SDK ÷ ours > 1 means pi_notebook is faster. Linear scaling: µs/chunk stays flat "
-        "from 10k to 1M.",
+        "from 10k to 1M. 'ours on aiohttp': the same run on httpx-aiohttp's transport (a "
+        "measurement, not an option of pi_notebook).",
     )
 
 
@@ -451,10 +575,27 @@ def main() -> None:
         "--no-node", action="store_true", help="leave out pi-ai (node) even when installed"
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="print every run")
+    parser.add_argument(
+        "--instructions",
+        metavar="CONSUMERS",
+        type=lambda s: [x.strip() for x in s.split(",")],
+        help="comma-separated consumers: count instructions per chunk under callgrind instead",
+    )
+    parser.add_argument("--read-once", metavar="CONSUMER", help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     for protocol in args.protocol:
         if protocol not in ("openai", "anthropic"):
             parser.error(f"unknown protocol {protocol!r}: use openai and/or anthropic")
+    if args.read_once:
+        if not args.url or not args.n or len(args.protocol) != 1:
+            parser.error("--read-once needs --url, --n and one --protocol")
+        asyncio.run(_read_once(args.read_once, args.protocol[0], args.url, args.n))
+        return
+    if args.instructions:
+        _instructions(args.instructions, args.protocol)
+        return
     print(describe_environment(["pydantic", "httpx", "httpx-sse", "openai", "anthropic"]))
     started = time.perf_counter()
     asyncio.run(run(args))
