@@ -309,6 +309,8 @@ class LocalServer:
             params.n_ctx = self.n_ctx
             params.n_predict = min(MAX_OUTPUT_TOKENS, self.n_ctx // 2)
             for name, value in self.sampling.items():
+                if not hasattr(params.sampling, name):
+                    raise LocalModelError(f"llama.cpp has no sampling parameter {name!r}")
                 setattr(params.sampling, name, value)
             if self.chat_template is not None:
                 params.use_jinja = True

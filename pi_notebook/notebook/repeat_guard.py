@@ -3,16 +3,16 @@
 Small local models (the 1.5B coder models that run on a laptop) fall into loops, above all at
 temperature 0: the same ``describe_variable`` or ``run_cell`` call turn after turn, each result
 the same as the last, until someone presses Stop. The guard counts identical calls (same tool,
-same arguments) within a run. Up to ``allowed`` of them run; later ones are refused with a reason
-the model reads ("already called N times… answer the user"), which breaks most loops; a model
-that still repeats the call ``stop_after`` times is stopped, its run ending as aborted with a
-notice in the run view. Different arguments, or the same call in another run, count afresh.
+same arguments) in a row within a run. Up to ``allowed`` of them run; later ones are refused with
+a reason the model reads ("already called N times… answer the user"), which breaks most loops; a
+model that still repeats the call ``stop_after`` times is stopped, its run ending as aborted with
+a notice in the run view. Any other call in between starts the count again, so running a cell
+again after editing it is never refused; so does another run.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,23 +30,25 @@ class RepeatVerdict:
 @dataclass
 class RepeatGuard:
     allowed: int = 2
-    """Identical calls in one run that go through."""
+    """Identical calls in a row that go through."""
     stop_after: int = 5
-    """The identical call that stops the run (refused calls included)."""
-    _seen: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """The identical call in a row that stops the run (refused calls included)."""
+    _last: tuple[str, str] | None = field(default=None, repr=False)
+    _streak: int = field(default=0, repr=False)
 
     def __post_init__(self) -> None:
         if not 1 <= self.allowed < self.stop_after:
             raise ValueError("need 1 <= allowed < stop_after")
 
     def begin_run(self) -> None:
-        self._seen.clear()
+        self._last, self._streak = None, 0
 
     def check(self, tool_name: str, arguments: dict[str, Any]) -> RepeatVerdict:
         """Count this call and say whether it may run."""
         key = (tool_name, json.dumps(arguments, sort_keys=True, default=str))
-        self._seen[key] += 1
-        times = self._seen[key]
+        self._streak = self._streak + 1 if key == self._last else 1
+        self._last = key
+        times = self._streak
         if times <= self.allowed:
             return RepeatVerdict()
         before = times - 1

@@ -281,6 +281,8 @@ def test_a_server_with_its_own_chat_template_and_sampling(local_model: Model) ->
             trust_env=False,
         )
         assert reply.json()["choices"][0]["message"]["content"]
+    with pytest.raises(local.LocalModelError, match="no sampling parameter 'temprature'"):
+        local.LocalServer(local.cached_model_path(), sampling={"temprature": 0}).start()
 
 
 # --- server errors -----------------------------------------------------------------------------

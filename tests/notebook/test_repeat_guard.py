@@ -25,11 +25,15 @@ def test_identical_calls_are_refused_then_stopped() -> None:
     assert verdicts[3].stop and "called 4 times" in (verdicts[3].reason or "")
 
 
-def test_other_arguments_tools_and_runs_count_afresh() -> None:
+def test_any_other_call_in_between_or_another_run_starts_the_count_again() -> None:
     guard = RepeatGuard(allowed=1, stop_after=3)
     assert guard.check("read_cell", {"cell": "In[1]"}).reason is None
     assert guard.check("read_cell", {"cell": "In[2]"}).reason is None
-    assert guard.check("read_history", {"cell": "In[1]"}).reason is None
+    assert guard.check("read_history", {"cell": "In[2]"}).reason is None
+    # run, edit, run again: the second run is not a repeat
+    assert guard.check("run_cell", {"cell_id": "c"}).reason is None
+    assert guard.check("edit_cell", {"cell_id": "c", "source": "x = 2"}).reason is None
+    assert guard.check("run_cell", {"cell_id": "c"}).reason is None
     # the same arguments in another key order are the same call
     assert guard.check("f", {"a": 1, "b": 2}).reason is None
     assert guard.check("f", {"b": 2, "a": 1}).reason is not None
