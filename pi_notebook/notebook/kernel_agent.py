@@ -436,7 +436,7 @@ class NotebookAgent:
         return self.history.records(since=since), since, until
 
     async def _append_change_summary(
-        self, changes: tuple[list[ExecutionRecord], int, int] | None
+        self, changes: tuple[list[ExecutionRecord], int, int] | None, anchor: str | None
     ) -> None:
         """Put the change summary into the session right before the prompt (a
         ``custom_message`` entry: the model sees it, ``%tree`` shows it)."""
@@ -452,7 +452,9 @@ class NotebookAgent:
         from ..harness.session import SessionWriteError
         from .workspace.summary import CUSTOM_TYPE, summarize_changes
 
-        summary = summarize_changes(records, since=since, until=until, document=document)
+        summary = summarize_changes(
+            records, since=since, until=until, document=document, anchor=anchor
+        )
         if summary is not None:
             # A failed write keeps it in memory (``unsaved_entries``): the run goes on and its
             # view says what is not saved (``_note_session_writes``).
@@ -478,7 +480,7 @@ class NotebookAgent:
             harness.set_thinking_level(thinking)
         self._branch_for_cell(cell_key)
         await self._start_mcp()
-        await self._append_change_summary(changes)
+        await self._append_change_summary(changes, self._run_cells.get(run.number))
         return await self._prompt(run, run.prompt)
 
     async def prepare_run(self) -> None:

@@ -558,19 +558,26 @@ def type_into(nb: LabNotebook, index: int, text: str) -> None:
 
 def test_the_change_summary_reads_the_document(open_ws: Callable[..., LabNotebook]) -> None:
     """What the model is told before a run comes from the open document too: a cell edited in
-    the editor after it ran, and a cell the user added and never ran."""
+    the editor after it ran, and a cell the user added and never ran; the cells below the
+    ``%%agent`` cell are only counted."""
     nb = open_ws(
         "ws_document.ipynb",
-        [LOAD, faux_setup('[faux_assistant_message("Noted.")]'), "rate = 0.1", "%%agent\nWhat?"],
+        [
+            LOAD,
+            faux_setup('[faux_assistant_message("Noted.")]'),
+            "rate = 0.1",
+            "%%agent\nWhat?",
+            "assert total == 20",
+        ],
     )
     nb.run_and_wait(0, 1, 2)
     type_into(nb, 2, "rate = 0.2")
     nb.page.evaluate(_JS_COMMAND, [nb.panel_id, 2, "notebook:insert-cell-below"])
-    nb.wait_until(lambda: len(cells_of(nb)) == 5, "the new cell")
+    nb.wait_until(lambda: len(cells_of(nb)) == 6, "the new cell")
     type_into(nb, 3, "total = rate * 100")
     cells = cells_of(nb)
     assert [c["source"] for c in cells[2:4]] == ["rate = 0.2", "total = rate * 100"]
-    edited_id, unrun_id = cells[2]["id"], cells[3]["id"]
+    edited_id, unrun_id, agent_id, below_id = (cells[i]["id"] for i in (2, 3, 4, 5))
 
     nb.run(4)
     nb.cell(4).locator(".pi-run .pi-transcript .pi-assistant", has_text="Noted.").wait_for()
@@ -588,5 +595,9 @@ def test_the_change_summary_reads_the_document(open_ws: Callable[..., LabNoteboo
     assert "EDITED after it ran" in edited and "rate = 0.2" in edited, summary
     unrun = next(line for line in document if f"id {unrun_id}" in line)
     assert "not run yet" in unrun and "total = rate * 100" in unrun, summary
+    agent = next(line for line in document if f"id {agent_id}" in line)
+    assert "this run's cell" in agent, summary
+    assert f"1 more cell the user wrote (ids {below_id})" in summary
+    assert "assert total == 20" not in summary
     # what the kernel really ran is there too: the old source of the edited cell
     assert "rate = 0.1" in summary

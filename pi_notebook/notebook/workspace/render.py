@@ -103,12 +103,22 @@ def _fenced(source: str) -> str:
     return f"```python\n{source.rstrip()}\n```" if source.strip() else "(empty cell)"
 
 
-def describe_document(cells: Sequence[DocumentCellLike], records: Sequence[Any]) -> str:
+def describe_document(
+    cells: Sequence[DocumentCellLike], records: Sequence[Any], *, anchor: str | None = None
+) -> str:
     """The open notebook's cells in order, flagging where the document and the kernel
-    disagree (never run, edited after running)."""
+    disagree (never run, edited after running).
+
+    ``anchor`` is the id of the cell that started the run. The cells down to it are listed;
+    the ones below it are only counted with their ids: the agent's cells land right below the
+    anchor and may build on what is above, never on what the user wrote further down (a small
+    model otherwise copies those cells into its own). ``read_cell`` still reads any of them.
+    """
     ran = {r.cell_id for r in records if getattr(r, "cell_id", None)}
+    ids = [cell.id for cell in cells]
+    cut = ids.index(anchor) + 1 if anchor in ids else len(cells)
     lines: list[str] = []
-    for position, cell in enumerate(cells, start=1):
+    for position, cell in enumerate(cells[:cut], start=1):
         notes: list[str] = []
         if cell.cell_type == "code":
             if cell.execution_count is None and cell.id not in ran:
@@ -118,7 +128,20 @@ def describe_document(cells: Sequence[DocumentCellLike], records: Sequence[Any])
             count = f"In[{cell.execution_count}]" if cell.execution_count else "In[ ]"
         else:
             count = cell.cell_type
+        if cell.id == anchor:
+            notes.append("this run's cell: the cells you insert go right below it")
         note = f" ({'; '.join(notes)})" if notes else ""
         first = clip(cell.source.strip().replace("\n", " ⏎ "), 160) or "(empty)"
         lines.append(f"{position}. [{count}] id {cell.id}{note}: {first}")
+    below = ids[cut:]
+    if below:
+        shown = ", ".join(below[:MAX_IDS_BELOW]) + (", …" if len(below) > MAX_IDS_BELOW else "")
+        lines.append(
+            f"Below this run's cell: {len(below)} more cell{'s' if len(below) > 1 else ''} "
+            f"the user wrote (ids {shown}), not part of your task; read_cell reads one "
+            "if you need it."
+        )
     return "\n".join(lines)
+
+
+MAX_IDS_BELOW = 8

@@ -49,10 +49,12 @@ def summarize_changes(
     since: int,
     until: int,
     document: Sequence[DocumentCellLike] | None = None,
+    anchor: str | None = None,
     limit: int = MAX_SUMMARY_CHARS,
 ) -> ChangeSummary | None:
     """The summary of ``records`` (those in ``[since, until)``), or None when nothing but
-    conversation cells ran and there is no document to describe."""
+    conversation cells ran and there is no document to describe. ``anchor`` is the id of the
+    cell that started the run (see ``describe_document``)."""
     ran = [r for r in records if since <= r.index < until and not is_conversation_cell(r)]
     if not ran and not (document and since == 0):
         return None  # nothing new: the document itself is sent once, then read with list_cells
@@ -75,7 +77,7 @@ def summarize_changes(
     if document:
         tail.append(
             "The open notebook now (cells in document order):\n"
-            + describe_document(document, records)
+            + describe_document(document, records, anchor=anchor)
         )
     if not ran:
         parts = ["(no cells ran)"]
