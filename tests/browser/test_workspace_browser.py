@@ -597,7 +597,7 @@ def test_the_change_summary_reads_the_document(open_ws: Callable[..., LabNoteboo
     assert "not run yet" in unrun and "total = rate * 100" in unrun, summary
     agent = next(line for line in document if f"id {agent_id}" in line)
     assert "this run's cell" in agent, summary
-    assert f"1 more cell the user wrote (ids {below_id})" in summary
+    assert "1 more cell the user wrote" in summary and below_id not in summary
     assert "assert total == 20" not in summary
     # what the kernel really ran is there too: the old source of the edited cell
     assert "rate = 0.1" in summary

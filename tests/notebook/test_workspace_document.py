@@ -128,8 +128,8 @@ def test_summary_lists_the_document_down_to_the_run_cell_and_only_counts_the_res
     text = summary.text
     assert "1. [In[1]] id load: data = {'price': 4}" in text
     assert "id ask (this run's cell: the cells you insert go right below it)" in text
-    assert "2 more cells the user wrote (ids check, notes)" in text
-    assert "assert total" not in text and "Checks below" not in text
+    assert "2 more cells the user wrote, not part of your task" in text
+    assert "assert total" not in text and "Checks below" not in text and "check" not in text
     # an anchor the document does not hold (a cell deleted meanwhile) lists every cell
     unknown = summarize_changes(RECORDS, since=0, until=4, document=cells, anchor="gone")
     assert unknown is not None and "assert total(data) == 4" in unknown.text
@@ -137,7 +137,7 @@ def test_summary_lists_the_document_down_to_the_run_cell_and_only_counts_the_res
         Cell(f"c{i}", "code", "x", None) for i in range(20)
     ]
     bounded = summarize_changes([], since=0, until=0, document=many, anchor="ask")
-    assert bounded is not None and "20 more cells" in bounded.text and "c7, …" in bounded.text
+    assert bounded is not None and "20 more cells" in bounded.text and "c1" not in bounded.text
 
 
 def call(tools: dict[str, Any], name: str, **args: Any) -> str:

@@ -10,6 +10,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -335,6 +336,29 @@ async def test_run_cell_refuses_while_a_cell_waits_for_the_run(workspace: Setup)
     result = await asyncio.wait_for(running, 5)
     assert "could not run yet" in text(result) and "queued" in text(result)
     assert result.details["notebook"]["queued"] is True
+
+
+async def test_run_cell_stops_waiting_for_a_cell_that_waits_for_the_run(workspace: Setup) -> None:
+    """The agent runs a cell that awaits the agent's own run: neither could end, so the tool
+    says so once the cell has started, and the run goes on (the cell ends after it)."""
+    frontend, document, _tools, _made = workspace
+    waiting = [False]
+    tools = WriteTools(document, _tools.history, waited_on=lambda: waiting[0])
+    made = tools.tools()
+    frontend.cells.append({"id": "check", "cell_type": "code", "source": "await pi.wait()"})
+
+    def start_and_wait(cell: dict[str, Any]) -> None:  # the cell starts, then awaits the run
+        info = SimpleNamespace(raw_cell=cell["source"], cell_id=cell["id"], store_history=True)
+        tools.history.pre_run_cell(info)
+        waiting[0] = True
+
+    frontend.execute = start_and_wait  # type: ignore[method-assign]
+    tools.approve("c1")
+    result = await asyncio.wait_for(
+        made["run_cell"].execute("c1", {"cell_id": "check"}, None, lambda _p: None), 5
+    )
+    assert "is waiting for this agent run to finish" in text(result), text(result)
+    assert result.details["notebook"]["waits_for_run"] is True
 
 
 async def test_a_frontend_that_goes_away_fails_requests_clearly(workspace: Setup) -> None:

@@ -459,9 +459,18 @@ class WriteTools:
                 await asyncio.wait([waiting], timeout=RUN_POLL_SECONDS)
                 if waiting.done():
                     break
-                if self.waited_on() and not self._started(cell.id, mark):
-                    words = self._deadlock_words(cell.id, queued=True)
-                    return _text_result(words, {**detail, "applied": False, "queued": True})
+                if self.waited_on():
+                    if not self._started(cell.id, mark):
+                        words = self._deadlock_words(cell.id, queued=True)
+                        return _text_result(words, {**detail, "applied": False, "queued": True})
+                    # the cell itself waits for this run (it awaits pi_notebook.current().wait()):
+                    # it can only end after the run, so waiting for it would never end
+                    return _text_result(
+                        f"Cell {cell.id} started and is waiting for this agent run to finish, "
+                        "so it cannot end while you wait for it. It will finish after this run "
+                        "ends. Do not run it again; answer the user now.",
+                        {**detail, "applied": True, "waits_for_run": True},
+                    )
                 if signal is not None and signal.aborted:
                     return _text_result(
                         f"Stopped waiting for cell {cell.id}: the run was stopped. The cell "

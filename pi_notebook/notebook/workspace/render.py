@@ -110,9 +110,9 @@ def describe_document(
     disagree (never run, edited after running).
 
     ``anchor`` is the id of the cell that started the run. The cells down to it are listed;
-    the ones below it are only counted with their ids: the agent's cells land right below the
-    anchor and may build on what is above, never on what the user wrote further down (a small
-    model otherwise copies those cells into its own). ``read_cell`` still reads any of them.
+    the ones below it are only counted: the agent's cells land right below the anchor and may
+    build on what is above, never on what the user wrote further down (a small model otherwise
+    copies those cells into its own, or runs them). ``list_cells`` still lists them all.
     """
     ran = {r.cell_id for r in records if getattr(r, "cell_id", None)}
     ids = [cell.id for cell in cells]
@@ -133,15 +133,10 @@ def describe_document(
         note = f" ({'; '.join(notes)})" if notes else ""
         first = clip(cell.source.strip().replace("\n", " ⏎ "), 160) or "(empty)"
         lines.append(f"{position}. [{count}] id {cell.id}{note}: {first}")
-    below = ids[cut:]
+    below = len(cells) - cut
     if below:
-        shown = ", ".join(below[:MAX_IDS_BELOW]) + (", …" if len(below) > MAX_IDS_BELOW else "")
         lines.append(
-            f"Below this run's cell: {len(below)} more cell{'s' if len(below) > 1 else ''} "
-            f"the user wrote (ids {shown}), not part of your task; read_cell reads one "
-            "if you need it."
+            f"(Below this run's cell: {below} more cell{'s' if below > 1 else ''} the user "
+            "wrote, not part of your task.)"
         )
     return "\n".join(lines)
-
-
-MAX_IDS_BELOW = 8
