@@ -8,6 +8,7 @@ tool runs stops the waiting cell only; the run is then aborted the same way."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from jupyter_core.utils import ensure_async
 from nbclient import NotebookClient
 
 from tests.notebook.kernel_notebook import FAUX_SETUP, execute, outputs_text
@@ -160,14 +162,40 @@ def test_abort_ends_a_run_whose_tool_ignores_it(tmp_path: Path, kind: str) -> No
 
 
 STOP_TAG = "press-stop"
-"""A cell so tagged is interrupted by the kernel manager (the Stop button) after STOP_AFTER_S."""
-STOP_AFTER_S = 5  # long enough that the kernel is awaiting in the cell, also under load
+"""A cell so tagged is interrupted by the kernel manager (the Stop button) once it printed
+STOP_MARKER, its last statement before it awaits."""
+STOP_MARKER = "awaiting\n"
+STOP_SETTLE_S = 0.2
+"""From the marker reaching the client to the interrupt: the kernel has gone from its print into
+the await long before (a few bytecodes), this is a margin for a descheduled kernel."""
+
+
+class _StopPresser(NotebookClient):
+    """Presses Stop (``interrupt_kernel``, as the button does) when a cell tagged STOP_TAG has
+    printed STOP_MARKER: on an event, not after a fixed wait."""
+
+    pressed = False
+
+    def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
+        out = super().process_message(msg, cell, cell_index)
+        if (
+            not self.pressed
+            and STOP_TAG in cell.metadata.get("tags", ())
+            and msg["msg_type"] == "stream"
+            and STOP_MARKER in msg["content"].get("text", "")
+        ):
+            self.pressed = True
+            loop = asyncio.get_running_loop()
+            loop.call_later(STOP_SETTLE_S, lambda: asyncio.ensure_future(self._press()))
+        return out
+
+    async def _press(self) -> None:
+        await ensure_async(self.km.interrupt_kernel())
 
 
 def execute_pressing_stop(cells: list[str], directory: Path, stop: int) -> Any:
     """``execute`` with cell ``stop`` interrupted through the kernel manager, as the Stop button
-    does (nbclient's interrupt on a per-cell timeout: the timeout is the moment the user
-    presses Stop, not a limit asserted)."""
+    does, once that cell printed STOP_MARKER (then it awaits)."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     nb.cells[stop].metadata["tags"] = [STOP_TAG]
@@ -176,19 +204,18 @@ def execute_pressing_stop(cells: list[str], directory: Path, stop: int) -> Any:
     for key in ("PI_NOTEBOOK_MODEL", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"):
         os.environ.pop(key, None)
     try:
-        NotebookClient(
+        client = _StopPresser(
             nb,
-            timeout_func=lambda cell: (
-                STOP_AFTER_S if STOP_TAG in cell.metadata.get("tags", ()) else 120
-            ),
-            interrupt_on_timeout=True,
+            timeout=120,
             allow_errors=True,
             kernel_name="python3",
             resources={"metadata": {"path": str(directory)}},
-        ).execute()
+        )
+        client.execute()
     finally:
         os.environ.clear()
         os.environ.update(saved)
+    assert client.pressed, "the stop cell never printed its marker"
     return nb
 
 
@@ -204,7 +231,8 @@ def test_the_stop_button_while_a_deaf_tool_runs_stops_the_waiting_only(
             "%%agent\nUse slow",
             WAIT_STARTED,
             "%%agent\nAfter the abort",
-            "await pi_notebook.current().wait()",  # Stop pressed while this waits
+            # Stop pressed while this waits
+            f"print({STOP_MARKER!r}, end='', flush=True)\nawait pi_notebook.current().wait()",
             "print(pi_notebook.current().runs[0].state)",
             "aborted_at = time.monotonic()\n%abort",
             CHECK,
@@ -217,6 +245,8 @@ def test_the_stop_button_while_a_deaf_tool_runs_stops_the_waiting_only(
     # ipykernel cancels an awaiting cell's task on an interrupt: CancelledError (or, in a sync
     # cell, KeyboardInterrupt)
     stopped = outputs_text(nb.cells[6])
+    assert stopped.startswith(STOP_MARKER), stopped
+    stopped = stopped.removeprefix(STOP_MARKER)
     assert stopped.startswith(("KeyboardInterrupt", "CancelledError")), stopped
     assert outputs_text(nb.cells[7]) == "running\n"  # the interrupt did not end the run
     assert outputs_text(nb.cells[8]) == "Aborted the run.\n"
