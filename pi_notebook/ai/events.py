@@ -39,6 +39,7 @@ __all__ = [
     "ToolCallEndEvent",
     "ToolCallStartEvent",
     "delta_events",
+    "delta_fields_set",
     "partial_event",
 ]
 
@@ -129,6 +130,15 @@ def partial_event(
     return event  # type: ignore[no-any-return]
 
 
+def delta_fields_set(cls: type[_PartialEvent]) -> set[str]:
+    """The ``__pydantic_fields_set__`` every delta event of ``cls`` shares (copied on write)."""
+    shared = _SHARED_FIELDS_SETS.get(cls)
+    if shared is None or len(shared) != 3:
+        shared = {"type", "content_index", "delta"}
+        _SHARED_FIELDS_SETS.setdefault(cls, shared)
+    return shared
+
+
 def delta_events(
     cls: type[_E],
     kind: str,
@@ -141,10 +151,7 @@ def delta_events(
     """The events of the deltas that brought block ``index`` from ``first - 1`` to ``last``
     chunks: ``partial_event(cls, {"type": kind, "content_index": index, "delta": chunk}, source,
     count)`` for each, built one at a time (the stream's queued ``DeltaRun``)."""
-    shared = _SHARED_FIELDS_SETS.get(cls)
-    if shared is None or len(shared) != 3:
-        shared = {"type", "content_index", "delta"}
-        _SHARED_FIELDS_SETS.setdefault(cls, shared)
+    shared = delta_fields_set(cls)
     new = blank
     for count in range(first, last + 1):
         event = new()
