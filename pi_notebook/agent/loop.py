@@ -41,7 +41,7 @@ from dataclasses import fields
 from typing import Any
 
 from ..ai.abort import AbortSignal
-from ..ai.event_stream import AssistantMessageEventStream
+from ..ai.event_stream import AssistantMessageEventStream, DeltaRun
 from ..ai.events import BLOCK_EVENT_CLASSES, BLOCK_EVENT_TYPES, AssistantMessageEvent
 from ..ai.options import StreamOptions, maybe_await
 from ..ai.registry import stream_simple
@@ -352,9 +352,9 @@ class _Run:
         else:
             stream = await produced if inspect.isawaitable(produced) else produced
 
-        send, offer_update = self.sink.send, self.sink.offer_update
+        send, offer_update, offer_run = self.sink.send, self.sink.offer_update, self.sink.offer_run
         next_batch = (
-            stream.next_batch
+            _queued(stream)
             if isinstance(stream, AssistantMessageEventStream)
             else _one_at_a_time(stream)
         )
@@ -362,8 +362,13 @@ class _Run:
         final: AssistantMessage | None = None
         while final is None and (batch := await next_batch()):
             for event in batch:
-                if type(event) in BLOCK_EVENT_CLASSES or (kind := event.type) in BLOCK_EVENT_TYPES:
-                    if started and (pending := offer_update(event)) is not None:
+                if type(event) is DeltaRun:  # deltas into one block: their events built as sent
+                    if started and (pending := offer_run(event)) is not None:
+                        await pending
+                elif type(event) in BLOCK_EVENT_CLASSES or (
+                    (kind := event.type) in BLOCK_EVENT_TYPES  # type: ignore[union-attr]
+                ):
+                    if started and (pending := offer_update(event)) is not None:  # type: ignore[arg-type]
                         await pending
                 elif kind == "start":
                     if not started:
@@ -395,6 +400,19 @@ class _Run:
         context.messages.append(final)
         await send(new_event(MessageEndEvent, {"type": "message_end", "message": final}))
         return final
+
+
+def _queued(
+    stream: AssistantMessageEventStream,
+) -> Callable[[], Awaitable[Iterable[AssistantMessageEvent | DeltaRun]]]:
+    """``next_batch`` giving what is queued, each run of deltas whole (``EventBatch.queued``)."""
+    take = stream.next_batch
+
+    async def next_batch() -> Iterable[AssistantMessageEvent | DeltaRun]:
+        batch = await take()
+        return batch.queued() if batch else ()
+
+    return next_batch
 
 
 def _one_at_a_time(

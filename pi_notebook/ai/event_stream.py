@@ -23,6 +23,7 @@ from .events import (
     AssistantMessageEvent,
     ChunkedPartialSource,
     delta_events,
+    delta_fields_set,
     partial_event,
 )
 from .types import AssistantMessage
@@ -40,7 +41,7 @@ class DeltaRun:
     without a call into the stream). The stream clears it when anything else is queued, the
     backlog is handed over, the run is taken or the stream ends."""
 
-    __slots__ = ("chunks", "cls", "first", "index", "kind", "last", "live", "source")
+    __slots__ = ("chunks", "cls", "fields_set", "first", "index", "kind", "last", "live", "source")
 
     def __init__(
         self,
@@ -57,15 +58,19 @@ class DeltaRun:
         self.chunks = chunks
         self.first = self.last = len(chunks)
         self.live = True
+        self.fields_set = delta_fields_set(cls)
+        """The ``__pydantic_fields_set__`` its events share (see ``partial_event``)."""
 
     def event(self, count: int) -> Any:
         """The event of the delta that brought the block to ``count`` chunks."""
         fields = {"type": self.kind, "content_index": self.index, "delta": self.chunks[count - 1]}
         return partial_event(self.cls, fields, self.source, count)
 
-    def events(self) -> Iterator[Any]:
+    def events(self, first: int | None = None) -> Iterator[Any]:
+        """Its events, from chunk count ``first`` (default: all of them)."""
+        start = self.first if first is None else first
         return delta_events(
-            self.cls, self.kind, self.index, self.source, self.chunks, self.first, self.last
+            self.cls, self.kind, self.index, self.source, self.chunks, start, self.last
         )
 
 
@@ -95,6 +100,11 @@ class EventBatch:
 
     def __iter__(self) -> Iterator[AssistantMessageEvent]:
         return iter(self._items)
+
+    def queued(self) -> Iterator[AssistantMessageEvent | DeltaRun]:
+        """What iterating gives, with each run of deltas as its ``DeltaRun`` (whose events are
+        not built yet: ``DeltaRun.events``). For a consumer that handles a run in one go."""
+        return deque.__iter__(self._items)
 
     def __len__(self) -> int:
         return sum(

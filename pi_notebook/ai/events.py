@@ -14,7 +14,7 @@ from typing import Annotated, Any, Final, Literal, Protocol, TypeAlias, TypeVar,
 
 from pydantic import Field, PrivateAttr, computed_field
 
-from .construct import new_instance, set_dict, set_extra, set_fields_set, set_private
+from .construct import blank, set_fields_set
 from .types import AssistantMessage, PiModel, ToolCall
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "ToolCallEndEvent",
     "ToolCallStartEvent",
     "delta_events",
+    "delta_fields_set",
     "partial_event",
 ]
 
@@ -120,12 +121,22 @@ def partial_event(
         shared = set(fields)
         if cls not in _SHARED_FIELDS_SETS:
             _SHARED_FIELDS_SETS[cls] = shared
-    event = new_instance(cls)
-    set_dict(event, fields)
-    set_fields_set(event, shared)
-    set_extra(event, {})
-    set_private(event, {"_partial": source, "_chunks": chunks})
-    return event
+    event = blank()
+    event.__dict__ = fields
+    event.__pydantic_fields_set__ = shared
+    event.__pydantic_extra__ = {}
+    event.__pydantic_private__ = {"_partial": source, "_chunks": chunks}
+    event.__class__ = cls
+    return event  # type: ignore[no-any-return]
+
+
+def delta_fields_set(cls: type[_PartialEvent]) -> set[str]:
+    """The ``__pydantic_fields_set__`` every delta event of ``cls`` shares (copied on write)."""
+    shared = _SHARED_FIELDS_SETS.get(cls)
+    if shared is None or len(shared) != 3:
+        shared = {"type", "content_index", "delta"}
+        _SHARED_FIELDS_SETS.setdefault(cls, shared)
+    return shared
 
 
 def delta_events(
@@ -140,18 +151,15 @@ def delta_events(
     """The events of the deltas that brought block ``index`` from ``first - 1`` to ``last``
     chunks: ``partial_event(cls, {"type": kind, "content_index": index, "delta": chunk}, source,
     count)`` for each, built one at a time (the stream's queued ``DeltaRun``)."""
-    shared = _SHARED_FIELDS_SETS.get(cls)
-    if shared is None or len(shared) != 3:
-        shared = {"type", "content_index", "delta"}
-        _SHARED_FIELDS_SETS.setdefault(cls, shared)
-    new, fields, extra, private = new_instance, set_dict, set_extra, set_private
-    given = set_fields_set
+    shared = delta_fields_set(cls)
+    new = blank
     for count in range(first, last + 1):
-        event = new(cls)
-        fields(event, {"type": kind, "content_index": index, "delta": chunks[count - 1]})
-        given(event, shared)
-        extra(event, {})
-        private(event, {"_partial": source, "_chunks": count})
+        event = new()
+        event.__dict__ = {"type": kind, "content_index": index, "delta": chunks[count - 1]}
+        event.__pydantic_fields_set__ = shared
+        event.__pydantic_extra__ = {}
+        event.__pydantic_private__ = {"_partial": source, "_chunks": count}
+        event.__class__ = cls
         yield event
 
 

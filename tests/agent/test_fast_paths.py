@@ -164,3 +164,69 @@ async def test_a_request_keeps_the_messages_it_was_given_while_later_ones_grow(
     expected = [["system", "user", *turn * calls] for calls in range(4)]
     assert [roles for _, roles in kept] == expected == forgotten
     assert [[m.role for m in messages] for messages, _ in kept] == expected  # none grew later
+
+
+async def test_a_run_of_deltas_reaches_an_emit_that_turns_async_midway_in_order() -> None:
+    """The loop hands a queued run of deltas to the sink whole (``EventSink.offer_run``); an emit
+    that answers with an awaitable on some deltas sees the same events, in the same order, each
+    with its own partial reply, as a plain one."""
+    from pi_notebook.ai import MessageBuilder, Model, produce_stream
+
+    model = Model(id="m", name="m", api="scripted", provider="p")
+    texts = [f"d{i} " for i in range(40)]
+
+    def stream_fn(model: Model, context: Any, options: Any) -> Any:
+        async def body(out: MessageBuilder) -> None:
+            out.start()
+            index = out.text_start()
+            for i, text in enumerate(texts):
+                out.text_delta(index, text)
+                if i % 15 == 14:
+                    await asyncio.sleep(0)  # the consumer takes a run of 15
+            out.text_end(index)
+            out.done("stop")
+
+        return produce_stream(model, options, body)
+
+    def record(log: list[tuple[str, str, str]], event: AgentEvent) -> None:
+        if event.type == "message_update":
+            inner = event.assistant_message_event
+            log.append((inner.type, getattr(inner, "delta", ""), event.message.text))
+        else:
+            log.append((event.type, "", ""))
+
+    plain_log: list[tuple[str, str, str]] = []
+    mixed_log: list[tuple[str, str, str]] = []
+    held: list[AgentEvent] = []
+    count = 0
+
+    def plain(event: AgentEvent) -> None:
+        record(plain_log, event)
+
+    def mixed(event: AgentEvent) -> Any:
+        nonlocal count
+        count += 1
+        held.append(event)
+        if count % 7:
+            record(mixed_log, event)
+            return None
+
+        async def later() -> None:
+            await asyncio.sleep(0)
+            record(mixed_log, event)
+
+        return later()
+
+    for emit in (plain, mixed):
+        context = AgentContext("", [], [])
+        config = AgentLoopConfig(model=model)
+        await run_agent_loop(
+            [UserMessage(content="go")], context, config, emit, stream_fn=stream_fn
+        )
+    assert mixed_log == plain_log
+    deltas = [entry for entry in plain_log if entry[0] == "text_delta"]
+    assert [d for _, d, _ in deltas] == texts
+    assert [partial for _, _, partial in deltas] == ["".join(texts[: i + 1]) for i in range(40)]
+    updates = [e for e in held if e.type == "message_update"]
+    assert len({id(e) for e in updates}) == len(updates)  # each delta its own event
+    assert updates[3].message.text == "".join(texts[:3])  # earlier events keep their view
