@@ -315,12 +315,7 @@ class EventSink:
     def offer_update(self, event: AssistantMessageEvent) -> Awaitable[None] | None:
         """``offer(message_update(event))`` in one call, for the loop's per-delta path: the
         update is built here and, when nothing is queued, handed to ``emit`` at once."""
-        update = blank()
-        update.__dict__ = {"type": "message_update", "assistant_message_event": event}
-        update.__pydantic_fields_set__ = _UPDATE_FIELDS_SET
-        update.__pydantic_extra__ = {}
-        update.__pydantic_private__ = None
-        update.__class__ = MessageUpdateEvent
+        update = message_update(event)
         if self._error is not None or self._busy or self._queue:
             return self.offer(update)
         self._busy = True

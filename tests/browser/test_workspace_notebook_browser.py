@@ -59,19 +59,6 @@ _JS_CELLS = """
 }
 """
 
-_JS_RUN_BY_ID = """
-([id, cellId]) => {
-  const app = window.jupyterapp;
-  const panel = Array.from(app.shell.widgets('main')).find((w) => w.id === id);
-  const index = panel.content.widgets.findIndex((w) => w.model.id === cellId);
-  app.shell.activateById(id);
-  panel.content.activeCellIndex = index;
-  panel.content.deselectAll();
-  app.commands.execute('notebook:run-cell');
-  return index;
-}
-"""
-
 _JS_KERNEL_IDLE = """
 (id) => {
   const panel = Array.from(window.jupyterapp.shell.widgets('main')).find((w) => w.id === id);
@@ -120,7 +107,7 @@ def allow_cards_until(nb: LabNotebook, done: Any, what: str) -> int:
 def run_cell(nb: LabNotebook, cell_id: str) -> int:
     """Run one cell, then wait until it has finished, the kernel is idle and no run view in
     the notebook is live (Allowing every card meanwhile); the cards allowed."""
-    nb.page.evaluate(_JS_RUN_BY_ID, [nb.panel_id, cell_id])
+    nb.run([c["id"] for c in cells_of(nb)].index(cell_id))  # the previous cell has settled
 
     def settled() -> bool:
         cell = next(c for c in cells_of(nb) if c["id"] == cell_id)
