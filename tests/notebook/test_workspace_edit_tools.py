@@ -205,7 +205,8 @@ async def test_inserts_land_below_the_agent_cell_then_below_the_last_insert(
     assert [c["id"] for c in frontend.cells] == ["agent", "new1", "new2", "later"]
     assert frontend.cells[2]["cell_type"] == "markdown"
     assert text(first).startswith(
-        'Inserted code cell new1 below cell agent. It has not run yet: run_cell with cell_id "new1"'
+        "Inserted code cell new1 below cell agent. It has not run yet, so nobody has seen its "
+        'output: call run_cell with cell_id "new1" to run it'
     )
     assert text(second).startswith("Inserted markdown cell new2 below cell new1. Markdown cells")
     # the kernel asks for an id made from the call's (this fake frontend picks its own, as a

@@ -398,7 +398,8 @@ class WriteTools:
         where = f"below cell {after}" if after is not None else "at the end of the notebook"
         language = "markdown" if cell_type == "markdown" else "python"
         run_hint = (
-            f'It has not run yet: run_cell with cell_id "{cell_id}" runs it.'
+            f"It has not run yet, so nobody has seen its output: call run_cell with cell_id "
+            f'"{cell_id}" to run it and read its result.'
             if cell_type == "code"
             else "Markdown cells do not run."
         )
