@@ -238,7 +238,9 @@ def test_tool_calls_wait_for_allow_and_deny(open_notebook: Callable[..., LabNote
 def test_a_page_reloaded_mid_stream_shows_the_whole_reply_so_far(
     open_notebook: Callable[..., LabNotebook],
 ) -> None:
-    story = '" ".join(f"word{i:04d}" for i in range(1500))'
+    # long enough to be streaming still when Stop is pressed, however slow the reload is (under
+    # a full suite's load 1,500 words could end first, and Stop then has nothing to abort)
+    story = '" ".join(f"word{i:04d}" for i in range(6000))'
     nb = open_notebook(
         "reload.ipynb",
         [LOAD, faux_setup(100, f"[faux_assistant_message({story})]"), "%%agent\nGo on and on."],
