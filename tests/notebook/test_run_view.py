@@ -256,7 +256,10 @@ async def test_a_10000_token_reply_arrives_complete_in_few_small_patches(
     assert all(len(a) <= len(b) for a, b in itertools.pairwise(shown))
     sizes = [len(json.dumps(m)) for m in wire.custom]
     assert sum(sizes) < 1.2 * len(reply)  # the text goes once: appended, then promoted
-    assert sizes[-1] < 2_000  # the finished reply is not sent again
+    # The finished reply is not sent again: the last patch carries only the text of the last
+    # 100 ms (up to 100 deltas of up to 20 characters: the faux provider's chunk sizes are
+    # random) and the promotion, against the reply's ~88,000 characters.
+    assert sizes[-1] < len(reply) // 20
 
 
 async def test_patches_rebuild_the_state_and_a_late_page_gets_it_whole() -> None:
