@@ -345,6 +345,25 @@ class LabNotebook:
         self.page.screenshot(path=str(target), animations="disabled")
         return target
 
+    def screenshot_span(self, first: Any, last: Any, name: str) -> Path:
+        """Save the part of the page from element ``first`` down to element ``last`` (both
+        on screen at once) as ``test-artifacts/<name>``."""
+        ARTIFACTS.mkdir(exist_ok=True)
+        target = ARTIFACTS / name
+        first.evaluate("(el) => el.scrollIntoView({block: 'start'})")
+        top, bottom = first.bounding_box(), last.bounding_box()
+        left = min(top["x"], bottom["x"])
+        right = max(top["x"] + top["width"], bottom["x"] + bottom["width"])
+        y = max(top["y"], 0)
+        clip = {
+            "x": left,
+            "y": y,
+            "width": right - left,
+            "height": bottom["y"] + bottom["height"] - y,
+        }
+        self.page.screenshot(path=str(target), clip=clip, animations="disabled")
+        return target
+
     def screenshot(self, locator: Any, name: str) -> Path:
         """Save an element's screenshot as ``test-artifacts/<name>``."""
         ARTIFACTS.mkdir(exist_ok=True)

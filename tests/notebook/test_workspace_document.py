@@ -204,4 +204,5 @@ def test_fix_prompt_with_and_without_write_tools() -> None:
     assert "```python\ntotal(data)\n```" in shown and "KeyError: 'prices'" in shown
     assert "one ```python code block" in shown and shown.endswith("The user adds: be brief")
     written = fix_prompt(FAILED, tool_names=["list_cells", "edit_cell"])
-    assert 'call edit_cell with cell_id "id1" and the cell\'s corrected source' in written
+    assert 'call edit_cell once, with cell_id "id1" and the cell\'s corrected source' in written
+    assert "Do not insert a new cell." in written and "code block" not in written

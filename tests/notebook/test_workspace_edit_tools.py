@@ -313,6 +313,57 @@ async def test_run_cell_returns_result_error_and_images(workspace: Setup) -> Non
     assert text(markdown) == "Cell later is a markdown cell; only code runs."
 
 
+async def test_insert_cell_with_run_inserts_runs_and_returns_the_result(
+    workspace: Setup,
+) -> None:
+    frontend, _document, tools, made = workspace
+    preview = await tools.preview("insert_cell", {"source": "print('hi')", "run": True})
+    assert preview["title"] == "Insert and run a code cell below code cell (agent: '%%agent')"
+    assert not preview["always"]  # one approval covers the insert and its run
+    result = await call(
+        tools, made, "insert_cell", {"source": "print('hi')\n'IMAGE'", "run": True}, True
+    )
+    assert [c["id"] for c in frontend.cells] == ["agent", "new1", "later"]
+    assert frontend.cells[1]["execution_count"] is not None  # it really ran
+    words = text(result)
+    assert words.startswith("Inserted code cell new1 below cell agent.\n```python\n")
+    assert "ran without error" in words and "[stdout]\nhi" in words
+    assert "call run_cell" not in words
+    assert [b for b in result.content if isinstance(b, ImageContent)] == [
+        ImageContent(data=PNG, mime_type="image/png")
+    ]
+    notebook = result.details["notebook"]
+    assert notebook["action"] == "insert" and notebook["cell_id"] == "new1"
+    assert notebook["run"] == {
+        "applied": True,
+        "execution_count": frontend.cells[1]["execution_count"],
+        "status": "ok",
+    }
+    # a markdown cell never runs, and run=false (the default) only inserts
+    doc = await call(
+        tools, made, "insert_cell", {"source": "# x", "cell_type": "markdown", "run": True}, True
+    )
+    plain = await call(tools, made, "insert_cell", {"source": "y = 1"}, True)
+    assert "run" not in doc.details["notebook"] and "run" not in plain.details["notebook"]
+    assert frontend.cells[3].get("execution_count") is None
+    assert "call run_cell" in text(plain)
+
+
+async def test_insert_cell_with_run_while_a_cell_waits_for_the_run_is_queued(
+    workspace: Setup,
+) -> None:
+    frontend, document, _tools, _made = workspace
+    tools = WriteTools(document, _tools.history, waited_on=lambda: True)
+    tools.begin_run(1, "agent")
+    made = tools.tools()
+    frontend.execute = lambda cell: None  # type: ignore[method-assign]  # queued behind it
+    assert tools.needs_approval("insert_cell")  # the insert itself still asks
+    result = await call(tools, made, "insert_cell", {"source": "z = 3", "run": True}, True)
+    assert [c["id"] for c in frontend.cells] == ["agent", "new1", "later"]
+    assert "could not run yet" in text(result)
+    assert result.details["notebook"]["run"] == {"applied": False, "queued": True}
+
+
 async def test_run_cell_refuses_while_a_cell_waits_for_the_run(workspace: Setup) -> None:
     frontend, document, _tools, _made = workspace
     waiting = [True]
@@ -427,6 +478,17 @@ async def test_without_a_frontend_the_tools_say_what_they_would_have_done(
     assert again.details == {
         "notebook": {"action": "run", "applied": False, "cell_id": "proposed-1", "repeated": True}
     }
+    # asked to insert and run at once: the proposal and the firm answer together
+    both = await made["insert_cell"].execute(
+        "b", {"source": "df.tail()", "run": True}, None, lambda _p: 0
+    )
+    assert "no cell was inserted or run" in text(both) and "(proposed as cell proposed-2)" in text(
+        both
+    )
+    assert "do not ask again" in text(both)
+    assert both.details["notebook"]["run"] == {"applied": False}
+    later = await made["run_cell"].execute("r3", {"cell_id": "proposed-2"}, None, lambda _p: 0)
+    assert text(later).startswith("run_cell already answered for cell proposed-2")
     with pytest.raises(NotebookNotConnected):
         await document.cells()
 

@@ -78,6 +78,11 @@ class _InsertArgs(BaseModel):
     cell_type: Literal["code", "markdown"] = Field(
         default="code", description="code (the default) or markdown."
     )
+    run: bool = Field(
+        default=False,
+        description="true to run the new code cell right after inserting it; its result "
+        "then comes back with this call (no run_cell needed).",
+    )
 
 
 class _EditArgs(BaseModel):
@@ -105,6 +110,11 @@ def new_cell_id(tool_call_id: str) -> str:
     recording did. The frontend adds a suffix if the notebook already has a cell with it."""
     cleaned = re.sub(r"[^A-Za-z0-9_-]", "-", tool_call_id).strip("-")[:_MAX_ID_BASE]
     return f"agent-{cleaned}" if cleaned else "agent-cell"
+
+
+def _runs_inserted(args: dict[str, Any]) -> bool:
+    """Whether an ``insert_cell`` call asks to run its code cell too."""
+    return args.get("run") is True and (args.get("cell_type") or "code") == "code"
 
 
 def _fence(source: str, language: str = "python") -> str:
@@ -185,8 +195,9 @@ class WriteTools:
         if tool_name == "insert_cell":
             cell_type = str(args.get("cell_type") or "code")
             where = await self._anchor_words()
+            verb = "Insert and run" if _runs_inserted(args) else "Insert"
             return {
-                "title": f"Insert a {cell_type} cell {where}",
+                "title": f"{verb} a {cell_type} cell {where}",
                 "language": "markdown" if cell_type == "markdown" else "python",
                 "source": str(args.get("source", "")),
                 "diff": "",
@@ -276,8 +287,9 @@ class WriteTools:
             "insert_cell": make(
                 "insert_cell",
                 "Insert a new cell into the open notebook, below the %%agent cell that started "
-                "this run (or below the cell you inserted last). Returns the new cell's id; it "
-                "does not run it (use run_cell). The user approves it first.",
+                "this run (or below the cell you inserted last). Returns the new cell's id. "
+                "With run set to true it also runs the code cell and returns its result; "
+                "otherwise use run_cell with the returned id. The user approves it first.",
                 _InsertArgs,
                 self._insert,
             ),
@@ -339,12 +351,23 @@ class WriteTools:
             cell_id = f"proposed-{len(self._proposed) + 1}"
             self._proposed[cell_id] = (kind, source)
             language = "markdown" if kind == "markdown" else "python"
-            text = (
-                f"{head}no cell was inserted. The {kind} cell would have been "
-                f"(proposed as cell {cell_id}):\n{_fence(source, language)}\n"
-                f'run_cell with cell_id "{cell_id}" shows the user the code to run.'
-            )
             detail.update(cell_id=cell_id, cell_type=kind, source=source)
+            if _runs_inserted(params):
+                # asked to run it too: the firm answer run_cell would give, at once
+                self._proposed_runs.add(cell_id)
+                detail["run"] = {"applied": False}
+                text = (
+                    f"{head}no cell was inserted or run. The {kind} cell that would have been "
+                    f"inserted and run (proposed as cell {cell_id}):\n"
+                    f"{_fence(source, language)}\nIt cannot run here; do not ask again. Show "
+                    "the user this code, who can run it."
+                )
+            else:
+                text = (
+                    f"{head}no cell was inserted. The {kind} cell would have been "
+                    f"(proposed as cell {cell_id}):\n{_fence(source, language)}\n"
+                    f'run_cell with cell_id "{cell_id}" shows the user the code to run.'
+                )
         elif name == "edit_cell":
             text = f"{head}cell {cell_id} was not edited. Its new source would have been:\n"
             text += _fence(source)
@@ -375,7 +398,7 @@ class WriteTools:
         return _text_result(text, detail)
 
     async def _insert(
-        self, call_id: str, params: dict[str, Any], _signal: AbortSignal | None
+        self, call_id: str, params: dict[str, Any], signal: AbortSignal | None
     ) -> AgentToolResult:
         source = str(params["source"])
         cell_type = cast(CellType, params.get("cell_type") or "code")
@@ -397,24 +420,36 @@ class WriteTools:
         self.anchor_cell_id = cell_id
         where = f"below cell {after}" if after is not None else "at the end of the notebook"
         language = "markdown" if cell_type == "markdown" else "python"
+        inserted = f"Inserted {cell_type} cell {cell_id} {where}{note}."
+        detail: dict[str, Any] = {
+            "action": "insert",
+            "applied": True,
+            "cell_id": cell_id,
+            "after_cell_id": after,
+            "cell_type": cell_type,
+            "source": source,
+        }
+        if cell_type == "code" and _runs_inserted(params):
+            ran = await self._execute(cell_id, {"action": "run", "cell_id": cell_id}, signal)
+            run_detail = dict((ran.details or {})["notebook"])
+            for key in ("action", "cell_id", "source"):
+                run_detail.pop(key, None)
+            detail["run"] = run_detail
+            words = "".join(block.text for block in ran.content if isinstance(block, TextContent))
+            return AgentToolResult(
+                content=[
+                    TextContent(text=f"{inserted}\n{_fence(source, language)}\n{words}"),
+                    *(block for block in ran.content if isinstance(block, ImageContent)),
+                ],
+                details={"notebook": detail},
+            )
         run_hint = (
             f"It has not run yet, so nobody has seen its output: call run_cell with cell_id "
             f'"{cell_id}" to run it and read its result.'
             if cell_type == "code"
             else "Markdown cells do not run."
         )
-        return _text_result(
-            f"Inserted {cell_type} cell {cell_id} {where}{note}. {run_hint}\n"
-            + _fence(source, language),
-            {
-                "action": "insert",
-                "applied": True,
-                "cell_id": cell_id,
-                "after_cell_id": after,
-                "cell_type": cell_type,
-                "source": source,
-            },
-        )
+        return _text_result(f"{inserted} {run_hint}\n" + _fence(source, language), detail)
 
     async def _edit(
         self, _call: str, params: dict[str, Any], _signal: AbortSignal | None
@@ -452,29 +487,36 @@ class WriteTools:
         if cell.cell_type != "code":
             return _text_result(f"Cell {cell.id} is a {cell.cell_type} cell; only code runs.")
         detail: dict[str, Any] = {"action": "run", "cell_id": cell.id, "source": cell.source}
+        return await self._execute(cell.id, detail, signal)
+
+    async def _execute(
+        self, cell_id: str, detail: dict[str, Any], signal: AbortSignal | None
+    ) -> AgentToolResult:
+        """Run the code cell ``cell_id`` through the frontend and wait for its record (or
+        say why it cannot end now); ``detail`` goes into the result's details."""
         mark = self.history.mark
-        await self.document.execute_cell(cell.id)
-        waiting = asyncio.ensure_future(self.history.wait_for(cell.id, started_after=mark))
+        await self.document.execute_cell(cell_id)
+        waiting = asyncio.ensure_future(self.history.wait_for(cell_id, started_after=mark))
         try:
             while not waiting.done():
                 await asyncio.wait([waiting], timeout=RUN_POLL_SECONDS)
                 if waiting.done():
                     break
                 if self.waited_on():
-                    if not self._started(cell.id, mark):
-                        words = self._deadlock_words(cell.id, queued=True)
+                    if not self._started(cell_id, mark):
+                        words = self._deadlock_words(cell_id, queued=True)
                         return _text_result(words, {**detail, "applied": False, "queued": True})
                     # the cell itself waits for this run (it awaits pi_notebook.current().wait()):
                     # it can only end after the run, so waiting for it would never end
                     return _text_result(
-                        f"Cell {cell.id} started and is waiting for this agent run to finish, "
+                        f"Cell {cell_id} started and is waiting for this agent run to finish, "
                         "so it cannot end while you wait for it. It will finish after this run "
                         "ends. Do not run it again; answer the user now.",
                         {**detail, "applied": True, "waits_for_run": True},
                     )
                 if signal is not None and signal.aborted:
                     return _text_result(
-                        f"Stopped waiting for cell {cell.id}: the run was stopped. The cell "
+                        f"Stopped waiting for cell {cell_id}: the run was stopped. The cell "
                         "may still be running.",
                         {**detail, "applied": True},
                     )
@@ -482,7 +524,7 @@ class WriteTools:
         finally:
             if not waiting.done():
                 waiting.cancel()
-        images = await self._images(cell.id)
+        images = await self._images(cell_id)
         text = self._record_words(record)
         return AgentToolResult(
             content=[TextContent(text=text), *images],

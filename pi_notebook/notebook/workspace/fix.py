@@ -1,8 +1,9 @@
 """``%fix``: the prompt that asks the agent to explain and fix the last failing cell.
 
 The prompt carries the failing cell (source, exception, trimmed traceback) so even a model
-without tools can answer. With the frontend's write tools active the agent edits the cell (and
-each edit asks for approval); without them, or with no notebook connected, it shows the fixed
+without tools can answer. With the frontend's write tools active the agent edits the failing cell
+in place (the edit asks for approval; a second cell with the same fix would only clutter the
+notebook, so the prompt asks for none); without them, or with no notebook connected, it shows the fixed
 cell in a code block, so an executed notebook gets the same, deterministic answer.
 """
 
@@ -28,9 +29,8 @@ def fix_prompt(
     can_write = any(name in WRITE_TOOL_HINTS for name in tool_names)
     target = f'cell_id "{record.cell_id}"' if record.cell_id else "that cell's id"
     how = (
-        f"Then fix it: call edit_cell with {target} and the cell's corrected source, "
-        "complete (keep the user's intent), or insert a new cell if the fix belongs in its "
-        "own cell."
+        f"Then fix it in place: call edit_cell once, with {target} and the cell's corrected "
+        "source, complete (keep the user's intent). Do not insert a new cell."
         if can_write
         else "Then give the corrected cell in one ```python code block, complete, so it can "
         "replace the failing cell as it is."
