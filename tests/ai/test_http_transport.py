@@ -169,7 +169,7 @@ async def test_without_aiohttp_the_client_falls_back_to_httpx(
             assert [e.data async for e in events] == ["fine"]
 
 
-def test_load_ext_does_not_import_aiohttp() -> None:
+def test_aiohttp_is_imported_by_the_first_client_not_by_the_http_layer() -> None:
     """The structural test (tests/notebook/test_load_imports.py) lists aiohttp too; here: the
     HTTP layer itself imports it only when the first client is made."""
     code = (
@@ -585,6 +585,20 @@ async def test_abort_mid_stream_ends_it_at_once_and_closes_the_connection(
         assert time.monotonic() - started < 0.5
         await asyncio.wait_for(server.disconnected.wait(), 5)
     assert final.stop_reason == "aborted" and final.content[0].text == "Once"  # type: ignore[union-attr]
+
+
+async def test_abort_while_waiting_for_the_headers_ends_the_request_at_once(
+    http_transport: str,
+) -> None:
+    controller = AbortController()
+    async with raw_server(None) as port:
+        model = completions_model(f"http://127.0.0.1:{port}/v1")
+        reply = stream(model, HELLO, api_key=KEY, signal=controller.signal)
+        asyncio.get_running_loop().call_later(0.2, controller.abort)
+        started = time.monotonic()
+        final = await reply.result()
+        assert time.monotonic() - started < 1.5
+    assert final.stop_reason == "aborted" and final.error_message == "Request was aborted"
 
 
 async def test_a_large_gzip_stream_is_decoded(http_transport: str) -> None:
