@@ -15,14 +15,13 @@ accumulates the reply text (checked against what the server sent):
 - ``pi-ai (node)``: the real pi-ai 0.73.1 ``stream()`` in node (``bench/peers/stream.mjs``, over
   the official JS SDKs), timed inside node after a warm-up read; when the node peers are installed.
 
-Where the time goes below the parser, when ``aiohttp`` and ``httpx-aiohttp`` are importable (they
-are no dependency of pi_notebook: ``pip install aiohttp httpx-aiohttp`` to see these rows):
+``pi_notebook`` runs on pi_notebook's default transport (httpx's API over aiohttp's C HTTP parser,
+``pi_notebook.ai.aiohttp_transport``); two more rows show what the transport is worth:
 
+- ``pi_notebook (httpx)``: the same run with its shared ``httpx.AsyncClient`` on httpx's own
+  transport (h11; ``PI_NOTEBOOK_HTTP_TRANSPORT=httpx``), for that run only;
 - ``aiohttp bytes``: aiohttp reading the body (its C parser undoes the chunked framing and hands
-  over whatever arrived, many events per read, where h11 hands over one HTTP chunk at a time);
-- ``pi_notebook on aiohttp``: the same ``pi_notebook`` run with its shared ``httpx.AsyncClient``
-  replaced, for the run only, by one on ``httpx_aiohttp.AiohttpTransport``. What a different
-  transport under httpx would give; pi_notebook itself always uses httpx's own.
+  over whatever arrived, many events per read, where h11 hands over one HTTP chunk at a time).
 
 Consumers alternate order across repetitions; the table gives best and median µs per chunk and
 chunks/s for 10k, 100k and 1M deltas (at 1M only ours and the floor, unless ``--sdk-1m``: the
@@ -79,7 +78,7 @@ MeasureFn = Callable[[str, int, bool], Awaitable[float]]
 """``(server URL, N, check the reply?) -> seconds`` for one read of an N-chunk stream."""
 
 OURS = "pi_notebook"
-OURS_AIOHTTP = "pi_notebook on aiohttp"
+OURS_HTTPX = "pi_notebook (httpx)"
 FLOOR = "httpx+sse+json"
 NODE = "pi-ai (node)"
 PROMPT = "Tell me a story."
@@ -106,14 +105,16 @@ class Consumers:
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(600.0))
         self._sdk_clients: dict[tuple[str, int], Any] = {}
         self._aiohttp: dict[str, Any] = {}
-        """The aiohttp session and the httpx client on its transport, made on first use."""
+        """The aiohttp session of ``aiohttp bytes``, made on first use."""
+        self._own: dict[str, httpx.AsyncClient] = {}
+        """pi_notebook's client on httpx's own transport (``pi_notebook (httpx)``)."""
 
     async def aclose(self) -> None:
         await self.http.aclose()
         for client in self._sdk_clients.values():
             await client.close()
-        if "httpx" in self._aiohttp:
-            await self._aiohttp["httpx"].aclose()
+        for own in self._own.values():
+            await own.aclose()
         if "session" in self._aiohttp:
             await self._aiohttp["session"].close()
 
@@ -136,17 +137,13 @@ class Consumers:
                 raise RuntimeError(f"pi_notebook stream failed: {event.error.error_message}")
         return "".join(parts)
 
-    async def ours_on_aiohttp(self, protocol: Protocol, url: str, n: int) -> str:
-        """``ours`` with the shared client of this event loop on httpx-aiohttp's transport."""
-        from httpx_aiohttp import AiohttpTransport  # type: ignore[import-not-found,unused-ignore]
-
+    async def ours_on_httpx(self, protocol: Protocol, url: str, n: int) -> str:
+        """``ours`` with the shared client of this event loop on httpx's own transport."""
         from pi_notebook.ai import http as http_layer
 
-        client = self._aiohttp.get("httpx")
+        client = self._own.get("httpx")
         if client is None:
-            client = self._aiohttp["httpx"] = httpx.AsyncClient(
-                transport=AiohttpTransport(), timeout=httpx.Timeout(600.0, connect=10.0)
-            )
+            client = self._own["httpx"] = http_layer.make_client("httpx")
         loop = asyncio.get_running_loop()
         own = http_layer._clients.get(loop)
         http_layer._clients[loop] = client
@@ -258,14 +255,13 @@ class Consumers:
 
     def build(self, protocols: list[Protocol], *, node: bool) -> list[Consumer]:
         out: list[Consumer] = []
-        aiohttp = all(importlib.util.find_spec(m) for m in ("aiohttp", "httpx_aiohttp"))
+        aiohttp = importlib.util.find_spec("aiohttp") is not None
         for protocol in protocols:
             path = "chat/completions" if protocol == "openai" else "messages"
             if importlib.util.find_spec(_PROVIDER_MODULES[protocol]) is not None:
                 out.append(Consumer(OURS, protocol, _timed(_bind(self.ours, protocol))))
-                if aiohttp:
-                    on_aiohttp = _timed(_bind(self.ours_on_aiohttp, protocol))
-                    out.append(Consumer(OURS_AIOHTTP, protocol, on_aiohttp, large=False))
+                on_httpx = _timed(_bind(self.ours_on_httpx, protocol))
+                out.append(Consumer(OURS_HTTPX, protocol, on_httpx, large=False))
             if protocol == "openai":
                 sdk = Consumer("openai SDK", protocol, _timed(self.openai_sdk), large=False)
                 floor = Consumer(FLOOR, protocol, _timed(self.floor_openai))
@@ -498,8 +494,8 @@ def _summary(consumers: list[Consumer], sizes: list[int], protocols: list[Protoc
     for protocol in protocols:
         sdk_name = "openai SDK" if protocol == "openai" else "anthropic SDK"
         for n in sizes:
-            names = (OURS, sdk_name, FLOOR, NODE, OURS_AIOHTTP)
-            ours, sdk, floor, node, on_aiohttp = (median(x, protocol, n) for x in names)
+            names = (OURS, sdk_name, FLOOR, NODE, OURS_HTTPX)
+            ours, sdk, floor, node, on_httpx = (median(x, protocol, n) for x in names)
             if ours is None:
                 continue
             rows.append(
@@ -512,8 +508,8 @@ def _summary(consumers: list[Consumer], sizes: list[int], protocols: list[Protoc
                     f"{ours.median / node.median:.2f}×" if node else "–",
                     fmt_us(floor.median / n) if floor else "–",
                     f"{ours.median / floor.median:.2f}×" if floor else "–",
-                    fmt_us(on_aiohttp.median / n) if on_aiohttp else "–",
-                    f"{on_aiohttp.median / node.median:.2f}×" if on_aiohttp and node else "–",
+                    fmt_us(on_httpx.median / n) if on_httpx else "–",
+                    f"{on_httpx.median / node.median:.2f}×" if on_httpx and node else "–",
                 ]
             )
     if not rows:
@@ -529,13 +525,13 @@ def _summary(consumers: list[Consumer], sizes: list[int], protocols: list[Protoc
             "ours ÷ pi-ai",
             "floor µs",
             "ours ÷ floor",
-            "ours on aiohttp µs",
+            "ours (httpx) µs",
             "that ÷ pi-ai",
         ],
         rows,
         note="SDK ÷ ours > 1 means pi_notebook is faster. Linear scaling: µs/chunk stays flat "
-        "from 10k to 1M. 'ours on aiohttp': the same run on httpx-aiohttp's transport (a "
-        "measurement, not an option of pi_notebook).",
+        "from 10k to 1M. 'ours': the default transport (aiohttp's parser under httpx's API); "
+        "'ours (httpx)': the same run on httpx's own transport (PI_NOTEBOOK_HTTP_TRANSPORT=httpx).",
     )
 
 
@@ -596,7 +592,11 @@ def main() -> None:
     if args.instructions:
         _instructions(args.instructions, args.protocol)
         return
-    print(describe_environment(["pydantic", "httpx", "httpx-sse", "openai", "anthropic"]))
+    print(
+        describe_environment(
+            ["pydantic", "httpx", "httpx-sse", "aiohttp", "httpx-aiohttp", "openai", "anthropic"]
+        )
+    )
     started = time.perf_counter()
     asyncio.run(run(args))
     print(f"\n(whole run: {time.perf_counter() - started:.0f} s)")

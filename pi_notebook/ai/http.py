@@ -1,22 +1,25 @@
-"""HTTP for every provider: one shared ``httpx.AsyncClient`` per event loop, retries with the
-official SDKs' policy, readable errors, and SSE framing (``sse``: bytes-level, lines split on CR/LF
-only — ``httpx``'s own ``iter_lines`` also splits on U+2028 and would break JSON payloads; httpx-sse
-for a body in a charset other than UTF-8).
+"""HTTP for every provider: one shared ``httpx.AsyncClient`` per event loop (on aiohttp's HTTP
+parser by default, ``aiohttp_transport``; ``PI_NOTEBOOK_HTTP_TRANSPORT=httpx`` for httpx's own),
+closed with its loop; retries with the official SDKs' policy, readable errors, and SSE framing
+(``sse``: bytes-level, lines split on CR/LF only — ``httpx``'s own ``iter_lines`` also splits on
+U+2028 and would break JSON payloads; httpx-sse for a body in a charset other than UTF-8).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import email.utils
 import inspect
 import ipaddress
 import json
 import logging
+import os
 import random
 import time
 import weakref
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import asynccontextmanager, suppress
 from time import monotonic
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,13 +34,18 @@ from .sse import ServerSentEvent, SSEDecoder
 from .types import Model
 
 __all__ = [
+    "TRANSPORT_ENV",
     "ProviderError",
+    "client_transport",
     "get_client",
     "is_loopback_url",
+    "make_client",
     "open_sse",
     "parse_retry_after",
+    "preload_transport",
     "redact",
     "resolve_api_key",
+    "transport_name",
 ]
 
 _log = logging.getLogger(__name__)
@@ -68,17 +76,142 @@ class ProviderError(Exception):
 
 
 def get_client() -> httpx.AsyncClient:
-    """The shared client of the running event loop (connections are pooled and reused)."""
+    """The shared client of the running event loop (connections are pooled and reused), on the
+    transport ``PI_NOTEBOOK_HTTP_TRANSPORT`` names (see ``transport_name``); it is closed when
+    its loop shuts down (``asyncio.run``'s end, ``loop.shutdown_asyncgens()``)."""
     loop = asyncio.get_running_loop()
     client = _clients.get(loop)
     if client is None or client.is_closed:
-        client = httpx.AsyncClient(
-            timeout=httpx.Timeout(600.0, connect=10.0),
-            limits=httpx.Limits(max_keepalive_connections=20, keepalive_expiry=30.0),
-            follow_redirects=True,
-        )
+        _sweep_closed_loops()
+        client = make_client()
         _clients[loop] = client
+        _close_at_shutdown(loop, client)
     return client
+
+
+TRANSPORT_ENV = "PI_NOTEBOOK_HTTP_TRANSPORT"
+"""``aiohttp`` (the default) or ``httpx``: what carries the shared client's requests."""
+
+_TRANSPORTS = ("aiohttp", "httpx")
+
+
+def transport_name() -> str:
+    """The transport ``PI_NOTEBOOK_HTTP_TRANSPORT`` asks for: ``aiohttp`` (the default:
+    httpx's API over aiohttp's C HTTP parser, ``aiohttp_transport``) or ``httpx`` (httpx's own,
+    h11). An unknown value is reported once and the default is used."""
+    value = os.environ.get(TRANSPORT_ENV, "").strip().lower()
+    if value in _TRANSPORTS:
+        return value
+    if value and value not in _warned:
+        _warned.add(value)
+        _log.warning("%s=%r is not one of %s: using aiohttp", TRANSPORT_ENV, value, _TRANSPORTS)
+    return "aiohttp"
+
+
+_warned: set[str] = set()
+
+
+def make_client(transport: str | None = None) -> httpx.AsyncClient:
+    """A new client with the shared client's settings on ``transport`` (``aiohttp`` or
+    ``httpx``; by default ``transport_name()``), falling back to httpx's own when aiohttp cannot
+    be imported. The caller closes it (``get_client``'s are closed at their loop's shutdown)."""
+    settings: dict[str, Any] = {
+        "timeout": httpx.Timeout(600.0, connect=10.0),
+        "limits": httpx.Limits(max_keepalive_connections=20, keepalive_expiry=30.0),
+        "follow_redirects": True,
+    }
+    if (transport or transport_name()) == "aiohttp":
+        try:
+            from .aiohttp_transport import AiohttpClient
+        except ImportError as exc:  # aiohttp or httpx-aiohttp missing: httpx's own
+            _log.debug("aiohttp transport unavailable (%s): using httpx's own", exc)
+        else:
+            return AiohttpClient(**settings)
+    return httpx.AsyncClient(**settings)
+
+
+def preload_transport() -> None:
+    """Import the transport ``transport_name()`` asks for (aiohttp takes ~0.2 s), ahead of the
+    first client: the kernel's first run does this in a worker thread, not on its loop."""
+    if transport_name() == "aiohttp":
+        with suppress(ImportError):
+            from . import aiohttp_transport  # noqa: F401
+
+
+def client_transport(client: httpx.AsyncClient) -> str:
+    """``aiohttp`` or ``httpx``: what carries ``client``'s requests."""
+    return str(getattr(client, "transport_name", "httpx"))
+
+
+# --- closing the shared clients ------------------------------------------------------------------
+# A loop has no close hook, but ``asyncio.run`` (and ``asyncio.Runner``, pytest-asyncio, …) closes
+# every async generator still open on it (``shutdown_asyncgens``) before closing it: each client
+# has one such generator, parked at its ``yield``, whose ``finally`` closes the client. A loop
+# closed without that is swept when the next client is made (and at exit): its clients' aiohttp
+# sessions are closed without the loop, which is all aiohttp needs to stay quiet.
+
+_closers: dict[asyncio.AbstractEventLoop, list[AsyncGenerator[None, None]]] = {}
+
+
+async def _closer(
+    loop: asyncio.AbstractEventLoop, client: httpx.AsyncClient
+) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        if _clients.get(loop) is client:
+            del _clients[loop]
+        _closers.pop(loop, None)  # the loop is shutting down: let it go
+        if loop.is_closed():
+            _close_now(client)
+        elif not client.is_closed:
+            await client.aclose()
+
+
+def _close_at_shutdown(loop: asyncio.AbstractEventLoop, client: httpx.AsyncClient) -> None:
+    closer = _closer(loop, client)
+    step = closer.asend(None)  # the loop's firstiter hook registers it for shutdown_asyncgens
+    with suppress(StopIteration):
+        step.send(None)
+    _closers.setdefault(loop, []).append(closer)
+    global _exit_hook
+    if not _exit_hook:
+        _exit_hook = True
+        atexit.register(_close_all_now)
+
+
+def _finish(closer: AsyncGenerator[None, None]) -> None:
+    """Run ``closer``'s ``finally`` now (its loop is closed: nothing in it awaits)."""
+    step = closer.aclose()
+    try:
+        step.send(None)
+    except (StopIteration, RuntimeError):
+        pass
+    else:
+        step.close()
+
+
+def _sweep_closed_loops() -> None:
+    for loop in list(_closers):
+        if loop.is_closed():
+            for closer in _closers.pop(loop, ()):
+                _finish(closer)
+
+
+def _close_now(client: httpx.AsyncClient) -> None:
+    if client_transport(client) == "aiohttp":
+        from .aiohttp_transport import close_now
+
+        close_now(client)
+
+
+def _close_all_now() -> None:
+    _sweep_closed_loops()
+    for client in list(_clients.values()):
+        _close_now(client)
+
+
+_exit_hook = False
 
 
 def is_loopback_url(base_url: str) -> bool:

@@ -67,15 +67,20 @@ RUN_MODULES = (
     "pi_notebook.notebook.workspace.reading_tools",
     "pi_notebook.notebook.workspace.summary",
     "pi_notebook.mcp.servers",
+    "pi_notebook.ai.http",
 )
-"""What a run needs that ``%load_ext`` does not import (the harness, the agent loop, the tools):
-the first run imports them in a thread (:meth:`NotebookAgent._execute`), so the kernel's event
-loop goes on with widgets and interrupts meanwhile."""
+"""What a run needs that ``%load_ext`` does not import (the harness, the agent loop, the tools,
+the HTTP layer and its transport): the first run imports them in a thread
+(:meth:`NotebookAgent._execute`), so the kernel's event loop goes on with widgets and interrupts
+meanwhile."""
 
 
 def _import_run_modules() -> None:
     for name in RUN_MODULES:
         importlib.import_module(name)
+    from ..ai.http import preload_transport
+
+    preload_transport()  # aiohttp: ~0.2 s that the first request would spend on the loop
 
 
 def _thinking_level(value: str) -> ThinkingLevel:

@@ -17,6 +17,9 @@ DEFERRED = (
     "anywidget",  # the first run view
     "ipywidgets",
     "httpx",  # the first model request
+    "aiohttp",  # the default transport under httpx: imported when the first client is made
+    "httpx_aiohttp",
+    "pi_notebook.ai.aiohttp_transport",
     # A new notebook's session is only started (its header line): the session's models, and
     # pydantic with them, load when it is first used; the first run imports the rest.
     "pydantic",
