@@ -1,10 +1,11 @@
 """``%fix``: the prompt that asks the agent to explain and fix the last failing cell.
 
 The prompt carries the failing cell (source, exception, trimmed traceback) so even a model
-without tools can answer. With the frontend's write tools active the agent edits the failing cell
-in place (the edit asks for approval; a second cell with the same fix would only clutter the
-notebook, so the prompt asks for none); without them, or with no notebook connected, it shows the fixed
-cell in a code block, so an executed notebook gets the same, deterministic answer.
+without tools can answer. With the frontend's write tools active the agent edits the failing
+cell in place (the edit asks for approval; a second cell with the same fix would only clutter
+the notebook, so the prompt asks for none); without them, or with no notebook connected, it
+shows the fixed cell in a code block, so an executed notebook gets the same, deterministic
+answer.
 """
 
 from __future__ import annotations
