@@ -569,13 +569,14 @@ class Agent:
     def _config(self, *, skip_initial_steering_poll: bool = False) -> AgentLoopConfig:
         state = self._state
         skip = skip_initial_steering_poll
+        queue = self._steering
 
-        def steering() -> list[AgentMessage]:
+        def steering() -> list[AgentMessage]:  # polled twice a turn: an empty queue costs no call
             nonlocal skip
             if skip:
                 skip = False
                 return []
-            return self._steering.drain()
+            return queue.drain() if queue._items else []
 
         return AgentLoopConfig(
             model=state.model,

@@ -286,8 +286,22 @@ class EventSink:
         """Deliver ``event`` after everything queued before it; the awaitable returned finishes
         once it was handled. When ``emit`` handled it at once that is a finished future, which
         ``await`` passes straight through (no coroutine made per event)."""
-        pending = self.offer(event)
-        return self._handled if pending is None else pending
+        if self._error is not None or self._busy or self._queue:
+            pending = self.offer(event)
+            return self._handled if pending is None else pending
+        # offer's own path when nothing is queued, spelled out: it runs for every event
+        self._busy = True
+        try:
+            pending = self._emit(event)
+        except BaseException:
+            self._release()
+            raise
+        if pending is None:
+            self._busy = False
+            if self._queue:
+                self._start_drainer()
+            return self._handled
+        return self._finish(pending)
 
     def offer(self, event: AgentEvent) -> Awaitable[None] | None:
         """Start delivering ``event`` (after everything queued before it). Returns ``None`` if it
@@ -400,7 +414,8 @@ class EventSink:
         once when nothing is being delivered: the awaitable is then a finished future)."""
         if self._drainer is not None:
             return self._flush_drainer()
-        self._raise_pending_error()
+        if self._error is not None:
+            self._raise_pending_error()
         return self._handled
 
     async def _flush_drainer(self) -> None:

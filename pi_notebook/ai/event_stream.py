@@ -247,16 +247,21 @@ class AssistantMessageEventStream:
         self._started = True
         producer = self._producer
         assert producer is not None
-        task = asyncio.get_running_loop().create_task(self._run_producer(producer))
-        _running_producers.add(task)
-        task.add_done_callback(_running_producers.discard)
+        # Until its first step the task is held by the loop's queue of ready callbacks; from
+        # then on by ``_running_producers``, which it leaves as its coroutine ends (no done
+        # callback: that would cost a loop callback per reply).
+        asyncio.get_running_loop().create_task(self._run_producer(producer))
 
     async def _run_producer(
         self, producer: Callable[[AssistantMessageEventStream], Awaitable[None]]
     ) -> None:
+        task = asyncio.current_task()
+        assert task is not None  # run only as the task ``_start`` made
+        _running_producers.add(task)
         try:
             await producer(self)
         finally:
+            _running_producers.discard(task)
             if not self._ended:
                 self.end(None)
 

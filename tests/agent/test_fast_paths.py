@@ -6,19 +6,35 @@ import asyncio
 from collections import OrderedDict
 from typing import Any
 
+import pytest
+
 from pi_notebook.agent import Agent, AgentContext, AgentLoopConfig, AgentTool, AgentToolResult
+from pi_notebook.agent.abortable import unless_aborted
 from pi_notebook.agent.events import AgentEvent
 from pi_notebook.agent.loop import run_agent_loop
-from pi_notebook.agent.validation import validate_tool_arguments
+from pi_notebook.agent.tool_declarations import declare_tool_changes, tool_declaration
+from pi_notebook.agent.validation import (
+    ToolArgumentsError,
+    schema_validator,
+    validate_tool_arguments,
+)
 from pi_notebook.ai import (
+    AbortController,
     AssistantMessage,
     FauxProvider,
+    MessageBuilder,
+    Model,
+    StreamOptions,
+    SystemMessage,
     TextContent,
     Tool,
+    ToolResultMessage,
     UserMessage,
     faux_assistant_message,
     faux_tool_call,
+    produce_stream,
 )
+from pi_notebook.ai.event_stream import _running_producers
 
 
 def test_validated_arguments_are_a_deep_copy_of_any_mapping() -> None:
@@ -170,7 +186,7 @@ async def test_a_run_of_deltas_reaches_an_emit_that_turns_async_midway_in_order(
     """The loop hands a queued run of deltas to the sink whole (``EventSink.offer_run``); an emit
     that answers with an awaitable on some deltas sees the same events, in the same order, each
     with its own partial reply, as a plain one."""
-    from pi_notebook.ai import MessageBuilder, Model, produce_stream
+    from pi_notebook.ai import Model, produce_stream
 
     model = Model(id="m", name="m", api="scripted", provider="p")
     texts = [f"d{i} " for i in range(40)]
@@ -230,3 +246,96 @@ async def test_a_run_of_deltas_reaches_an_emit_that_turns_async_midway_in_order(
     updates = [e for e in held if e.type == "message_update"]
     assert len({id(e) for e in updates}) == len(updates)  # each delta its own event
     assert updates[3].message.text == "".join(texts[:3])  # earlier events keep their view
+
+
+# --- per-turn shortcuts --------------------------------------------------------------------------
+
+
+def test_empty_arguments_skip_the_schema_pass_only_when_the_schema_takes_them() -> None:
+    open_schema = Tool(name="open", parameters={"type": "object", "properties": {}})
+    given: dict[str, Any] = {}
+    args = validate_tool_arguments(open_schema, given)
+    assert args == {} and args is not given  # still a copy the tool may change
+    assert schema_validator(open_schema.parameters).accepts_empty_object()
+    needs = Tool(
+        name="needs",
+        parameters={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    )
+    for _ in range(2):  # the cached answer says no the second time as well
+        with pytest.raises(ToolArgumentsError, match="  - n: missing"):
+            validate_tool_arguments(needs, {})
+    assert not schema_validator(needs.parameters).accepts_empty_object()
+    wrapped = Tool(name="list", parameters={"type": "array"})  # coerced, as pi-schema does
+    assert validate_tool_arguments(wrapped, {}) == [{}]
+
+
+def test_declarations_that_match_by_count_but_repeat_a_name_are_still_reported() -> None:
+    first = _noop()
+    twin = _noop()  # the same name twice: as many tools as declarations, one name left over
+    other = AgentTool(
+        name="other", description="", parameters={"type": "object"}, execute=_noop().execute
+    )
+    patch = SystemMessage(
+        content="", tools_added=[tool_declaration(first), tool_declaration(other)]
+    )
+    out = declare_tool_changes(AgentContext("", [patch], [first, twin]), [])
+    assert len(out) == 1 and isinstance(out[0], SystemMessage)
+    assert [t.name for t in out[0].tools_removed or ()] == ["other"]
+    assert declare_tool_changes(AgentContext("", [patch], [first, other]), []) == []
+
+
+async def test_a_tool_that_answers_at_once_is_not_watched_and_one_that_waits_is() -> None:
+    controller = AbortController()
+
+    async def at_once() -> str:
+        return "done"
+
+    async def aborts_then_waits() -> str:
+        controller.abort()  # during its first step: the watch set up after it still arms
+        await asyncio.sleep(10)
+        return "slept"
+
+    assert await unless_aborted(at_once(), controller.signal) == (False, "done")
+    gave_up: tuple[bool, Any] = await asyncio.wait_for(
+        unless_aborted(aborts_then_waits(), controller.signal), 5
+    )
+    assert gave_up == (True, None)
+
+
+async def test_a_producer_task_leaves_the_registry_when_its_reply_ends() -> None:
+    model = Model(id="m", name="m", api="scripted", provider="test")
+
+    async def body(out: MessageBuilder) -> None:
+        out.start()
+        await asyncio.sleep(0)
+        out.done("stop")
+
+    before = set(_running_producers)
+    stream = produce_stream(model, StreamOptions(), body)
+    await asyncio.sleep(0)  # its first step: registered while it streams
+    assert len(_running_producers - before) == 1
+    assert (await stream.result()).stop_reason == "stop"
+    await asyncio.sleep(0)
+    assert _running_producers == before
+
+
+async def test_a_tool_result_message_is_what_model_construct_builds(faux: FauxProvider) -> None:
+    faux.set_responses([_tool_reply("c1"), faux_assistant_message("done")])
+    agent = Agent(model=faux.get_model(), tools=[_noop()], stream_fn=faux.stream)
+    await agent.prompt("go")
+    built = next(m for m in agent.state.messages if isinstance(m, ToolResultMessage))
+    given = {name: getattr(built, name) for name in built.model_fields_set}
+    reference = ToolResultMessage.model_construct(**given)
+    assert built.__dict__ == reference.__dict__
+    assert list(built.__dict__) == list(reference.__dict__)  # field order, as dumps show it
+    assert built.model_fields_set == reference.model_fields_set
+    assert built.model_fields_set == {
+        "role",
+        "tool_call_id",
+        "tool_name",
+        "content",
+        "details",
+        "is_error",
+        "timestamp",
+        "duration_ms",
+    }
