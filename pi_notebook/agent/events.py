@@ -119,13 +119,23 @@ def fast_construct(cls: type[_M], **values: Any) -> _M:
     return construct(cls, values, fields_set)
 
 
+_SHARED_FIELDS_SETS: dict[type[Any], set[str]] = {}
+"""Per event class, the ``__pydantic_fields_set__`` its ``new_event`` events share: every field
+is given, so the set is the same for all of them (one GC-tracked object fewer per event); an
+assignment copies it first (``_AgentEventBase.__setattr__``)."""
+
+
 def new_event(cls: type[_E], values: dict[str, Any]) -> _E:
     """An event of ``cls`` from all its field values (``type`` included), without validation:
     the loop's events, built from parts that are valid already. Positional and without a class
     attribute lookup (a pydantic class's attributes are slow to read): it runs for every event."""
+    shared = _SHARED_FIELDS_SETS.get(cls)
+    if shared is None:
+        shared = _SHARED_FIELDS_SETS[cls] = set(cls.model_fields)
     event = blank()
     event.__dict__ = values
-    event.__pydantic_fields_set__ = set(values)
+    # (values name every field: equal sizes mean equal sets; anything else gets a set of its own)
+    event.__pydantic_fields_set__ = shared if len(values) == len(shared) else set(values)
     event.__pydantic_extra__ = {}
     event.__pydantic_private__ = None
     event.__class__ = cls
@@ -133,6 +143,13 @@ def new_event(cls: type[_E], values: dict[str, Any]) -> _E:
 
 
 class _AgentEventBase(PiModel):
+    def __setattr__(self, name: str, value: Any) -> None:
+        # ``new_event`` and ``message_update`` share one fields set per class: copy it before
+        # pydantic adds to it.
+        if self.__pydantic_fields_set__ is _SHARED_FIELDS_SETS.get(type(self)):
+            set_fields_set(self, set(self.__pydantic_fields_set__))
+        super().__setattr__(name, value)
+
     @classmethod
     def _quick(cls, **values: Any) -> Self:
         """Build without validation (``new_event`` with keywords). Every field must be given."""
@@ -173,12 +190,6 @@ class MessageUpdateEvent(_AgentEventBase):
     type: Literal["message_update"] = "message_update"
     assistant_message_event: AssistantMessageEvent
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        # ``message_update`` shares one fields set: copy it before pydantic adds to it.
-        if self.__pydantic_fields_set__ is _UPDATE_FIELDS_SET:
-            set_fields_set(self, set(_UPDATE_FIELDS_SET))
-        super().__setattr__(name, value)
-
     @computed_field  # type: ignore[prop-decorator]
     @property
     def message(self) -> AssistantMessage:
@@ -187,7 +198,7 @@ class MessageUpdateEvent(_AgentEventBase):
         return partial
 
 
-_UPDATE_FIELDS_SET = {"type", "assistant_message_event"}
+_UPDATE_FIELDS_SET = _SHARED_FIELDS_SETS[MessageUpdateEvent] = {"type", "assistant_message_event"}
 """Every ``message_update``'s ``__pydantic_fields_set__`` until one is assigned to (then copied)."""
 
 

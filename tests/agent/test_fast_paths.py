@@ -339,3 +339,22 @@ async def test_a_tool_result_message_is_what_model_construct_builds(faux: FauxPr
         "timestamp",
         "duration_ms",
     }
+
+
+def test_new_events_share_a_fields_set_per_class_and_copy_it_on_write() -> None:
+    from pi_notebook.agent.events import ToolExecutionStartEvent, new_event
+
+    def start() -> ToolExecutionStartEvent:
+        values = {"type": "tool_execution_start", "tool_call_id": "c", "tool_name": "t", "args": {}}
+        return new_event(ToolExecutionStartEvent, values)
+
+    first, second = start(), start()
+    reference = ToolExecutionStartEvent(
+        type="tool_execution_start", tool_call_id="c", tool_name="t", args={}
+    )
+    assert first.model_fields_set == reference.model_fields_set
+    assert first.model_dump() == reference.model_dump()
+    first.tool_name = "renamed"
+    first.note = "an extra key"  # type: ignore[attr-defined]
+    assert "note" in first.model_fields_set and "note" not in second.model_fields_set
+    assert second.model_fields_set == reference.model_fields_set and second.tool_name == "t"
