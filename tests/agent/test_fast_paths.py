@@ -358,3 +358,44 @@ def test_new_events_share_a_fields_set_per_class_and_copy_it_on_write() -> None:
     first.note = "an extra key"  # type: ignore[attr-defined]
     assert "note" in first.model_fields_set and "note" not in second.model_fields_set
     assert second.model_fields_set == reference.model_fields_set and second.tool_name == "t"
+
+
+async def test_a_reply_made_at_once_reaches_the_consumer_without_a_waiter() -> None:
+    """The consumer steps aside for the producer's first step: a reply produced without waiting
+    is then all there, and no future is made to wake the consumer; one that waits still comes."""
+    model = Model(id="m", name="m", api="scripted", provider="test")
+    gate = asyncio.Event()
+
+    async def at_once(out: MessageBuilder) -> None:
+        out.start()
+        index = out.text_start()
+        out.text_delta(index, "hi")
+        out.text_end(index)
+        out.done("stop")
+
+    async def waits(out: MessageBuilder) -> None:
+        await gate.wait()
+        await at_once(out)
+
+    loop = asyncio.get_running_loop()
+    made = 0
+    create_future = loop.create_future
+
+    def counting() -> asyncio.Future[Any]:
+        nonlocal made
+        made += 1
+        return create_future()
+
+    loop.create_future = counting  # type: ignore[method-assign]
+    try:
+        batch = await produce_stream(model, StreamOptions(), at_once).next_batch()
+        assert made == 0
+        assert [e.type for e in batch] == [
+            "start", "text_start", "text_delta", "text_end", "done",
+        ]  # fmt: skip
+        waiting = produce_stream(model, StreamOptions(), waits)
+        loop.call_later(0.01, gate.set)
+        assert (await waiting.result()).text == "hi"
+        assert made > 0
+    finally:
+        del loop.create_future  # type: ignore[method-assign]
