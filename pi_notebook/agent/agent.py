@@ -411,15 +411,16 @@ class Agent:
 
         signal = self._signal
         listeners = self._listeners
-        for index, (listener, with_signal) in enumerate(listeners):
+        for entry in listeners:  # (no enumerate(): its position is looked up when needed)
+            listener, with_signal = entry
             try:
                 outcome = listener(event, signal) if with_signal else listener(event)
             except Exception:
                 _listener_failed(listener, event, tolerant)
                 continue
             if outcome is not None and inspect.isawaitable(outcome):
-                rest = listeners[index + 1 :]
-                return self._deliver_rest(event, outcome, rest, signal, tolerant)
+                after = next(i for i, other in enumerate(listeners) if other is entry) + 1
+                return self._deliver_rest(event, outcome, listeners[after:], signal, tolerant)
         return None
 
     async def _deliver_rest(

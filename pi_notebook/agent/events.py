@@ -362,6 +362,10 @@ class EventSink:
         when all were handled at once, else an awaitable that delivers the rest."""
         cls, kind, index, source, chunks = run.cls, run.kind, run.index, run.source, run.chunks
         given, new, emit = run.fields_set, blank, self._emit
+        # Nothing queued, not busy, no failure to raise: checked once, then kept true by each
+        # delivery that ends at once with nothing posted meanwhile (a failure is only recorded
+        # by the drainer, a task, which cannot run in between).
+        clear = self._error is None and not self._busy and not self._queue
         for count in range(run.first, run.last + 1):
             # partial_event's and message_update's objects, spelled out (see their docstrings)
             event = new()
@@ -376,7 +380,7 @@ class EventSink:
             update.__pydantic_extra__ = {}
             update.__pydantic_private__ = None
             update.__class__ = MessageUpdateEvent
-            if self._error is not None or self._busy or self._queue:
+            if not clear:
                 pending = self.offer(update)
                 if pending is None:
                     continue
@@ -392,6 +396,7 @@ class EventSink:
             self._busy = False
             if self._queue:
                 self._start_drainer()
+                clear = False
         return None
 
     async def _offer_rest(self, pending: Awaitable[None], run: DeltaRun, first: int) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from pi_notebook.agent import Agent, AgentContext, AgentLoopConfig, AgentTool, AgentToolResult
 from pi_notebook.agent.abortable import unless_aborted
-from pi_notebook.agent.events import AgentEvent
+from pi_notebook.agent.events import AgentEvent, TurnStartEvent
 from pi_notebook.agent.loop import run_agent_loop
 from pi_notebook.agent.tool_declarations import declare_tool_changes, tool_declaration
 from pi_notebook.agent.validation import (
@@ -399,3 +399,62 @@ async def test_a_reply_made_at_once_reaches_the_consumer_without_a_waiter() -> N
         assert made > 0
     finally:
         del loop.create_future  # type: ignore[method-assign]
+
+
+async def test_an_event_posted_during_a_run_of_deltas_goes_before_the_rest_of_it() -> None:
+    """``offer_run`` checks the sink once, then only whether a delivery posted something: the
+    deltas after such a post wait behind it, in order."""
+    from pi_notebook.agent.events import EventSink, MessageUpdateEvent, new_event
+    from pi_notebook.ai.event_stream import DeltaRun
+
+    model = Model(id="m", name="m", api="scripted", provider="p")
+
+    async def body(out: MessageBuilder) -> None:
+        out.start()
+        index = out.text_start()
+        for i in range(6):
+            out.text_delta(index, f"d{i}")
+        out.text_end(index)
+        out.done("stop")
+
+    stream = produce_stream(model, StreamOptions(), body)
+    runs = [item for item in (await stream.next_batch()).queued() if type(item) is DeltaRun]
+    assert len(runs) == 1 and runs[0].last - runs[0].first == 5
+    seen: list[str] = []
+
+    def emit(event: AgentEvent) -> None:
+        if type(event) is MessageUpdateEvent:
+            delta = getattr(event.assistant_message_event, "delta", "")
+            seen.append(delta)
+            if delta == "d1":
+                sink.post(new_event(TurnStartEvent, {"type": "turn_start"}))
+        else:
+            seen.append(event.type)
+
+    sink = EventSink(emit)
+    pending = sink.offer_run(runs[0])
+    assert pending is not None  # the rest waits behind the posted event
+    await pending
+    await sink.flush()
+    assert seen == ["d0", "d1", "turn_start", "d2", "d3", "d4", "d5"]
+
+
+async def test_a_listener_subscribed_twice_around_an_async_one_runs_twice_in_order(
+    faux: FauxProvider,
+) -> None:
+    faux.set_responses([faux_assistant_message("done")])
+    agent = Agent(model=faux.get_model(), stream_fn=faux.stream)
+    log: list[str] = []
+
+    def plain(event: AgentEvent) -> None:
+        log.append(f"plain {event.type}")
+
+    async def awaited(event: AgentEvent) -> None:
+        await asyncio.sleep(0)
+        log.append(f"async {event.type}")
+
+    for listener in (plain, awaited, plain):
+        agent.subscribe(listener)
+    await agent.prompt("go")
+    assert log[:3] == ["plain agent_start", "async agent_start", "plain agent_start"]
+    assert len(log) % 3 == 0 and log[-1] == "plain agent_end"
