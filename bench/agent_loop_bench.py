@@ -9,6 +9,8 @@ never sits in memory whole. Every run is checked (message count, tool calls, fin
     python3 -m bench.agent_loop_bench                          # five workloads + 10k/100k/1M
     python3 -m bench.agent_loop_bench --workloads turns_1k --reps 5
     python3 -m bench.agent_loop_bench --profile mixed_100k     # cProfile, top functions
+    python3 -m bench.agent_loop_bench --instructions           # callgrind: per turn, per delta
+    python3 -m bench.agent_loop_bench --instructions turn --callgrind-out /tmp/cg  # keep files
 
 Reuse from other scripts: ``await run_workload(WORKLOADS[key])`` or one of the per-workload
 functions (``text_100k()``, ``tools_parallel_1k()``, …), each returning a ``Run``.
@@ -21,13 +23,17 @@ import asyncio
 import cProfile
 import gc
 import pstats
+import re
+import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from bench.common import describe_environment, fmt_int, fmt_ms, fmt_rate, print_table, stats
 from bench.peers_agent_loop import WORKLOADS, Run, Workload, closing_text, parse_workloads
-from bench.sse_server import DELTA_TEXTS
+from bench.sse_server import DELTA_TEXTS, REPO_ROOT
 from pi_notebook.agent.agent import Agent
 from pi_notebook.agent.tools import AgentTool, AgentToolResult
 from pi_notebook.agent.types import StreamFn
@@ -236,6 +242,80 @@ def _profile(key: str) -> None:
     pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 
 
+_ICOUNT_UNITS: dict[str, tuple[str, Callable[[int], Workload], tuple[int, int]]] = {
+    # what one unit costs: a workload at each of two sizes, differenced (start-up cancels out)
+    "turn": ("turn, one tool call", lambda n: Workload("icount", "", n, 0, 1), (200, 1_200)),
+    "mixed": (
+        "turn, 100 deltas + one tool call",
+        lambda n: Workload("icount", "", n, 100, 1),
+        (200, 1_200),
+    ),
+    "delta": ("delta, one reply", lambda n: Workload("icount", "", 1, n, 0), (10_000, 60_000)),
+}
+
+
+def _parse_units(text: str) -> list[str]:
+    units = [unit.strip() for unit in text.split(",") if unit.strip()]
+    for unit in units:
+        if unit not in _ICOUNT_UNITS:
+            raise argparse.ArgumentTypeError(
+                f"unknown unit {unit!r} (from {', '.join(_ICOUNT_UNITS)})"
+            )
+    return units
+
+
+def _instructions(units: list[str], callgrind_out: str | None) -> None:
+    """Instructions per turn and per delta under ``valgrind --tool=callgrind``: one run of each
+    unit's workload at two sizes (``--run-once``), (I(large) − I(small)) ÷ (large − small)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+    rows: list[list[str]] = []
+    for unit in units:
+        name, shape, sizes = _ICOUNT_UNITS[unit]
+        totals: list[int] = []
+        for n in sizes:
+            w = shape(n)
+            out = f"{callgrind_out}.{unit}.{n}" if callgrind_out else "/dev/null"
+            command = [valgrind, "--tool=callgrind", f"--callgrind-out-file={out}"]
+            command += [sys.executable, "-m", "bench.agent_loop_bench"]
+            command += ["--run-once", f"{w.turns},{w.deltas},{w.tools}"]
+            done = subprocess.run(
+                command, capture_output=True, text=True, cwd=REPO_ROOT, check=False
+            )
+            found = re.search(r"Collected : (\d+)", done.stderr)
+            if done.returncode != 0 or found is None:
+                tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+                raise SystemExit(f"{name} ({n}) failed: {' / '.join(tail)}")
+            totals.append(int(found.group(1)))
+        per_unit = (totals[1] - totals[0]) / (sizes[1] - sizes[0])
+        rows.append([name, f"{per_unit / 1000:,.1f} k"])
+        print(f"  {name:34} {per_unit:12,.0f} instructions", flush=True)
+    print_table(
+        "Instructions per unit (callgrind)",
+        ["unit", "instructions"],
+        rows,
+        note="One run at each of two sizes, differenced: start-up and the first turn cancel out.",
+    )
+
+
+def _run_once(shape: str) -> None:
+    """One untimed run of ``turns,deltas,tools`` (the child of ``--instructions``)."""
+    turns, deltas, tools = (int(part) for part in shape.split(","))
+    # jsonschema's optional IRI format checker builds a grammar at import (~2.7 s, ~10 G
+    # instructions under callgrind); no workload schema has a format, so the child goes without.
+    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]
+    # A full GC pass walks every start-up object; whether one falls into a run depends on the
+    # start-up heap, not on the turns, and would land on one of the two sizes only. So a short
+    # run first (lazy imports, caches), then the heap is frozen: start-up objects are left out
+    # of every pass (the timed runs see no full pass either: FULL_GC_PASSES).
+    warm_up = Workload("warm-up", shape, 2 if tools else 1, min(deltas, 100), tools)
+    asyncio.run(run_workload(warm_up))
+    gc.collect()
+    gc.freeze()
+    asyncio.run(run_workload(Workload("icount", shape, turns, deltas, tools)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="pi_notebook's agent loop on scripted workloads.")
     parser.add_argument(
@@ -247,7 +327,28 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="repetitions (default 3)")
     parser.add_argument("--reps-1m", type=int, default=1, help="repetitions of text_1m")
     parser.add_argument("--profile", metavar="WORKLOAD", help="profile one run of WORKLOAD")
+    parser.add_argument(
+        "--instructions",
+        nargs="?",
+        const=",".join(_ICOUNT_UNITS),
+        type=_parse_units,
+        metavar="UNITS",
+        help="count instructions per unit under callgrind instead (comma-separated, from "
+        f"{', '.join(_ICOUNT_UNITS)}; default all)",
+    )
+    parser.add_argument(
+        "--callgrind-out",
+        metavar="PREFIX",
+        help="with --instructions: keep the callgrind files as PREFIX.<unit>.<size>",
+    )
+    parser.add_argument("--run-once", metavar="TURNS,DELTAS,TOOLS", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.run_once:
+        _run_once(args.run_once)
+        return
+    if args.instructions:
+        _instructions(args.instructions, args.callgrind_out)
+        return
     if args.profile:
         parse_workloads(args.profile)
         _profile(args.profile)

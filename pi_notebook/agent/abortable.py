@@ -55,11 +55,18 @@ async def unless_aborted(work: Awaitable[_T], signal: AbortSignal | None) -> tup
     task = asyncio.current_task()
     if task is None:  # driven outside asyncio's tasks: nothing to cancel, so no deadline
         return False, await work
-    watch = _Watch(task)
-    remove = signal.add_listener(watch.on_abort)
+    steps = work.__await__()
+    context = contextvars.copy_context()
     try:
-        steps = work.__await__()
-        return await _drive(steps, contextvars.copy_context(), watch)
+        yielded = context.run(steps.send, None)
+    except StopIteration as stop:
+        # Ended within its first step, without waiting (a tool that answers at once, the
+        # commonest kind): no abort could have cut it short, so no watch is set up for it.
+        return False, stop.value
+    watch = _Watch(task)
+    remove = signal.add_listener(watch.on_abort)  # fired during the first step: arms at once
+    try:
+        return await _drive(steps, context, watch, yielded)
     finally:
         remove()
         watch.close()
@@ -107,13 +114,20 @@ class _Watch:
 
 @types.coroutine
 def _drive(
-    steps: _Steps, context: contextvars.Context, watch: _Watch
+    steps: _Steps, context: contextvars.Context, watch: _Watch, yielded: Any
 ) -> Generator[Any, Any, tuple[bool, Any]]:
-    """``yield from steps`` in ``context``, with the abort rules of ``unless_aborted``."""
+    """``yield from steps`` in ``context`` from its first step's ``yielded`` on, with the abort
+    rules of ``unless_aborted``."""
     run, send, throw = context.run, steps.send, steps.throw
-    sent: Any = None
-    thrown: BaseException | None = None
     while True:
+        thrown: BaseException | None = None
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            steps.close()
+            raise
+        except BaseException as exc:
+            sent, thrown = None, exc
         try:
             yielded = run(send, sent) if thrown is None else run(throw, thrown)
         except StopIteration as stop:
@@ -131,14 +145,6 @@ def _drive(
                 return (yield from _unwind(steps, context, yielded, watch))
             _abandon(steps, context, yielded)  # the caller was cancelled: it goes on alone
             raise thrown
-        thrown = None
-        try:
-            sent = yield yielded
-        except GeneratorExit:
-            steps.close()
-            raise
-        except BaseException as exc:
-            sent, thrown = None, exc
 
 
 @types.coroutine

@@ -45,10 +45,15 @@ from .call_stops import ToolCallStops
 from .events import (
     AgentEndEvent,
     AgentEvent,
+    AgentStartEvent,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
     TurnEndEvent,
+    TurnStartEvent,
 )
 from .listeners import takes_signal
 from .loop import run_agent_loop, run_agent_loop_continue
@@ -84,6 +89,24 @@ _BUSY_CONTINUE_MESSAGE = "Agent is already processing. Wait for completion befor
 _QUEUE_MODES = ("all", "one-at-a-time")
 _TOLERATED = "agent listener failed while a run failure was reported"
 _TOOL_EXECUTION_MODES = ("sequential", "parallel")
+
+
+_EVENT_TYPES: dict[type[Any], str] = {
+    cls: cls.model_fields["type"].default
+    for cls in (
+        AgentStartEvent,
+        AgentEndEvent,
+        TurnStartEvent,
+        TurnEndEvent,
+        MessageStartEvent,
+        MessageUpdateEvent,
+        MessageEndEvent,
+        ToolExecutionStartEvent,
+        ToolExecutionUpdateEvent,
+        ToolExecutionEndEvent,
+    )
+}
+"""Each event class's ``type`` (the one its ``type`` field allows)."""
 
 
 def _listener_failed(listener: Any, event: AgentEvent, tolerant: bool) -> None:
@@ -365,7 +388,9 @@ class Agent:
         if type(event) is MessageUpdateEvent:  # the per-delta case, told without reading a field
             state._streaming = event
         else:
-            kind = event.type  # read once (the literal-narrowing of mypy is lost: ignores below)
+            # its type (the literal-narrowing of mypy is lost: ignores below), by its class when
+            # it is one of ours: reading a field of a pydantic model costs more than a dict lookup
+            kind = _EVENT_TYPES.get(type(event)) or event.type
             if kind == "message_update":
                 state._streaming = event  # type: ignore[assignment]
             elif kind == "message_start":
@@ -386,15 +411,16 @@ class Agent:
 
         signal = self._signal
         listeners = self._listeners
-        for index, (listener, with_signal) in enumerate(listeners):
+        for entry in listeners:  # (no enumerate(): its position is looked up when needed)
+            listener, with_signal = entry
             try:
                 outcome = listener(event, signal) if with_signal else listener(event)
             except Exception:
                 _listener_failed(listener, event, tolerant)
                 continue
             if outcome is not None and inspect.isawaitable(outcome):
-                rest = listeners[index + 1 :]
-                return self._deliver_rest(event, outcome, rest, signal, tolerant)
+                after = next(i for i, other in enumerate(listeners) if other is entry) + 1
+                return self._deliver_rest(event, outcome, listeners[after:], signal, tolerant)
         return None
 
     async def _deliver_rest(
@@ -569,13 +595,14 @@ class Agent:
     def _config(self, *, skip_initial_steering_poll: bool = False) -> AgentLoopConfig:
         state = self._state
         skip = skip_initial_steering_poll
+        queue = self._steering
 
-        def steering() -> list[AgentMessage]:
+        def steering() -> list[AgentMessage]:  # polled twice a turn: an empty queue costs no call
             nonlocal skip
             if skip:
                 skip = False
                 return []
-            return self._steering.drain()
+            return queue.drain() if queue._items else []
 
         return AgentLoopConfig(
             model=state.model,

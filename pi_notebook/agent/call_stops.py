@@ -48,7 +48,7 @@ class ToolCallStops:
     def open(self, tool_call_id: str, run_signal: AbortSignal | None) -> AbortSignal:
         """The signal of a call about to be prepared: it follows ``run_signal`` and
         ``stop(tool_call_id)``."""
-        self.close(tool_call_id)  # a repeated id: the newest call is the one a stop reaches
+        self._calls.pop(tool_call_id, None)  # a repeated id: a stop reaches the newest call
         controller = AbortController()
         if run_signal is not None:
             if run_signal.aborted:

@@ -119,13 +119,23 @@ def fast_construct(cls: type[_M], **values: Any) -> _M:
     return construct(cls, values, fields_set)
 
 
+_SHARED_FIELDS_SETS: dict[type[Any], set[str]] = {}
+"""Per event class, the ``__pydantic_fields_set__`` its ``new_event`` events share: every field
+is given, so the set is the same for all of them (one GC-tracked object fewer per event); an
+assignment copies it first (``_AgentEventBase.__setattr__``)."""
+
+
 def new_event(cls: type[_E], values: dict[str, Any]) -> _E:
     """An event of ``cls`` from all its field values (``type`` included), without validation:
     the loop's events, built from parts that are valid already. Positional and without a class
     attribute lookup (a pydantic class's attributes are slow to read): it runs for every event."""
+    shared = _SHARED_FIELDS_SETS.get(cls)
+    if shared is None:
+        shared = _SHARED_FIELDS_SETS[cls] = set(cls.model_fields)
     event = blank()
     event.__dict__ = values
-    event.__pydantic_fields_set__ = set(values)
+    # (values name every field: equal sizes mean equal sets; anything else gets a set of its own)
+    event.__pydantic_fields_set__ = shared if len(values) == len(shared) else set(values)
     event.__pydantic_extra__ = {}
     event.__pydantic_private__ = None
     event.__class__ = cls
@@ -133,6 +143,13 @@ def new_event(cls: type[_E], values: dict[str, Any]) -> _E:
 
 
 class _AgentEventBase(PiModel):
+    def __setattr__(self, name: str, value: Any) -> None:
+        # ``new_event`` and ``message_update`` share one fields set per class: copy it before
+        # pydantic adds to it.
+        if self.__pydantic_fields_set__ is _SHARED_FIELDS_SETS.get(type(self)):
+            set_fields_set(self, set(self.__pydantic_fields_set__))
+        super().__setattr__(name, value)
+
     @classmethod
     def _quick(cls, **values: Any) -> Self:
         """Build without validation (``new_event`` with keywords). Every field must be given."""
@@ -173,12 +190,6 @@ class MessageUpdateEvent(_AgentEventBase):
     type: Literal["message_update"] = "message_update"
     assistant_message_event: AssistantMessageEvent
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        # ``message_update`` shares one fields set: copy it before pydantic adds to it.
-        if self.__pydantic_fields_set__ is _UPDATE_FIELDS_SET:
-            set_fields_set(self, set(_UPDATE_FIELDS_SET))
-        super().__setattr__(name, value)
-
     @computed_field  # type: ignore[prop-decorator]
     @property
     def message(self) -> AssistantMessage:
@@ -187,7 +198,7 @@ class MessageUpdateEvent(_AgentEventBase):
         return partial
 
 
-_UPDATE_FIELDS_SET = {"type", "assistant_message_event"}
+_UPDATE_FIELDS_SET = _SHARED_FIELDS_SETS[MessageUpdateEvent] = {"type", "assistant_message_event"}
 """Every ``message_update``'s ``__pydantic_fields_set__`` until one is assigned to (then copied)."""
 
 
@@ -286,8 +297,22 @@ class EventSink:
         """Deliver ``event`` after everything queued before it; the awaitable returned finishes
         once it was handled. When ``emit`` handled it at once that is a finished future, which
         ``await`` passes straight through (no coroutine made per event)."""
-        pending = self.offer(event)
-        return self._handled if pending is None else pending
+        if self._error is not None or self._busy or self._queue:
+            pending = self.offer(event)
+            return self._handled if pending is None else pending
+        # offer's own path when nothing is queued, spelled out: it runs for every event
+        self._busy = True
+        try:
+            pending = self._emit(event)
+        except BaseException:
+            self._release()
+            raise
+        if pending is None:
+            self._busy = False
+            if self._queue:
+                self._start_drainer()
+            return self._handled
+        return self._finish(pending)
 
     def offer(self, event: AgentEvent) -> Awaitable[None] | None:
         """Start delivering ``event`` (after everything queued before it). Returns ``None`` if it
@@ -337,6 +362,10 @@ class EventSink:
         when all were handled at once, else an awaitable that delivers the rest."""
         cls, kind, index, source, chunks = run.cls, run.kind, run.index, run.source, run.chunks
         given, new, emit = run.fields_set, blank, self._emit
+        # Nothing queued, not busy, no failure to raise: checked once, then kept true by each
+        # delivery that ends at once with nothing posted meanwhile (a failure is only recorded
+        # by the drainer, a task, which cannot run in between).
+        clear = self._error is None and not self._busy and not self._queue
         for count in range(run.first, run.last + 1):
             # partial_event's and message_update's objects, spelled out (see their docstrings)
             event = new()
@@ -351,7 +380,7 @@ class EventSink:
             update.__pydantic_extra__ = {}
             update.__pydantic_private__ = None
             update.__class__ = MessageUpdateEvent
-            if self._error is not None or self._busy or self._queue:
+            if not clear:
                 pending = self.offer(update)
                 if pending is None:
                     continue
@@ -367,6 +396,7 @@ class EventSink:
             self._busy = False
             if self._queue:
                 self._start_drainer()
+                clear = False
         return None
 
     async def _offer_rest(self, pending: Awaitable[None], run: DeltaRun, first: int) -> None:
@@ -400,7 +430,8 @@ class EventSink:
         once when nothing is being delivered: the awaitable is then a finished future)."""
         if self._drainer is not None:
             return self._flush_drainer()
-        self._raise_pending_error()
+        if self._error is not None:
+            self._raise_pending_error()
         return self._handled
 
     async def _flush_drainer(self) -> None:

@@ -93,13 +93,15 @@ class ToolDeclarations:
         last system message of ``pending``, or on a new one before the first other message.
         Unchanged (the same list of the same objects) when the declarations already match."""
         messages = list(pending)
+        declared = self.declared(context.messages)
+        if not messages and self._matches(declared, context.tools):
+            return messages  # most requests: nothing new, nothing changed (no lists built)
         at = next(
             (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], SystemMessage)),
             -1,
         )
         given = messages[at] if at >= 0 else None
         baseline = messages
-        declared = self.declared(context.messages)
         if isinstance(given, SystemMessage):
             baseline = list(messages)
             if given.tools_added or given.tools_removed:
@@ -133,14 +135,31 @@ class ToolDeclarations:
         messages.insert(first_other, patch)
         return messages
 
+    @staticmethod
+    def _matches(declared: dict[str, Tool], tools: Sequence[Tool]) -> bool:
+        """Whether ``declared`` is exactly ``tools``: the same names, each declared as it is
+        (``declare`` would then add and remove nothing). Equal sizes and every tool found under
+        its own name mean the same names, unless two tools share one: then not all of
+        ``declared``'s names are covered, which ``declare`` reports, so that case says no."""
+        if len(declared) != len(tools):
+            return False
+        seen: set[str] = set()
+        for tool in tools:
+            name = tool.name
+            if name in seen or not _same(declared.get(name), tool):
+                return False
+            seen.add(name)
+        return True
+
     def request_tools(self, context: AgentContext, messages: Sequence[Message]) -> list[Tool]:
         """The tools to hand a request beside ``messages`` (its converted transcript): none
         when its system messages declare them, as in pi 1.6 (after a ``prepare_request`` that
         changed ``context.tools`` they still declare the previous list: the new one is declared
         to the next request); the transcript's declared tools when the conversion dropped every
         system message (a 0.79-era ``convert_to_llm``), so the model still gets them."""
-        if any(message.role == "system" for message in messages):
-            return []
+        for message in messages:  # a loop, not any(): no generator per request
+            if message.role == "system":
+                return []
         return list(self.declared(context.messages).values())
 
 

@@ -46,6 +46,7 @@ from types import ModuleType
 from typing import Any, Final, TypeAlias
 
 from ..ai.abort import AbortSignal
+from ..ai.construct import construct
 from ..ai.options import maybe_await
 from ..ai.producer import describe_error
 from ..ai.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, now_ms
@@ -58,7 +59,6 @@ from .events import (
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
-    fast_construct,
     new_event,
 )
 from .sync_tools import loop_awake
@@ -121,6 +121,20 @@ class _Prepared:
 
 
 _Finished: TypeAlias = tuple[_Outcome, ToolResultMessage]
+
+_RESULT_GIVEN: Final = frozenset(
+    {
+        "role",
+        "tool_call_id",
+        "tool_name",
+        "content",
+        "details",
+        "is_error",
+        "timestamp",
+        "duration_ms",
+    }
+)
+"""The fields a tool-result message counts as given (``model_fields_set``)."""
 
 
 def _elapsed_ms(started: float) -> int:
@@ -365,17 +379,19 @@ class _Batch:
 
     async def result_message(self, call: ToolCall, outcome: _Outcome) -> ToolResultMessage:
         result = outcome.result
-        message = fast_construct(
-            ToolResultMessage,
-            role="toolResult",
-            tool_call_id=call.id,
-            tool_name=call.name,
-            content=result.content,  # already validated by AgentToolResult
-            details=result.details,
-            is_error=outcome.is_error,
-            duration_ms=outcome.duration_ms,
-            timestamp=now_ms(),
-        )
+        values = {  # every field, in field order (what ToolResultMessage.model_construct builds)
+            "role": "toolResult",
+            "tool_call_id": call.id,
+            "tool_name": call.name,
+            "content": result.content,  # already validated by AgentToolResult
+            "details": result.details,
+            "usage": None,
+            "nested_calls": None,
+            "is_error": outcome.is_error,
+            "timestamp": now_ms(),
+            "duration_ms": outcome.duration_ms,
+        }
+        message: ToolResultMessage = construct(ToolResultMessage, values, set(_RESULT_GIVEN))
         await self.sink.send(
             new_event(MessageStartEvent, {"type": "message_start", "message": message})
         )
@@ -460,8 +476,12 @@ async def execute_tool_calls(
         finished = await batch.run_sequential(calls)
     else:
         finished = await batch.run_parallel(calls)
-    terminate = bool(finished) and all(outcome.result.terminate for outcome, _ in finished)
-    return ToolBatch([message for _, message in finished], terminate)
+    messages: list[ToolResultMessage] = []
+    terminate = bool(finished)  # every result asks to end the run (one loop: no generators)
+    for outcome, message in finished:
+        messages.append(message)
+        terminate = terminate and outcome.result.terminate
+    return ToolBatch(messages, terminate)
 
 
 def truncated_tool_call_message(name: str) -> str:

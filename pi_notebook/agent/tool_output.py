@@ -83,7 +83,10 @@ def _bound_content(
     content: list[TextContent | ImageContent],
 ) -> list[TextContent | ImageContent]:
     changed = False
-    total = sum(len(block.text) for block in content if isinstance(block, TextContent))
+    total = 0
+    for block in content:  # a loop, not sum() over a generator: this runs for every call
+        if isinstance(block, TextContent):
+            total += len(block.text)
     out: list[TextContent | ImageContent] = []
     for block in content:
         if isinstance(block, TextContent):

@@ -89,6 +89,8 @@ def validate_tool_arguments(tool: Tool, arguments: Mapping[str, Any]) -> dict[st
     the schema itself cannot be used (a ``type`` that is no JSON type).
     """
     validator = schema_validator(tool.parameters)
+    if type(arguments) is dict and not arguments and validator.accepts_empty_object():
+        return {}  # a call without arguments, the commonest of all: its answer is known already
     given: Any = arguments
     if isinstance(given, Mapping):
         given = {key: _copy(value) for key, value in given.items()}
@@ -132,7 +134,7 @@ class SchemaValidator:
     Raises ``ValueError`` at construction when a ``type`` is not a JSON type.
     """
 
-    __slots__ = ("_checker", "_checkers", "_resolver", "schema")
+    __slots__ = ("_checker", "_checkers", "_empty_object_valid", "_resolver", "schema")
 
     def __init__(self, schema: Mapping[str, Any] | bool) -> None:
         self.schema = schema
@@ -144,9 +146,18 @@ class SchemaValidator:
             schema, registry=_NO_FETCHING, format_checker=SchemaChecker.FORMAT_CHECKER
         )
         self._checkers: dict[tuple[int, int], Validator] = {}
+        self._empty_object_valid: bool | None = None
 
     def is_valid(self, value: Any) -> bool:
         return self._checker.is_valid(value)
+
+    def accepts_empty_object(self) -> bool:
+        """Whether ``{}`` is valid as it is (checked once: a schema's answer for one value never
+        changes). Then no pass of ``parse`` changes ``{}`` either: it holds nothing to coerce."""
+        valid = self._empty_object_valid
+        if valid is None:
+            valid = self._empty_object_valid = bool(self._checker.is_valid({}))
+        return valid
 
     def errors(self, value: Any) -> list[SchemaIssue]:
         """The issues of ``value`` (empty when valid), in pi-schema's order."""

@@ -14,8 +14,9 @@ its time). The consumer sees the same events, in the same order.
 from __future__ import annotations
 
 import asyncio
+import types
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from itertools import chain
 from typing import Any, TypeAlias
 
@@ -119,6 +120,12 @@ class EventBatch:
         return f"<EventBatch of {len(self)} events>"
 
 
+@types.coroutine
+def _step_aside() -> Generator[None, None, None]:
+    """Give the loop one turn (``asyncio.sleep(0)`` without its checks)."""
+    yield
+
+
 _running_producers: set[asyncio.Task[None]] = set()
 """Strong references: a producer task must not be garbage-collected while it streams."""
 
@@ -137,6 +144,7 @@ class AssistantMessageEventStream:
         "_producer",
         "_result_waiters",
         "_started",
+        "_stepped",
         "_waiter",
     )
 
@@ -152,6 +160,8 @@ class AssistantMessageEventStream:
         self._final: AssistantMessage | None = None
         self._producer = producer
         self._started = producer is None
+        self._stepped = producer is None
+        """Whether the producer took its first step (``_wait``)."""
         if producer is not None:
             try:
                 asyncio.get_running_loop()
@@ -247,16 +257,22 @@ class AssistantMessageEventStream:
         self._started = True
         producer = self._producer
         assert producer is not None
-        task = asyncio.get_running_loop().create_task(self._run_producer(producer))
-        _running_producers.add(task)
-        task.add_done_callback(_running_producers.discard)
+        # Until its first step the task is held by the loop's queue of ready callbacks; from
+        # then on by ``_running_producers``, which it leaves as its coroutine ends (no done
+        # callback: that would cost a loop callback per reply).
+        asyncio.get_running_loop().create_task(self._run_producer(producer))
 
     async def _run_producer(
         self, producer: Callable[[AssistantMessageEventStream], Awaitable[None]]
     ) -> None:
+        self._stepped = True
+        task = asyncio.current_task()
+        assert task is not None  # run only as the task ``_start`` made
+        _running_producers.add(task)
         try:
             await producer(self)
         finally:
+            _running_producers.discard(task)
             if not self._ended:
                 self.end(None)
 
@@ -297,6 +313,14 @@ class AssistantMessageEventStream:
 
     async def _wait(self) -> None:
         self._start()
+        if not self._stepped:
+            # The producer's first step is queued in the loop: step aside once (as sleep(0)),
+            # so it runs first. What it produced at once (a whole reply, for a model that
+            # answers without waiting) is then here without a future to wake us: one loop
+            # iteration a reply instead of two.
+            await _step_aside()
+            if self._backlog or self._ended:
+                return
         waiter = asyncio.get_running_loop().create_future()
         self._waiter = waiter
         await waiter

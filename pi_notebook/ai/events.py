@@ -10,7 +10,7 @@ unless somebody reads ``partial``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated, Any, Final, Literal, Protocol, TypeAlias, TypeVar, cast, get_args
+from typing import Annotated, Any, Final, Literal, Protocol, TypeAlias, TypeVar, get_args
 
 from pydantic import Field, PrivateAttr, computed_field
 
@@ -89,14 +89,16 @@ class _PartialEvent(PiModel):
         if type(source) is AssistantMessage:  # given, or built already (exact: no ABC check)
             return source
         chunks = private.get("_chunks")
+        message: AssistantMessage
+        # no typing.cast below: it is a call, and this runs once per reply at least
         if chunks is not None:  # only ``partial_event`` sets it, with a chunked source
-            message = cast(ChunkedPartialSource, source).materialize_at(chunks)
+            message = source.materialize_at(chunks)
             if type(message) is not AssistantMessage:
                 private["_chunks"] = None  # the next read takes it as it is
         elif isinstance(source, AssistantMessage):
             return source
         else:
-            message = cast(PartialSource, source).materialize()
+            message = source.materialize()
         private["_partial"] = message
         return message
 
