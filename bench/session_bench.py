@@ -11,7 +11,7 @@ then each repetition times, side by side on the same file:
 - ``jiter floor``: ``pydantic_core.from_json`` of every line into plain dicts, GC paused (parsing
   only, no validation, no index: the floor for any Python reader).
 
-Then the same for a pi 1.6-style session (``--sizes16``, default 10k and 100k): a leading
+Then the same for a pi 1.6-style session (``--sizes16``, default 1k, 10k and 100k): a leading
 system message with sections and tools, a section/tool patch every 50 turns, a ``usage`` entry
 every 10 turns and a ``context_edit`` hiding an old tool result every 20, side by side with pi
 1.6.0's ``SessionManager`` (run with the Node 22 installed in tests/golden/pi-1.6/sessions; the
@@ -23,6 +23,7 @@ OS), the same with ``fsync=True``, and to the in-memory store.
     python3 -m bench.session_bench                    # 1k, 10k, 100k; about two minutes
     python3 -m bench.session_bench --sizes 1k,10k --reps 5
     python3 -m bench.session_bench --profile 100k     # cProfile of one open + build_context
+    python3 -m bench.session_bench --instructions 10k # callgrind: instructions per entry
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ import cProfile
 import gc
 import io
 import json
+import os
 import pstats
+import re
+import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -406,6 +411,51 @@ def profile(size: int, folder: Path) -> None:
     print(out.getvalue())
 
 
+def instructions(size: int, folder: Path) -> None:
+    """Instructions per entry of one ``Session.open`` + ``build_context`` of each style, counted
+    by callgrind: a child that opens the file once against one that does not (``--open-once``),
+    so imports and start-up cancel out. Unlike timings, the counts barely move with the load
+    of the machine (page faults and cache misses are not in them)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+    rows = []
+    for style, make in (("0.73-style", generate), ("1.6-style", generate_16)):
+        path = folder / f"{style}-{size}.jsonl"
+        make(path, size)
+        entries = path.read_bytes().count(b"\n") - 1
+        totals = []
+        for times in (0, 1):
+            command = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+            command += [sys.executable, "-m", "bench.session_bench", "--open-once", str(path)]
+            command += ["--times", str(times)]
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            found = re.search(r"Collected : (\d+)", done.stderr)
+            if done.returncode != 0 or found is None:
+                tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+                raise SystemExit(f"{style} failed: {' / '.join(tail)}")
+            totals.append(int(found.group(1)))
+        per_entry = (totals[1] - totals[0]) / entries
+        rows.append([style, f"{entries:,}", f"{per_entry / 1000:,.1f} k"])
+        print(f"  {style:11} {per_entry:10,.0f} instructions/entry", flush=True)
+    print_table(
+        "Instructions per entry of Session.open + build_context (callgrind)",
+        ["session", "entries", "instructions/entry"],
+        rows,
+        note="(I(one open) − I(none)) ÷ entries; the process exits without tearing down.",
+    )
+
+
+def _open_once(path: Path, times: int) -> None:
+    """The child of ``--instructions``: open and build ``times`` times, then leave at once."""
+    kept = []
+    for _ in range(times):
+        session = Session.open(path)
+        kept.append((session, session.build_context()))
+    sys.stdout.flush()
+    os._exit(0)  # no teardown of the session in the count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Session files: open + build context; appends.")
     parser.add_argument(
@@ -417,8 +467,8 @@ def main() -> None:
     parser.add_argument(
         "--sizes16",
         type=lambda s: [parse_size(x) for x in s.split(",")] if s else [],
-        default=[10_000, 100_000],
-        help="entry counts of the pi 1.6-style sessions (default: 10k,100k; '' skips them)",
+        default=[1_000, 10_000, 100_000],
+        help="entry counts of the pi 1.6-style sessions (default: 1k,10k,100k; '' skips them)",
     )
     parser.add_argument(
         "--no-install", action="store_true", help="do not npm ci pi 1.6 when it is missing"
@@ -426,11 +476,24 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="repetitions per size (default 3)")
     parser.add_argument("--appends", type=parse_size, default=2_000, help="appends (default 2k)")
     parser.add_argument("--profile", type=parse_size, metavar="SIZE", help="profile one size")
+    parser.add_argument(
+        "--instructions",
+        type=parse_size,
+        metavar="SIZE",
+        help="count instructions per entry under callgrind at one size (both styles)",
+    )
+    parser.add_argument("--open-once", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--times", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.open_once:
+        _open_once(args.open_once, args.times)
     print(describe_environment(["pydantic", "pydantic-core"]))
     with tempfile.TemporaryDirectory(prefix="session-bench-") as folder:
         if args.profile:
             profile(args.profile, Path(folder))
+            return
+        if args.instructions:
+            instructions(args.instructions, Path(folder))
             return
         measure(args.sizes, args.reps, Path(folder))
         if args.sizes16:

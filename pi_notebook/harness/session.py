@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import compress, count, repeat
+from operator import attrgetter, eq
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -680,14 +682,17 @@ class Session:
         """Every current label, ``{entry id: label}`` (a copy; e.g. to find an entry by label)."""
         return dict(self._labels)
 
-    def _path_to(self, entry_id: str | None) -> list[SessionEntry]:
-        """Root → ``entry_id``, walked in the index's lists (no entry object is read)."""
+    def _path_positions(self, entry_id: str | None) -> list[int]:
+        """The positions from the root to ``entry_id``, walked in the index's lists."""
         start = None if entry_id is None else self._ix.positions.get(entry_id)
         positions = self._ix.path(start)
         if positions is None:
             raise SessionFileError(str(self.path or "<memory>"), None, "cycle in parent ids")
-        entries = self._entries
-        return [entries[position] for position in positions]
+        return positions
+
+    def _path_to(self, entry_id: str | None) -> list[SessionEntry]:
+        """Root → ``entry_id``, walked in the index's lists (no entry object is read)."""
+        return list(map(self._entries.__getitem__, self._path_positions(entry_id)))
 
     def get_branch(self, from_id: str | None = None) -> list[SessionEntry]:
         """The entries from the root to ``from_id`` (default: the leaf), oldest first."""
@@ -760,44 +765,41 @@ class Session:
         target among those entries hides or replaces its content. ``system_prompt``, ``tools``
         and ``tool_names`` replay the system messages of the result.
         """
-        path = self._path_to(self._leaf_id)
-        thinking_level = "off"
-        model_source: ModelChangeEntry | AssistantMessage | None = None
-        active_tools: list[str] | None = None
-        compaction_at = -1
-        edited = False
-        for index, entry in enumerate(path):
-            kind = type(entry)
-            if kind is MessageEntry:
-                if type(entry.message) is AssistantMessage:  # type: ignore[union-attr]
-                    model_source = entry.message  # type: ignore[union-attr]
-            elif kind is ThinkingLevelChangeEntry:
-                thinking_level = entry.thinking_level  # type: ignore[union-attr]
-            elif kind is ModelChangeEntry:
-                model_source = entry  # type: ignore[assignment]
-            elif kind is ActiveToolsChangeEntry:
-                active_tools = entry.active_tool_names  # type: ignore[union-attr]
-            elif kind is CompactionEntry:
-                compaction_at = index
-            elif kind is ContextEditEntry:
-                edited = True
+        # Walked in the index's lists: the entries' types say where the settings, the
+        # compaction and the edits are, so a long branch of messages is read in C-level passes
+        # (only the messages and the few entries that matter are touched).
+        positions = self._path_positions(self._leaf_id)
+        entries = self._entries
+        kinds = list(map(self._ix.types.__getitem__, positions))
+        present = set(kinds)
+        thinking = self._last_of(positions, kinds, present, ThinkingLevelChangeEntry)
+        tools_change = self._last_of(positions, kinds, present, ActiveToolsChangeEntry)
+        at = self._last_at(positions, kinds, present, CompactionEntry)
+        thinking_level = "off" if thinking is None else thinking.thinking_level
+        active_tools = None if tools_change is None else tools_change.active_tool_names
+        model_source = self._model_source(positions, kinds)
+        edited = "context_edit" in present and any(
+            type(entries[p]) is ContextEditEntry for p in _where(positions, kinds, "context_edit")
+        )
 
-        messages: list[HarnessMessage] = []
-        if compaction_at < 0:
-            edits = _edits(path) if edited else None
-            _collect(messages, path, edits)
+        messages: list[HarnessMessage]
+        if at < 0:
+            edits = self._edits(positions, kinds) if edited else None
+            messages = self._messages(positions, kinds, present, edits)
         else:
-            compaction = path[compaction_at]
+            compaction = entries[positions[at]]
             assert isinstance(compaction, CompactionEntry)
-            kept = path[:compaction_at]
-            first = next(
-                (i for i, e in enumerate(kept) if e.id == compaction.first_kept_entry_id),
-                len(kept),
-            )
-            kept = [e for e in kept[first:] if not _is_system(e)]
-            after = path[compaction_at + 1 :]
-            edits = _edits([compaction, *kept, *after]) if edited else None
+            kept = positions[:at]
+            kept_ids = list(map(self._ix.ids.__getitem__, kept))
+            first = compaction.first_kept_entry_id
+            kept = kept[kept_ids.index(first) if first in kept_ids else len(kept) :]
+            kept = [p for p in kept if not _is_system(entries[p])]
+            after = positions[at + 1 :]
+            context = kept + after
+            context_kinds = list(map(self._ix.types.__getitem__, context))
+            edits = self._edits(context, context_kinds) if edited else None
             edit = None if edits is None else edits.get(compaction.id)
+            messages = []
             if edit is None or edit.replacement is not None:  # (a compaction is not editable)
                 if compaction.system_message is not None:
                     messages.append(compaction.system_message)
@@ -808,8 +810,7 @@ class Session:
                         timestamp=_ms(compaction.timestamp),
                     )
                 )
-            _collect(messages, kept, edits)
-            _collect(messages, after, edits)
+            messages += self._messages(context, context_kinds, set(context_kinds), edits)
 
         model = None
         if isinstance(model_source, ModelChangeEntry):
@@ -818,8 +819,12 @@ class Session:
             model = ModelRef(provider=model_source.provider, model_id=model_source.model)
         system_prompt: str | None = None
         tools: list[Tool] | None = None
-        if any(type(m) is SystemMessage for m in messages):
-            state = current_system_message(messages)
+        message_types = list(map(type, messages))
+        if SystemMessage in message_types:
+            systems = {t for t in set(message_types) if issubclass(t, SystemMessage)}
+            state = current_system_message(
+                compress(messages, map(systems.__contains__, message_types))
+            )
             if state is not None:
                 system_prompt = system_message_text(state)
                 tools = list(state.tools_added or ())
@@ -832,6 +837,87 @@ class Session:
             tools=tools,
             tool_names=None if tools is None else [tool.name for tool in tools],
         )
+
+    def _last_at(
+        self, positions: list[int], kinds: list[str], present: set[str], cls: type[Any]
+    ) -> int:
+        """Where on the path the last entry of class ``cls`` is (-1: none)."""
+        kind = _KIND[cls]
+        if kind not in present:
+            return -1
+        entries, backwards, last = self._entries, kinds[::-1], len(kinds) - 1
+        found = backwards.index(kind)
+        while type(entries[positions[last - found]]) is not cls:
+            try:
+                found = backwards.index(kind, found + 1)
+            except ValueError:
+                return -1
+        return last - found
+
+    def _last_of(
+        self, positions: list[int], kinds: list[str], present: set[str], cls: type[_E]
+    ) -> _E | None:
+        at = self._last_at(positions, kinds, present, cls)
+        return None if at < 0 else self._entries[positions[at]]  # type: ignore[return-value]
+
+    def _model_source(
+        self, positions: list[int], kinds: list[str]
+    ) -> ModelChangeEntry | AssistantMessage | None:
+        """The last model choice on the path: a model change, or an assistant message."""
+        entries = self._entries
+        for at in range(len(kinds) - 1, -1, -1):
+            kind = kinds[at]
+            if kind == "message":
+                entry = entries[positions[at]]
+                if type(entry) is MessageEntry and type(entry.message) is AssistantMessage:
+                    return entry.message
+            elif kind == "model_change":
+                entry = entries[positions[at]]
+                if type(entry) is ModelChangeEntry:
+                    return entry
+        return None
+
+    def _edits(self, positions: list[int], kinds: list[str]) -> dict[str, ContextEditEntry]:
+        """The latest context edit of each target among the entries at ``positions``."""
+        entries = self._entries
+        return _edits(entries[p] for p in _where(positions, kinds, "context_edit"))
+
+    def _messages(
+        self,
+        positions: list[int],
+        kinds: list[str],
+        present: set[str],
+        edits: Mapping[str, ContextEditEntry] | None,
+    ) -> list[HarnessMessage]:
+        """The context messages of the entries at ``positions`` (see :meth:`build_context`)."""
+        entries = self._entries
+        if "custom_message" in present or "branch_summary" in present:
+            messages: list[HarnessMessage] = []
+            _collect(messages, [entries[p] for p in positions], edits)
+            return messages
+        chosen = positions if present == {"message"} else _where(positions, kinds, "message")
+        chosen_entries = list(map(entries.__getitem__, chosen))
+        if set(map(type, chosen_entries)) - {MessageEntry}:  # (only a hand-made entry list)
+            messages = []
+            _collect(messages, [entries[p] for p in positions], edits)
+            return messages
+        messages = list(map(_MESSAGE, chosen_entries))
+        if not edits:
+            return messages
+        ids = self._ix.ids
+        hits = list(compress(count(), map(edits.__contains__, map(ids.__getitem__, chosen))))
+        if not hits:
+            return messages
+        edited: list[HarnessMessage] = []
+        done = 0
+        for at in hits:
+            edited += messages[done:at]
+            edit = edits[ids[chosen[at]]]
+            if edit.replacement is not None:
+                edited.append(_edited(messages[at], edit))
+            done = at + 1
+        edited += messages[done:]
+        return edited
 
     def usage_totals(self) -> UsageTotals:
         """Tokens and cost over every entry, compacted history and other branches included
@@ -930,6 +1016,20 @@ def _replacement(value: object) -> ContextEditReplacement | None:
         )
     except ValidationError as exc:
         raise ValueError(f"Invalid context edit replacement: {exc}") from None
+
+
+_MESSAGE = attrgetter("message")
+_KIND: dict[type[Any], str] = {
+    ThinkingLevelChangeEntry: "thinking_level_change",
+    ActiveToolsChangeEntry: "active_tools_change",
+    CompactionEntry: "compaction",
+}
+"""The ``type`` of the entry classes whose last one on a path :meth:`Session._last_at` finds."""
+
+
+def _where(positions: list[int], kinds: list[str], kind: str) -> list[int]:
+    """The positions whose entry is of type ``kind``."""
+    return list(compress(positions, map(eq, kinds, repeat(kind))))
 
 
 def _is_system(entry: SessionEntry) -> bool:

@@ -15,8 +15,8 @@ hangs under the move's own parent (:meth:`SessionIndex.tree_parent_id`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import compress, repeat
-from operator import attrgetter, eq, ge
+from itertools import compress, count, islice, repeat
+from operator import attrgetter, eq, ge, ne
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ class SessionIndex:
     the session's and read-only for everyone else; it grows as the session does."""
 
     __slots__ = (
+        "_chain",
         "_leaves",
         "_tree_parents",
         "entries",
@@ -64,6 +65,10 @@ class SessionIndex:
         """Positions of the entries of :data:`MARKED_TYPES`, in file order."""
         self._tree_parents: list[int] = []
         self._leaves: set[int] = set()
+        self._chain = 0
+        """The entries before this position form one chain from the root: the first has no
+        parent, each other one's parent is the entry just before it (what a conversation
+        without branches is), so the path to any of them is a ``range``."""
         self.extend(entries)
 
     @classmethod
@@ -85,6 +90,9 @@ class SessionIndex:
         index.entries, index.ids, index.parent_ids = entries, ids, parent_ids
         index.types, index.timestamps, index.positions = types, timestamps, positions
         new = range(len(ids))
+        if ids and parent_ids[0] is None:
+            breaks = compress(count(1), map(ne, islice(parent_positions, 1, None), count()))
+            index._chain = next(breaks, len(ids))
         index.marks.extend(compress(new, map(MARKED_TYPES.__contains__, types)))
         leaves = index._leaves
         leaves.update(compress(new, map(eq, types, repeat(LEAF_TYPE))))
@@ -119,13 +127,33 @@ class SessionIndex:
         self.types.extend(types)
         self.timestamps.extend(map(_TIMESTAMP, entries))
         new = range(start, start + len(ids))
-        self.positions.update(zip(ids, new, strict=True))
+        positions = self.positions
+        again = list(map(positions.get, ids))  # an id given twice re-points its children
+        if again.count(None) != len(again):
+            self._chain = min(self._chain, *(p + 1 for p in again if p is not None))
+        positions.update(zip(ids, new, strict=True))
+        if self._chain == start:
+            self._extend_chain()
         self.marks.extend(compress(new, map(MARKED_TYPES.__contains__, types)))
         self._leaves.update(compress(new, map(eq, types, repeat(LEAF_TYPE))))
+
+    def _extend_chain(self) -> None:
+        chain, parent_ids = self._chain, self.parent_ids
+        if chain == 0:
+            if not parent_ids or parent_ids[0] is not None:
+                return
+            chain = 1
+        # map() with dict.get runs in C (a None parent id is no key either)
+        lookup = cast("Callable[[str | None], int | None]", self.positions.get)
+        ups = map(lookup, islice(parent_ids, chain, None))
+        self._chain = next(compress(count(chain), map(ne, ups, count(chain - 1))), len(parent_ids))
 
     def add(self, entry: SessionEntry) -> None:
         """Take one appended entry."""
         position = len(self.ids)
+        again = self.positions.get(entry.id)
+        if again is not None and again < self._chain:  # re-points its children
+            self._chain = again + 1
         self.positions[entry.id] = position
         self.ids.append(entry.id)
         self.parent_ids.append(entry.parent_id)
@@ -135,6 +163,10 @@ class SessionIndex:
             self._leaves.add(position)
         elif entry.type in MARKED_TYPES:
             self.marks.append(position)
+        if self._chain == position:  # a conversation goes on: the chain with it
+            parent = entry.parent_id
+            if position == 0 if parent is None else self.positions.get(parent) == position - 1:
+                self._chain = position + 1
 
     def _tree_parent_position(self, position: int) -> int:
         """One entry's :attr:`tree_parents` value (the bulk way is :meth:`_resolve_tree_parents`,
@@ -149,11 +181,11 @@ class SessionIndex:
     def path(self, position: int | None) -> list[int] | None:
         """The positions from the root to ``position`` (oldest first); ``None`` when the parent
         ids go round in a cycle."""
-        path: list[int] = []
-        get, parent_ids = self.positions.get, self.parent_ids
+        walked: list[int] = []
+        get, parent_ids, chain = self.positions.get, self.parent_ids, self._chain
         left = len(self.positions)  # more steps than entries: a cycle
-        while position is not None:
-            path.append(position)
+        while position is not None and position >= chain:
+            walked.append(position)
             parent = parent_ids[position]
             if parent is None:
                 break
@@ -161,8 +193,13 @@ class SessionIndex:
             left -= 1
             if left < 0:
                 return None
-        path.reverse()
-        return path
+        else:
+            if position is not None:  # the rest is the chain from the root
+                path = list(range(position + 1))
+                path += reversed(walked)
+                return path
+        walked.reverse()
+        return walked
 
     def tree_parent_id(self, position: int) -> str | None:
         """The parent of an entry in the tree: leaf moves are passed through (an entry pi

@@ -28,6 +28,7 @@ from .jsonl import (
     SessionFileWarning,
     declared_version,
     decode_session,
+    decode_session_file,
     encode_record,
 )
 from .session_file import create_file, write_all
@@ -110,6 +111,29 @@ def _last_line_start(fd: int, size: int) -> int:
     return 0
 
 
+def _read(fd: int, size: int) -> bytes:
+    """The first ``size`` bytes of a file (fewer if it is shorter)."""
+    chunks: list[bytes] = []
+    offset = 0
+    while offset < size and (chunk := os.pread(fd, size - offset, offset)):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _head(fd: int, size: int) -> bytes:
+    """The first bytes of a file, through the end of its first non-blank line."""
+    want = 4096
+    while True:
+        head = os.pread(fd, min(want, size), 0)
+        if len(head) >= size or len(head) < want:
+            return head
+        text = head.lstrip()
+        if text and b"\n" in text:
+            return head
+        want *= 8
+
+
 class JsonlSessionStorage(SessionStorage):
     """A session file in pi's JSONL version 3 format.
 
@@ -169,21 +193,22 @@ class JsonlSessionStorage(SessionStorage):
             fcntl.flock(fd, fcntl.LOCK_EX if writable else fcntl.LOCK_SH)
             if writable:
                 self._repair_tail(fd)
-            os.lseek(fd, 0, os.SEEK_SET)  # a repair may have moved the offset
-            with open(fd, "rb", closefd=False) as file:
-                data = file.read()
-            if not writable and data:
-                data = self._drop_unterminated(data)
-            lines = data.split(b"\n")
-            if declared_version(lines, source=source) < SESSION_VERSION:  # rare: under the lock
+            size = os.fstat(fd).st_size
+            if not writable and size:
+                size = self._readable_size(fd, size)
+            if declared_version(_head(fd, size), source=source) < SESSION_VERSION:
+                lines = _read(fd, size).split(b"\n")  # rare: migrated under the lock
                 decoded = decode_session(lines, source=source, strict=self.strict)
                 if writable:
                     self._rewrite(decoded.header, decoded.entries)
                 return decoded
+            # Validating a big file takes a while: writers need not wait for it. Its first
+            # ``size`` bytes stay as they are (the file only grows, and a torn line written
+            # later is cut off past them), so it is read, a slice at a time, after the lock.
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return decode_session_file(fd, size, source=source, strict=self.strict)
         finally:
             os.close(fd)
-        # validating a big file takes a while: writers need not wait for it
-        return decode_session(lines, source=source, strict=self.strict)
 
     # --- repairs ---------------------------------------------------------------------------------
 
@@ -215,20 +240,21 @@ class JsonlSessionStorage(SessionStorage):
         os.ftruncate(fd, start)
         self._warn_torn(size - start)
 
-    def _drop_unterminated(self, data: bytes) -> bytes:
-        """The read-only variant of :meth:`_repair_tail`: repair in memory only."""
-        if data.endswith(b"\n"):
-            start = data.rfind(b"\n", 0, len(data) - 1) + 1
-            line = data[start:-1]
+    def _readable_size(self, fd: int, size: int) -> int:
+        """The read-only variant of :meth:`_repair_tail`: how much of the file to read (a torn
+        last line is left out; a complete one without its newline is read)."""
+        if os.pread(fd, 1, size - 1) == b"\n":
+            start = _last_line_start(fd, size - 1)
+            line = os.pread(fd, size - 1 - start, start)
             if start == 0 or not line.strip() or _is_complete_json(line):
-                return data
+                return size
             self._warn_torn(len(line), repaired=False)
-            return data[:start]
-        start = data.rfind(b"\n") + 1
-        if _is_complete_json(data[start:]):
-            return data + b"\n"
-        self._warn_torn(len(data) - start, repaired=False)
-        return data[:start]
+            return start
+        start = _last_line_start(fd, size)
+        if _is_complete_json(os.pread(fd, size - start, start)):
+            return size
+        self._warn_torn(size - start, repaired=False)
+        return start
 
     def _warn_torn(self, size: int, *, repaired: bool = True) -> None:
         action = "removed it from the file" if repaired else "ignored it (file is read-only)"
