@@ -299,20 +299,9 @@ class EventSink:
         ``await`` passes straight through (no coroutine made per event)."""
         if self._error is not None or self._busy or self._queue:
             pending = self.offer(event)
-            return self._handled if pending is None else pending
-        # offer's own path when nothing is queued, spelled out: it runs for every event
-        self._busy = True
-        try:
-            pending = self._emit(event)
-        except BaseException:
-            self._release()
-            raise
-        if pending is None:
-            self._busy = False
-            if self._queue:
-                self._start_drainer()
-            return self._handled
-        return self._finish(pending)
+        else:
+            pending = self._emit_now(event)
+        return self._handled if pending is None else pending
 
     def offer(self, event: AgentEvent) -> Awaitable[None] | None:
         """Start delivering ``event`` (after everything queued before it). Returns ``None`` if it
@@ -324,13 +313,18 @@ class EventSink:
             self._queue.append((event, waiter))
             self._start_drainer()
             return waiter
+        return self._emit_now(event)
+
+    def _emit_now(self, event: AgentEvent) -> Awaitable[None] | None:
+        """Hand ``event`` to ``emit`` at once (nothing is queued or being delivered): ``None``
+        when it was handled already, else what to await before the next event."""
         self._busy = True
         try:
             pending = self._emit(event)
         except BaseException:
             self._release()
             raise
-        if pending is None:  # handled already (inlined _release: this runs once per delta)
+        if pending is None:  # handled already (inlined _release: this runs for most events)
             self._busy = False
             if self._queue:
                 self._start_drainer()
@@ -343,18 +337,7 @@ class EventSink:
         update = message_update(event)
         if self._error is not None or self._busy or self._queue:
             return self.offer(update)
-        self._busy = True
-        try:
-            pending = self._emit(update)
-        except BaseException:
-            self._release()
-            raise
-        if pending is None:
-            self._busy = False
-            if self._queue:
-                self._start_drainer()
-            return None
-        return self._finish(pending)
+        return self._emit_now(update)
 
     def offer_run(self, run: DeltaRun) -> Awaitable[None] | None:
         """``offer_update`` for every event of ``run``, in order, each event built just before
