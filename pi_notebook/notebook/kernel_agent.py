@@ -440,6 +440,16 @@ class NotebookAgent:
             return None
         return self.history.records(since=since), since, until
 
+    def _kernel_count(self, cell_id: str | None) -> int | None:
+        """The execution count the kernel gave cell ``cell_id`` last (running or finished)."""
+        if cell_id is None:
+            return None
+        running = self.history.running
+        if running is not None and running.cell_id == cell_id:
+            return running.execution_count
+        finished = (r for r in reversed(self.history.records()) if r.cell_id == cell_id)
+        return next((r.execution_count for r in finished), None)
+
     async def _append_change_summary(
         self, changes: tuple[list[ExecutionRecord], int, int] | None, anchor: str | None
     ) -> None:
@@ -458,7 +468,12 @@ class NotebookAgent:
         from .workspace.summary import CUSTOM_TYPE, summarize_changes
 
         summary = summarize_changes(
-            records, since=since, until=until, document=document, anchor=anchor
+            records,
+            since=since,
+            until=until,
+            document=document,
+            anchor=anchor,
+            anchor_count=self._kernel_count(anchor),
         )
         if summary is not None:
             # A failed write keeps it in memory (``unsaved_entries``): the run goes on and its

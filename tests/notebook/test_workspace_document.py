@@ -140,6 +140,23 @@ def test_summary_lists_the_document_down_to_the_run_cell_and_only_counts_the_res
     assert bounded is not None and "20 more cells" in bounded.text and "c1" not in bounded.text
 
 
+def test_the_run_cell_reads_the_same_whether_or_not_the_frontend_shows_its_count() -> None:
+    """The run's own cell is executing: the frontend may or may not have its execution count
+    yet when the kernel asks (message timing), so the kernel's count stands in and no "not run
+    yet" flag appears; the model's context (and a replayed cassette) does not depend on it."""
+    shown = [Cell("load", "code", "x = 1", 1), Cell("ask", "code", "%%agent\ngo", 6)]
+    pending = [Cell("load", "code", "x = 1", 1), Cell("ask", "code", "%%agent\ngo", None)]
+    texts = [
+        summarize_changes(RECORDS, since=0, until=4, document=d, anchor="ask", anchor_count=6)
+        for d in (shown, pending)
+    ]
+    assert texts[0] is not None and texts[1] is not None
+    assert texts[0].text == texts[1].text
+    assert "2. [In[6]] id ask (this run's cell: the cells you insert go right below it)" in (
+        texts[0].text
+    )
+
+
 def call(tools: dict[str, Any], name: str, **args: Any) -> str:
     async def go() -> str:
         result = await tools[name].execute("call-1", args, None, None)

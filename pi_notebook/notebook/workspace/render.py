@@ -104,7 +104,11 @@ def _fenced(source: str) -> str:
 
 
 def describe_document(
-    cells: Sequence[DocumentCellLike], records: Sequence[Any], *, anchor: str | None = None
+    cells: Sequence[DocumentCellLike],
+    records: Sequence[Any],
+    *,
+    anchor: str | None = None,
+    anchor_count: int | None = None,
 ) -> str:
     """The open notebook's cells in order, flagging where the document and the kernel
     disagree (never run, edited after running).
@@ -113,6 +117,10 @@ def describe_document(
     the ones below it are only counted: the agent's cells land right below the anchor and may
     build on what is above, never on what the user wrote further down (a small model otherwise
     copies those cells into its own, or runs them). ``list_cells`` still lists them all.
+
+    The anchor is executing (it started this run), so it is flagged as nothing else, and its
+    execution count is the kernel's (``anchor_count``) when the frontend has not shown one yet:
+    whether it has depends on message timing, and the model's context must not.
     """
     ran = {r.cell_id for r in records if getattr(r, "cell_id", None)}
     ids = [cell.id for cell in cells]
@@ -120,7 +128,10 @@ def describe_document(
     lines: list[str] = []
     for position, cell in enumerate(cells[:cut], start=1):
         notes: list[str] = []
-        if cell.cell_type == "code":
+        if cell.id == anchor:
+            number = cell.execution_count or anchor_count
+            count = f"In[{number}]" if number else "In[ ]"
+        elif cell.cell_type == "code":
             if cell.execution_count is None and cell.id not in ran:
                 notes.append("not run yet")
             elif cell.edited_since_run:

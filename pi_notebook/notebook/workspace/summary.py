@@ -50,11 +50,13 @@ def summarize_changes(
     until: int,
     document: Sequence[DocumentCellLike] | None = None,
     anchor: str | None = None,
+    anchor_count: int | None = None,
     limit: int = MAX_SUMMARY_CHARS,
 ) -> ChangeSummary | None:
     """The summary of ``records`` (those in ``[since, until)``), or None when nothing but
     conversation cells ran and there is no document to describe. ``anchor`` is the id of the
-    cell that started the run (see ``describe_document``)."""
+    cell that started the run and ``anchor_count`` its execution count in the kernel (see
+    ``describe_document``)."""
     ran = [r for r in records if since <= r.index < until and not is_conversation_cell(r)]
     if not ran and not (document and since == 0):
         return None  # nothing new: the document itself is sent once, then read with list_cells
@@ -77,7 +79,7 @@ def summarize_changes(
     if document:
         tail.append(
             "The open notebook now (cells in document order):\n"
-            + describe_document(document, records, anchor=anchor)
+            + describe_document(document, records, anchor=anchor, anchor_count=anchor_count)
         )
     if not ran:
         parts = ["(no cells ran)"]
