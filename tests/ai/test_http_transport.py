@@ -624,6 +624,13 @@ async def _one_request(url: str) -> httpx.AsyncClient:
     return client
 
 
+async def _one_loopback_request() -> httpx.AsyncClient:
+    """One streamed request to a fresh loopback server; the shared client it went through."""
+    async with LoopbackServer() as server:
+        server.add(Reply.sse([b"data: ok\n\n"]))
+        return await _one_request(server.url)
+
+
 def _sessions(client: httpx.AsyncClient) -> list[aiohttp.ClientSession]:
     transports = [client._transport, *client._mounts.values()]
     return [t.client for t in transports if isinstance(t, SafeAiohttpTransport) and t.client]  # type: ignore[misc]
@@ -651,12 +658,7 @@ def quiet() -> Iterator[list[str]]:
 def test_the_client_is_closed_when_its_loop_shuts_down(
     http_transport: str, quiet: list[str]
 ) -> None:
-    async def main() -> httpx.AsyncClient:
-        async with LoopbackServer() as server:
-            server.add(Reply.sse([b"data: ok\n\n"]))
-            return await _one_request(server.url)
-
-    client = asyncio.run(main())
+    client = asyncio.run(_one_loopback_request())
     assert client.is_closed
     assert client_transport(client) == http_transport
     sessions = _sessions(client)
@@ -670,18 +672,13 @@ def test_the_client_is_closed_when_its_loop_shuts_down(
 def test_a_loop_closed_without_shutdown_is_swept_by_the_next_client(
     http_transport: str, quiet: list[str]
 ) -> None:
-    async def main() -> httpx.AsyncClient:
-        async with LoopbackServer() as server:
-            server.add(Reply.sse([b"data: ok\n\n"]))
-            return await _one_request(server.url)
-
     loop = asyncio.new_event_loop()
     try:
-        first = loop.run_until_complete(main())
+        first = loop.run_until_complete(_one_loopback_request())
     finally:
         loop.close()  # no shutdown_asyncgens: the client's closer never ran
     assert not all(s.closed for s in _sessions(first)) or http_transport == "httpx"
-    second = asyncio.run(main())  # its get_client sweeps the closed loop
+    second = asyncio.run(_one_loopback_request())  # its get_client sweeps the closed loop
     assert all(s.closed for s in _sessions(first) + _sessions(second))
     assert loop not in http_layer._closers
     del loop
