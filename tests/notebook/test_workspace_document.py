@@ -223,3 +223,6 @@ def test_fix_prompt_with_and_without_write_tools() -> None:
     written = fix_prompt(FAILED, tool_names=["list_cells", "edit_cell"])
     assert 'call edit_cell once, with cell_id "id1" and the cell\'s corrected source' in written
     assert "Do not insert a new cell." in written and "code block" not in written
+    # insert_cell alone cannot carry out "edit the cell": the answer is a code block then
+    inserting = fix_prompt(FAILED, tool_names=["insert_cell", "run_cell"])
+    assert "one ```python code block" in inserting and "edit_cell" not in inserting

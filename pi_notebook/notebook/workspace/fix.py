@@ -10,24 +10,21 @@ answer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection
 
 from .history import ExecutionRecord
 from .render import cell_label, describe_error
 
-__all__ = ["WRITE_TOOL_HINTS", "fix_prompt"]
-
-WRITE_TOOL_HINTS = ("edit_cell", "insert_cell")
-"""Tool names that mean the agent can write the fix into the notebook itself."""
+__all__ = ["fix_prompt"]
 
 
 def fix_prompt(
-    record: ExecutionRecord, instructions: str = "", *, tool_names: Iterable[str] = ()
+    record: ExecutionRecord, instructions: str = "", *, tool_names: Collection[str] = ()
 ) -> str:
     """The ``%fix`` prompt for the failed ``record``."""
     label = cell_label(record)
     where = f" (cell id {record.cell_id})" if record.cell_id else ""
-    can_write = any(name in WRITE_TOOL_HINTS for name in tool_names)
+    can_write = "edit_cell" in tool_names  # the fix is an edit of the cell, nothing else
     target = f'cell_id "{record.cell_id}"' if record.cell_id else "that cell's id"
     how = (
         f"Then fix it in place: call edit_cell once, with {target} and the cell's corrected "
