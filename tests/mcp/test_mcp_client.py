@@ -125,12 +125,13 @@ async def test_progress_feeds_on_update(demo_config: McpServerConfig) -> None:
 
 
 async def test_progress_resets_the_timeout(demo_config: McpServerConfig) -> None:
-    # 6 steps of 0.3 s = 1.8 s in all, longer than the 0.8 s timeout, each step within it
-    config = demo_config.model_copy(update={"timeout": 800})
+    # 10 steps of 0.3 s = 3 s in all, longer than the 2 s timeout, each step well within it
+    # (a loaded CI machine once delayed a progress notice past a 0.8 s timeout)
+    config = demo_config.model_copy(update={"timeout": 2000})
     async with McpServers([config], environ=ENV) as servers:
         tools = by_remote(await servers.load_tools())
-        result = await call(tools["slow"], {"steps": 6, "delay": 0.3})
-        assert result.content == [TextContent(text="counted to 6")]
+        result = await call(tools["slow"], {"steps": 10, "delay": 0.3})
+        assert result.content == [TextContent(text="counted to 10")]
 
 
 async def test_timeout_cancels_the_request(tmp_path: Path) -> None:
