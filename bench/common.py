@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 __all__ = [
     "BENCH_DIR",
     "PEERS_DIR",
+    "PI16",
+    "PI16_NODE",
     "Stats",
     "describe_environment",
     "fmt_int",
@@ -31,6 +33,7 @@ __all__ = [
     "fmt_rate",
     "fmt_us",
     "node_available",
+    "pi16_available",
     "print_table",
     "rotated",
     "run_node_json",
@@ -40,6 +43,10 @@ __all__ = [
 
 BENCH_DIR = Path(__file__).resolve().parent
 PEERS_DIR = BENCH_DIR / "peers"
+PI16 = BENCH_DIR.parent / "tests" / "golden" / "pi-1.6" / "sessions"
+"""pi 1.6.0 (pi-coding-agent, pi-agent-core, pi-ai) and the Node 22 it needs, as the live interop
+tests install it (``npm ci`` there)."""
+PI16_NODE = PI16 / "node_modules" / ".bin" / "node"
 
 T = TypeVar("T")
 
@@ -154,6 +161,17 @@ def node_available() -> bool:
     return shutil.which("node") is not None and (PEERS_DIR / "node_modules").is_dir()
 
 
+def pi16_available(install: bool) -> bool:
+    """pi 1.6 and its Node 22 in tests/golden/pi-1.6/sessions (``npm ci`` there if allowed)."""
+    if PI16_NODE.exists():
+        return True
+    if not install:
+        return False
+    print("installing pi 1.6.0 and Node 22 (npm ci in tests/golden/pi-1.6/sessions)…", flush=True)
+    done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=PI16, check=False)
+    return done.returncode == 0 and PI16_NODE.exists()
+
+
 def describe_environment(packages: Sequence[str] = ()) -> str:
     """One line naming the machine, Python and the versions of ``packages`` that are installed."""
     parts = [
@@ -170,14 +188,17 @@ def describe_environment(packages: Sequence[str] = ()) -> str:
     return ", ".join(parts)
 
 
-def run_node_json(script: str, args: Sequence[str], *, timeout: float) -> Any:
-    """Run ``bench/peers/<script>`` with ``args`` and return the JSON it prints last on stdout."""
-    if not node_available():
+def run_node_json(
+    script: str, args: Sequence[str], *, timeout: float, node: str | Path = "node"
+) -> Any:
+    """Run ``bench/peers/<script>`` with ``args`` (on ``node``, the one on PATH by default) and
+    return the JSON it prints last on stdout."""
+    if node == "node" and not node_available():
         raise RuntimeError(
             "node peers are not installed: run `npm ci --prefix bench/peers` (see bench/README.md)"
         )
     completed = subprocess.run(
-        ["node", "--expose-gc", "--max-old-space-size=4096", str(PEERS_DIR / script), *args],
+        [str(node), "--expose-gc", "--max-old-space-size=4096", str(PEERS_DIR / script), *args],
         capture_output=True,
         text=True,
         timeout=timeout,

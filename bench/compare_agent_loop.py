@@ -2,7 +2,9 @@
 
 The same scripted workloads (``bench.peers_agent_loop.WORKLOADS``) run in all three, every event
 consumed by one subscriber, each run checked: pi_notebook through ``bench.agent_loop_bench``, pi
-through ``bench/peers/agent_loop.mjs`` (pi-agent-core 0.73.1), pydantic-ai through a
+through ``bench/peers/agent_loop.mjs`` (pi-agent-core 0.73.1, the peer issue 15 names, and 1.6.0
+on Node 22 from tests/golden/pi-1.6/sessions: the bench runs ``npm ci`` there once if it is missing,
+``--no-install`` leaves it out), pydantic-ai through a
 ``FunctionModel`` stream function. Repetitions alternate the order of the systems. The scripted
 models of ours and pi hand a reply to the consumer every ``CHUNK_DELTAS`` deltas (a provider parsing
 one network read); ``--pi-burst`` adds pi with each reply pushed whole (its backlog then holds the
@@ -23,6 +25,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from bench.agent_loop_bench import CHUNK_DELTAS, run_workload
 from bench.common import (
@@ -31,6 +34,7 @@ from bench.common import (
     fmt_ms,
     fmt_rate,
     node_available,
+    pi16_available,
     print_table,
     rotated,
     stats,
@@ -45,7 +49,8 @@ from bench.peers_agent_loop import (
 )
 
 OURS = "pi_notebook"
-PI = "pi (node)"
+PI = "pi 0.73 (node)"
+PI16 = "pi 1.6 (node)"
 PI_BURST = "pi, whole reply"
 PYDANTIC = "pydantic-ai"
 
@@ -75,9 +80,9 @@ async def _ours(workload: Workload) -> Run:
     return await run_workload(workload)
 
 
-def _pi(chunk: int) -> Callable[[Workload], Awaitable[Run]]:
+def _pi(chunk: int, pi: Literal["0.73", "1.6"] = "0.73") -> Callable[[Workload], Awaitable[Run]]:
     async def run(workload: Workload) -> Run:
-        (result,) = await asyncio.to_thread(run_pi_node, workload, 1, chunk=chunk)
+        (result,) = await asyncio.to_thread(run_pi_node, workload, 1, chunk=chunk, pi=pi)
         return result
 
     return run
@@ -94,6 +99,10 @@ def _systems(args: argparse.Namespace) -> tuple[list[System], list[str]]:
             )
     else:
         notes.append("pi (node) skipped: run `npm ci --prefix bench/peers` first.")
+    if pi16_available(install=not args.no_install):
+        systems.append(System(PI16, _pi(CHUNK_DELTAS, "1.6"), args.reps))
+    else:
+        notes.append("pi 1.6 skipped: run `npm ci --prefix tests/golden/pi-1.6/sessions`.")
     if importlib.util.find_spec("pydantic_ai") is not None:
         systems.append(
             System(
@@ -160,23 +169,27 @@ def report(systems: list[System], keys: list[str], notes: list[str]) -> None:
         "“÷ ours” > 1 means pi_notebook is faster. " + " ".join(notes),
     )
 
-    pi = next((s for s in peers if s.name == PI), None)
-    if pi is not None:
+    pis = [s for s in peers if s.name in (PI, PI16)]
+    if pis:
         rows = []
         for key in keys:
-            ours_runs, pi_runs = ours.runs.get(key), pi.runs.get(key)
-            if not ours_runs or not pi_runs:
+            ours_runs = ours.runs.get(key)
+            if not ours_runs:
                 continue
             mine = stats([r.seconds for r in ours_runs]).best
-            theirs = stats([r.seconds for r in pi_runs]).best
-            ratio = f"{mine / theirs:.2f}×"
-            rows.append([WORKLOADS[key].label, fmt_ms(mine), fmt_ms(theirs), ratio])
+            row = [WORKLOADS[key].label, fmt_ms(mine)]
+            for pi in pis:
+                pi_runs = pi.runs.get(key)
+                theirs = stats([r.seconds for r in pi_runs]).best if pi_runs else None
+                row.append(fmt_ms(theirs) if theirs else "–")
+                row.append(f"{mine / theirs:.2f}×" if theirs else "–")
+            rows.append(row)
         print_table(
             "Agent loop: best wall time, ms (pi_notebook against pi)",
-            ["workload", OURS, PI, "ours ÷ pi"],
+            ["workload", OURS, *(h for pi in pis for h in (pi.name, f"ours ÷ {pi.name}"))],
             rows,
-            note="Best of the runs above, both measured in this run (issue 15 compares these). "
-            "“ours ÷ pi” < 1 means pi_notebook is faster.",
+            note="Best of the runs above, all measured in this run (issue 15 compares these, "
+            "against pi 0.73.1). “ours ÷ pi” < 1 means pi_notebook is faster.",
         )
 
     rows = []
@@ -218,7 +231,7 @@ def report(systems: list[System], keys: list[str], notes: list[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(
-        description="Agent loop side by side: pi_notebook, pi (node), pydantic-ai."
+        description="Agent loop side by side: pi_notebook, pi 0.73 and 1.6 (node), pydantic-ai."
     )
     parser.add_argument(
         "--workloads",
@@ -238,6 +251,9 @@ def main() -> None:
         "--pi-burst",
         action="store_true",
         help="add pi with each reply pushed whole (text workloads; quadratic: slow at 100k+)",
+    )
+    parser.add_argument(
+        "--no-install", action="store_true", help="do not npm ci pi 1.6 when it is missing"
     )
     args = parser.parse_args()
     print(describe_environment(["pydantic", "pydantic-ai-slim"]))

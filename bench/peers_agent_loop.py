@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from bench.common import (
+    PI16_NODE,
     describe_environment,
     fmt_int,
     fmt_ms,
@@ -115,12 +116,18 @@ def closing_text(workload: Workload) -> str:
 
 
 def run_pi_node(
-    workload: Workload, reps: int, *, chunk: int = 1000, timeout: float = 1800.0
+    workload: Workload,
+    reps: int,
+    *,
+    chunk: int = 1000,
+    timeout: float = 1800.0,
+    pi: Literal["0.73", "1.6"] = "0.73",
 ) -> list[Run]:
     """Run ``workload`` ``reps`` times in the real pi (one node process, one warm-up run first).
 
     The scripted model hands its reply to the consumer every ``chunk`` deltas; 0 pushes each
-    reply whole before the loop reads it (pi's event backlog then holds all of it)."""
+    reply whole before the loop reads it (pi's event backlog then holds all of it). ``pi``: the
+    pinned 0.73.1 of bench/peers, or 1.6.0 on its Node 22 (``common.pi16_available``)."""
     result = run_node_json(
         "agent_loop.mjs",
         [
@@ -136,8 +143,11 @@ def run_pi_node(
             str(chunk),
             "--reps",
             str(reps),
+            "--pi",
+            pi,
         ],
         timeout=timeout,
+        node=PI16_NODE if pi == "1.6" else "node",
     )
     return [Run(ms / 1000.0, int(result["events"])) for ms in result["runs_ms"]]
 

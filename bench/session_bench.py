@@ -46,11 +46,14 @@ from pathlib import Path
 from pydantic_core import from_json
 
 from bench.common import (
+    PI16,
+    PI16_NODE,
     describe_environment,
     fmt_ms,
     fmt_rate,
     fmt_us,
     node_available,
+    pi16_available,
     print_table,
     run_node_json,
     stats,
@@ -146,10 +149,6 @@ def generate(path: Path, entries: int) -> None:
     JsonlSessionStorage(path).create(header, records)
 
 
-PI16 = Path(__file__).resolve().parent.parent / "tests" / "golden" / "pi-1.6" / "sessions"
-PI16_NODE = PI16 / "node_modules" / ".bin" / "node"
-
-
 def generate_16(path: Path, entries: int) -> int:
     """Write a pi 1.6-style session of about ``entries`` entries; returns its context size."""
     header = SessionHeader(id=new_id(), timestamp=iso_now(), cwd="/home/user/project")
@@ -209,17 +208,6 @@ def generate_16(path: Path, entries: int) -> int:
     JsonlSessionStorage(path).create(header, records)
     messages = sum(1 for r in records if isinstance(r, MessageEntry))
     return messages - hidden
-
-
-def pi16_available(install: bool) -> bool:
-    """pi 1.6 and its Node 22 in tests/golden/pi-1.6/sessions (``npm ci`` there if allowed)."""
-    if PI16_NODE.exists():
-        return True
-    if not install:
-        return False
-    print("installing pi 1.6.0 and Node 22 (npm ci in tests/golden/pi-1.6/sessions)…", flush=True)
-    done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=PI16, check=False)
-    return done.returncode == 0 and PI16_NODE.exists()
 
 
 def run_pi16(path: Path, reps: int) -> dict[str, object]:
