@@ -13,7 +13,9 @@ accumulates the reply text (checked against what the server sent):
   plain dicts;
 - ``httpx bytes``: httpx reading the chunked body only (the cost of HTTP chunk decoding);
 - ``pi-ai (node)``: the real pi-ai 0.73.1 ``stream()`` in node (``bench/peers/stream.mjs``, over
-  the official JS SDKs), timed inside node after a warm-up read; when the node peers are installed.
+  the official JS SDKs), timed inside node after a warm-up read; when the node peers are installed;
+- ``pi-ai 1.6 (node)``: the same with pi-ai 1.6.0 on its Node 22, when pi 1.6 is installed in
+  tests/golden/pi-1.6/sessions (``npm ci`` there, as the live interop tests need).
 
 ``pi_notebook`` runs on pi_notebook's default transport (httpx's API over aiohttp's C HTTP parser,
 ``pi_notebook.ai.aiohttp_transport``); two more rows show what the transport is worth:
@@ -59,6 +61,7 @@ import httpx
 from httpx_sse import aconnect_sse
 
 from bench.common import (
+    PI16_NODE,
     Stats,
     describe_environment,
     fmt_rate,
@@ -81,6 +84,7 @@ OURS = "pi_notebook"
 OURS_HTTPX = "pi_notebook (httpx)"
 FLOOR = "httpx+sse+json"
 NODE = "pi-ai (node)"
+NODE16 = "pi-ai 1.6 (node)"
 PROMPT = "Tell me a story."
 _PROVIDER_MODULES = {
     "openai": "pi_notebook.ai.providers.openai_completions",
@@ -253,7 +257,7 @@ class Consumers:
                 pass
         return None
 
-    def build(self, protocols: list[Protocol], *, node: bool) -> list[Consumer]:
+    def build(self, protocols: list[Protocol], *, node: bool, node16: bool) -> list[Consumer]:
         out: list[Consumer] = []
         aiohttp = importlib.util.find_spec("aiohttp") is not None
         for protocol in protocols:
@@ -275,6 +279,8 @@ class Consumers:
                 out.append(Consumer("aiohttp bytes", protocol, raw, large=False))
             if node:
                 out.append(Consumer(NODE, protocol, _pi_ai_node(protocol), large=False))
+            if node16:
+                out.append(Consumer(NODE16, protocol, _pi_ai_node(protocol, "1.6"), large=False))
         return out
 
 
@@ -302,16 +308,18 @@ def _timed(read: ReadFn) -> MeasureFn:
     return measure
 
 
-def _pi_ai_node(protocol: Protocol) -> MeasureFn:
+def _pi_ai_node(protocol: Protocol, pi: Literal["0.73", "1.6"] = "0.73") -> MeasureFn:
     """pi-ai's own provider in node (``bench/peers/stream.mjs``), timed by the node process
-    (after an untimed warm-up read, so node's start-up and JIT are not counted)."""
+    (after an untimed warm-up read, so node's start-up and JIT are not counted). ``pi``: the
+    pinned 0.73.1 of bench/peers, or 1.6.0 on its Node 22."""
     api = "openai-completions" if protocol == "openai" else "anthropic-messages"
 
     async def measure(url: str, n: int, check: bool) -> float:
         utf16_length = len(expected_text(n).encode("utf-16-le")) // 2  # JavaScript's length
         args = ["--api", api, "--url", url, "--n", str(n), "--reps", "1"]
-        args += ["--expect-chars", str(utf16_length if check else -1)]
-        result = await asyncio.to_thread(run_node_json, "stream.mjs", args, timeout=1800)
+        args += ["--expect-chars", str(utf16_length if check else -1), "--pi", pi]
+        node = PI16_NODE if pi == "1.6" else "node"
+        result = await asyncio.to_thread(run_node_json, "stream.mjs", args, timeout=1800, node=node)
         return float(result["runs_ms"][0]) / 1000.0
 
     return measure
@@ -354,7 +362,11 @@ async def run(args: argparse.Namespace) -> None:
         try:
             selected = [
                 c
-                for c in consumers.build(protocols, node=node_available() and not args.no_node)
+                for c in consumers.build(
+                    protocols,
+                    node=node_available() and not args.no_node,
+                    node16=PI16_NODE.exists() and not args.no_node,
+                )
                 if not args.only or c.name in args.only
             ]
             if not any(c.name == OURS for c in selected) and (not args.only or OURS in args.only):
@@ -428,7 +440,7 @@ async def _read_once(name: str, protocol: Protocol, url: str, n: int) -> None:
     """One read by consumer ``name`` (the child of ``--instructions``), nothing printed."""
     consumers = Consumers()
     try:
-        for consumer in consumers.build([protocol], node=False):
+        for consumer in consumers.build([protocol], node=False, node16=False):
             if consumer.name == name:
                 await consumer.measure(url, n, False)
                 return
@@ -494,8 +506,8 @@ def _summary(consumers: list[Consumer], sizes: list[int], protocols: list[Protoc
     for protocol in protocols:
         sdk_name = "openai SDK" if protocol == "openai" else "anthropic SDK"
         for n in sizes:
-            names = (OURS, sdk_name, FLOOR, NODE, OURS_HTTPX)
-            ours, sdk, floor, node, on_httpx = (median(x, protocol, n) for x in names)
+            names = (OURS, sdk_name, FLOOR, NODE, OURS_HTTPX, NODE16)
+            ours, sdk, floor, node, on_httpx, node16 = (median(x, protocol, n) for x in names)
             if ours is None:
                 continue
             rows.append(
@@ -510,6 +522,8 @@ def _summary(consumers: list[Consumer], sizes: list[int], protocols: list[Protoc
                     f"{ours.median / floor.median:.2f}×" if floor else "–",
                     fmt_us(on_httpx.median / n) if on_httpx else "–",
                     f"{on_httpx.median / node.median:.2f}×" if on_httpx and node else "–",
+                    fmt_us(node16.median / n) if node16 else "–",
+                    f"{ours.median / node16.median:.2f}×" if node16 else "–",
                 ]
             )
     if not rows:
@@ -527,6 +541,8 @@ def _summary(consumers: list[Consumer], sizes: list[int], protocols: list[Protoc
             "ours ÷ floor",
             "ours (httpx) µs",
             "that ÷ pi-ai",
+            "pi-ai 1.6 µs",
+            "ours ÷ pi-ai 1.6",
         ],
         rows,
         note="SDK ÷ ours > 1 means pi_notebook is faster. Linear scaling: µs/chunk stays flat "
@@ -568,7 +584,7 @@ def main() -> None:
         "--profile", metavar="CONSUMER", help="run CONSUMER once under cProfile (first size)"
     )
     parser.add_argument(
-        "--no-node", action="store_true", help="leave out pi-ai (node) even when installed"
+        "--no-node", action="store_true", help="leave out pi-ai (node, both) even when installed"
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="print every run")
     parser.add_argument(

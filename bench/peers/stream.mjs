@@ -1,29 +1,40 @@
 // pi-ai's own streaming (openai-completions / anthropic-messages, over the official JS SDKs) read
 // from bench/sse_server.py, for bench/stream_bench.py. Prints one JSON line with the timings.
+// `--pi 0.73` (the default) runs @mariozechner/pi-ai 0.73.1, pinned in package.json here;
+// `--pi 1.6` runs @earendil-works/pi-ai 1.6.0 from tests/golden/pi-1.6/sessions (`npm ci` there;
+// run it with the Node 22 installed there).
 //
 //   node stream.mjs --api openai-completions --url http://127.0.0.1:PORT --n 100000 [--reps 1] [--warmup 1]
 //   node stream.mjs --api anthropic-messages --url http://127.0.0.1:PORT --n 100000
+//   ../../tests/golden/pi-1.6/sessions/node_modules/.bin/node stream.mjs --pi 1.6 --api anthropic-messages --url … --n 100000
 //
 // Each repetition times `stream(model, context)` from first call to the last event, consuming
 // every event and accumulating the text deltas (checked against the length the server sent).
 // Output: {"peer", "version", "node", "api", "n", "runs_ms": [...], "events", "chars"}
 
-import { stream } from "@mariozechner/pi-ai";
 import { readFileSync } from "node:fs";
+
+/** Where each pi-ai is installed, relative to this script. */
+const PI_AI = {
+	"0.73": "./node_modules/@mariozechner/pi-ai/",
+	"1.6": "../../tests/golden/pi-1.6/sessions/node_modules/@earendil-works/pi-ai/",
+};
 
 const USAGE =
 	"usage: node stream.mjs --api openai-completions|anthropic-messages --url URL --n N " +
-	"[--reps N] [--warmup N] [--expect-chars N]";
+	"[--reps N] [--warmup N] [--expect-chars N] [--pi 0.73|1.6]";
 
 function parseArgs(argv) {
-	const options = { api: undefined, url: undefined, n: undefined, reps: 1, warmup: 1, "expect-chars": -1 };
+	const options = {
+		api: undefined, url: undefined, n: undefined, reps: 1, warmup: 1, "expect-chars": -1, pi: "0.73",
+	};
 	for (let i = 0; i < argv.length; i += 2) {
 		const key = argv[i].replace(/^--/, "");
 		const value = argv[i + 1];
 		if (!(key in options) || value === undefined) {
 			throw new Error(`bad argument ${argv[i]}\n${USAGE}`);
 		}
-		if (key === "api" || key === "url") {
+		if (key === "api" || key === "url" || key === "pi") {
 			options[key] = value;
 		} else {
 			options[key] = Number.parseInt(value, 10);
@@ -32,7 +43,8 @@ function parseArgs(argv) {
 			}
 		}
 	}
-	if (!["openai-completions", "anthropic-messages"].includes(options.api) || !options.url || !(options.n > 0)) {
+	const known = ["openai-completions", "anthropic-messages"].includes(options.api) && options.pi in PI_AI;
+	if (!known || !options.url || !(options.n > 0)) {
 		throw new Error(USAGE);
 	}
 	return options;
@@ -54,7 +66,7 @@ function benchModel(api, url, n) {
 	};
 }
 
-async function runOnce(api, url, n) {
+async function runOnce(stream, api, url, n) {
 	const model = benchModel(api, url, n);
 	const context = {
 		messages: [{ role: "user", content: "Tell me a story.", timestamp: Date.now() }],
@@ -76,22 +88,24 @@ async function runOnce(api, url, n) {
 
 async function main() {
 	const options = parseArgs(process.argv.slice(2));
+	const piAi = new URL(PI_AI[options.pi], import.meta.url);
+	// (pi-ai 1.x keeps the module-level stream() of 0.x in its "compat" entry point)
+	const entry = options.pi === "0.73" ? "dist/index.js" : "dist/compat.js";
+	const { stream } = await import(new URL(entry, piAi));
 	for (let i = 0; i < options.warmup; i++) {
-		await runOnce(options.api, options.url, Math.min(options.n, 1000));
+		await runOnce(stream, options.api, options.url, Math.min(options.n, 1000));
 	}
 	const runs = [];
 	let last;
 	for (let i = 0; i < options.reps; i++) {
 		globalThis.gc?.();
-		last = await runOnce(options.api, options.url, options.n);
+		last = await runOnce(stream, options.api, options.url, options.n);
 		if (options["expect-chars"] >= 0 && last.chars !== options["expect-chars"]) {
 			throw new Error(`accumulated ${last.chars} characters, expected ${options["expect-chars"]}`);
 		}
 		runs.push(last.ms);
 	}
-	const pkg = JSON.parse(
-		readFileSync(new URL("./node_modules/@mariozechner/pi-ai/package.json", import.meta.url)),
-	);
+	const pkg = JSON.parse(readFileSync(new URL("package.json", piAi)));
 	console.log(JSON.stringify({
 		peer: "pi-ai",
 		version: pkg.version,
