@@ -11,6 +11,7 @@ never sits in memory whole. Every run is checked (message count, tool calls, fin
     python3 -m bench.agent_loop_bench --profile mixed_100k     # cProfile, top functions
     python3 -m bench.agent_loop_bench --instructions           # callgrind: per turn, per delta
     python3 -m bench.agent_loop_bench --instructions turn --callgrind-out /tmp/cg  # keep files
+    python3 -m bench.agent_loop_bench --bytecodes turn      # bytecodes per turn, by module
 
 Reuse from other scripts: ``await run_workload(WORKLOADS[key])`` or one of the per-workload
 functions (``text_100k()``, ``tools_parallel_1k()``, …), each returning a ``Run``.
@@ -28,7 +29,9 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Coroutine
+from types import FrameType
 from typing import Any
 
 from bench.common import describe_environment, fmt_int, fmt_ms, fmt_rate, print_table, stats
@@ -299,6 +302,80 @@ def _instructions(units: list[str], callgrind_out: str | None) -> None:
     )
 
 
+_BYTECODE_SIZES = {"turn": (50, 250), "mixed": (50, 250), "delta": (2_000, 12_000)}
+"""The two sizes ``--bytecodes`` traces per unit (tracing is slow: smaller than callgrind's)."""
+
+
+def _count_bytecodes(workload: Workload) -> Counter[tuple[str, int, str]]:
+    """Bytecodes run per function (file, first line, name) in one traced run of ``workload``."""
+    counts: Counter[tuple[str, int, str]] = Counter()
+
+    def on_call(frame: FrameType, event: str, arg: object) -> Any:
+        frame.f_trace_opcodes = True
+        code = frame.f_code
+        key = (code.co_filename, code.co_firstlineno, code.co_name)
+
+        def on_opcode(frame: FrameType, event: str, arg: object) -> Any:
+            if event == "opcode":
+                counts[key] += 1
+            return on_opcode
+
+        return on_opcode
+
+    sys.settrace(on_call)
+    try:
+        asyncio.run(run_workload(workload))
+    finally:
+        sys.settrace(None)
+    return counts
+
+
+def _short(path: str) -> str:
+    """A file's path from the repository or the standard library / site-packages."""
+    for root in (str(REPO_ROOT) + "/", sys.prefix + "/lib/", sys.base_prefix + "/lib/"):
+        if path.startswith(root):
+            path = path[len(root) :]
+    return re.sub(r"^python3\.\d+/(site-packages/)?", "", path)
+
+
+def _bytecodes(units: list[str], top: int) -> None:
+    """Python bytecodes per unit under ``sys.settrace`` (opcode events), by module and by
+    function: each unit's workload is traced at two sizes and differenced, like
+    ``--instructions``. Exact and repeatable; it shows where the interpreter's work goes, not
+    what C code (allocation, GC, pydantic-core) costs."""
+    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # see _run_once
+    for unit in units:
+        name, shape, _sizes = _ICOUNT_UNITS[unit]
+        small, large = _BYTECODE_SIZES[unit]
+        asyncio.run(run_workload(shape(small)))  # warm-up: lazy imports and caches
+        before, after = _count_bytecodes(shape(small)), _count_bytecodes(shape(large))
+        units_run = large - small
+        per_function = {k: (after[k] - before.get(k, 0)) / units_run for k in after}
+        per_module: Counter[str] = Counter()
+        for (path, _line, _name), value in per_function.items():
+            per_module[_short(path)] += value  # type: ignore[assignment]
+        total = sum(per_function.values())
+        print_table(
+            f"Bytecodes per {name}: {total:,.0f}, by module",
+            ["module", "bytecodes", "share"],
+            [
+                [module, f"{value:,.0f}", f"{value / total:.0%}"]
+                for module, value in per_module.most_common(top)
+                if value >= 0.5
+            ],
+        )
+        ranked = sorted(per_function.items(), key=lambda item: -item[1])[:top]
+        print_table(
+            f"Bytecodes per {name}, by function",
+            ["function", "bytecodes", "share"],
+            [
+                [f"{_short(path)}:{line} {fn}", f"{value:,.0f}", f"{value / total:.0%}"]
+                for (path, line, fn), value in ranked
+            ],
+            note=f"Traced at {small:,} and {large:,} units, differenced (set-up cancels out).",
+        )
+
+
 def _run_once(shape: str) -> None:
     """One untimed run of ``turns,deltas,tools`` (the child of ``--instructions``)."""
     turns, deltas, tools = (int(part) for part in shape.split(","))
@@ -341,8 +418,21 @@ def main() -> None:
         metavar="PREFIX",
         help="with --instructions: keep the callgrind files as PREFIX.<unit>.<size>",
     )
+    parser.add_argument(
+        "--bytecodes",
+        nargs="?",
+        const="turn",
+        type=_parse_units,
+        metavar="UNITS",
+        help="count Python bytecodes per unit instead, by module and function (sys.settrace; "
+        f"comma-separated, from {', '.join(_ICOUNT_UNITS)}; default turn)",
+    )
+    parser.add_argument("--top", type=int, default=25, help="rows of --bytecodes tables")
     parser.add_argument("--run-once", metavar="TURNS,DELTAS,TOOLS", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.bytecodes:
+        _bytecodes(args.bytecodes, args.top)
+        return
     if args.run_once:
         _run_once(args.run_once)
         return
