@@ -1,14 +1,15 @@
-"""Agent loop, side by side in one run: pi_notebook, the real pi (node), pydantic-ai.
+"""Agent loop, side by side in one run: pi_notebook, the real pi (node), pydantic-ai, a floor.
 
-The same scripted workloads (``bench.peers_agent_loop.WORKLOADS``) run in all three, every event
+The same scripted workloads (``bench.peers_agent_loop.WORKLOADS``) run in every system, every event
 consumed by one subscriber, each run checked: pi_notebook through ``bench.agent_loop_bench``, pi
 through ``bench/peers/agent_loop.mjs`` (pi-agent-core 0.73.1, the peer issue 15 names, and 1.6.0
-on Node 22 from tests/golden/pi-1.6/sessions: the bench runs ``npm ci`` there once if it is missing,
-``--no-install`` leaves it out), pydantic-ai through a
-``FunctionModel`` stream function. Repetitions alternate the order of the systems. The scripted
-models of ours and pi hand a reply to the consumer every ``CHUNK_DELTAS`` deltas (a provider parsing
-one network read); ``--pi-burst`` adds pi with each reply pushed whole (its backlog then holds the
-entire reply: quadratic, as shared/spec/performance.md measured).
+on Node 22 from tests/golden/pi-1.6/sessions: the bench runs ``npm ci`` there once if it is
+missing, ``--no-install`` leaves it out), pydantic-ai through a ``FunctionModel`` stream function,
+and the Python floor (``bench.agent_loop_floor``: the same events as dicts through a bare asyncio
+loop, none of the loop's features). Repetitions alternate the order of the systems. The scripted
+models of ours and pi hand a reply to the consumer every ``CHUNK_DELTAS`` deltas (a provider
+parsing one network read); ``--pi-burst`` adds pi with each reply pushed whole (its backlog then
+holds the entire reply: quadratic, as shared/spec/performance.md measured).
 
     python3 -m bench.compare_agent_loop                         # a few minutes
     python3 -m bench.compare_agent_loop --workloads turns_1k,mixed_100k --reps 5
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from bench.agent_loop_bench import CHUNK_DELTAS, run_workload
+from bench.agent_loop_floor import run_floor
 from bench.common import (
     describe_environment,
     fmt_int,
@@ -53,6 +55,7 @@ PI = "pi 0.73 (node)"
 PI16 = "pi 1.6 (node)"
 PI_BURST = "pi, whole reply"
 PYDANTIC = "pydantic-ai"
+FLOOR = "Python floor"
 
 DEFAULT = [
     "text_100k",
@@ -103,6 +106,7 @@ def _systems(args: argparse.Namespace) -> tuple[list[System], list[str]]:
         systems.append(System(PI16, _pi(CHUNK_DELTAS, "1.6"), args.reps))
     else:
         notes.append("pi 1.6 skipped: run `npm ci --prefix tests/golden/pi-1.6/sessions`.")
+    systems.append(System(FLOOR, run_floor, args.reps))
     if importlib.util.find_spec("pydantic_ai") is not None:
         systems.append(
             System(
@@ -120,7 +124,7 @@ def _systems(args: argparse.Namespace) -> tuple[list[System], list[str]]:
 async def measure(args: argparse.Namespace) -> tuple[list[System], list[str]]:
     systems, notes = _systems(args)
     for system in systems:  # imports, JIT, caches; also checks that each side runs at all
-        if system.name in (OURS, PYDANTIC):
+        if system.name in (OURS, PYDANTIC, FLOOR):
             await system.run(WARM_UP)
     for w, key in enumerate(args.workloads):
         workload = WORKLOADS[key]
