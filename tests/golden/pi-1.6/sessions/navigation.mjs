@@ -10,66 +10,13 @@
 // step after it with the ids pi used. tests/harness/test_navigation_pi16.py opens the first part
 // in pi_notebook's AgentHarness, repeats the steps and compares what it appends with pi's lines.
 
-import nodeCrypto from "node:crypto";
+import { reset } from "./deterministic.mjs"; // first: before pi is imported
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-
-// --- determinism: a fake clock and seeded randomness ---------------------------------------------
-
-const RealDate = Date;
-const START = RealDate.UTC(2026, 10, 20, 12, 0, 0);
-let clock = START;
-class FakeDate extends RealDate {
-	constructor(...args) {
-		if (args.length === 0) {
-			clock += 1000;
-			super(clock);
-		} else {
-			super(...args);
-		}
-	}
-	static now() {
-		clock += 1000;
-		return clock;
-	}
-}
-globalThis.Date = FakeDate;
-let perf = 0;
-performance.now = () => (perf += 5); // tool and reply durations
-
-let seed = 1;
-function random() {
-	// mulberry32
-	seed = (seed + 0x6d2b79f5) | 0;
-	let t = seed;
-	t = Math.imul(t ^ (t >>> 15), t | 1);
-	t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-	return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-function fill(bytes) {
-	for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(random() * 256);
-	return bytes;
-}
-nodeCrypto.randomUUID = () => {
-	const b = fill(new Uint8Array(16));
-	b[6] = (b[6] & 0x0f) | 0x40;
-	b[8] = (b[8] & 0x3f) | 0x80;
-	const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
-	return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-};
-syncBuiltinESMExports();
-Object.defineProperty(globalThis.crypto, "getRandomValues", { value: fill, configurable: true });
-
-function reset(n) {
-	clock = START + n * 86_400_000;
-	seed = n;
-	perf = 0;
-}
 
 const { ModelRuntime, SessionManager, SettingsManager, createAgentSession } = await import(
 	"@earendil-works/pi-coding-agent"
