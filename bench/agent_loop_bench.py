@@ -25,8 +25,6 @@ import cProfile
 import gc
 import pstats
 import re
-import shutil
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -34,7 +32,15 @@ from collections.abc import Callable, Coroutine
 from types import FrameType
 from typing import Any
 
-from bench.common import describe_environment, fmt_int, fmt_ms, fmt_rate, print_table, stats
+from bench.common import (
+    callgrind_instructions,
+    describe_environment,
+    fmt_int,
+    fmt_ms,
+    fmt_rate,
+    print_table,
+    stats,
+)
 from bench.peers_agent_loop import WORKLOADS, Run, Workload, closing_text, parse_workloads
 from bench.sse_server import DELTA_TEXTS, REPO_ROOT
 from pi_notebook.agent.agent import Agent
@@ -270,9 +276,6 @@ def _parse_units(text: str) -> list[str]:
 def _instructions(units: list[str], callgrind_out: str | None) -> None:
     """Instructions per turn and per delta under ``valgrind --tool=callgrind``: one run of each
     unit's workload at two sizes (``--run-once``), (I(large) − I(small)) ÷ (large − small)."""
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
     rows: list[list[str]] = []
     for unit in units:
         name, shape, sizes = _ICOUNT_UNITS[unit]
@@ -280,17 +283,8 @@ def _instructions(units: list[str], callgrind_out: str | None) -> None:
         for n in sizes:
             w = shape(n)
             out = f"{callgrind_out}.{unit}.{n}" if callgrind_out else "/dev/null"
-            command = [valgrind, "--tool=callgrind", f"--callgrind-out-file={out}"]
-            command += [sys.executable, "-m", "bench.agent_loop_bench"]
-            command += ["--run-once", f"{w.turns},{w.deltas},{w.tools}"]
-            done = subprocess.run(
-                command, capture_output=True, text=True, cwd=REPO_ROOT, check=False
-            )
-            found = re.search(r"Collected : (\d+)", done.stderr)
-            if done.returncode != 0 or found is None:
-                tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-                raise SystemExit(f"{name} ({n}) failed: {' / '.join(tail)}")
-            totals.append(int(found.group(1)))
+            module = ["bench.agent_loop_bench", "--run-once", f"{w.turns},{w.deltas},{w.tools}"]
+            totals.append(callgrind_instructions(module, f"{name} ({n})", out))
         per_unit = (totals[1] - totals[0]) / (sizes[1] - sizes[0])
         rows.append([name, f"{per_unit / 1000:,.1f} k"])
         print(f"  {name:34} {per_unit:12,.0f} instructions", flush=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -27,6 +28,7 @@ __all__ = [
     "PI16",
     "PI16_NODE",
     "Stats",
+    "callgrind_instructions",
     "describe_environment",
     "fmt_int",
     "fmt_ms",
@@ -42,8 +44,9 @@ __all__ = [
 ]
 
 BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
 PEERS_DIR = BENCH_DIR / "peers"
-PI16 = BENCH_DIR.parent / "tests" / "golden" / "pi-1.6" / "sessions"
+PI16 = REPO_ROOT / "tests" / "golden" / "pi-1.6" / "sessions"
 """pi 1.6.0 (pi-coding-agent, pi-agent-core, pi-ai) and the Node 22 it needs, as the live interop
 tests install it (``npm ci`` there)."""
 PI16_NODE = PI16 / "node_modules" / ".bin" / "node"
@@ -170,6 +173,24 @@ def pi16_available(install: bool) -> bool:
     print("installing pi 1.6.0 and Node 22 (npm ci in tests/golden/pi-1.6/sessions)…", flush=True)
     done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=PI16, check=False)
     return done.returncode == 0 and PI16_NODE.exists()
+
+
+def callgrind_instructions(module_args: Sequence[str], what: str, out: str = "/dev/null") -> int:
+    """Instructions that ``python3 -m <module_args>`` executes under ``valgrind --tool=callgrind``
+    (run from the repository root; ``out``: where callgrind writes its file). A missing valgrind
+    or a failed child ends the benchmark with a one-line message naming ``what``."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+    command = [valgrind, "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m"]
+    done = subprocess.run(
+        [*command, *module_args], capture_output=True, text=True, cwd=REPO_ROOT, check=False
+    )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise SystemExit(f"{what} failed: {' / '.join(tail)}")
+    return int(found.group(1))
 
 
 def describe_environment(packages: Sequence[str] = ()) -> str:

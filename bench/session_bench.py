@@ -35,8 +35,6 @@ import io
 import json
 import os
 import pstats
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,6 +46,7 @@ from pydantic_core import from_json
 from bench.common import (
     PI16,
     PI16_NODE,
+    callgrind_instructions,
     describe_environment,
     fmt_ms,
     fmt_rate,
@@ -404,9 +403,6 @@ def instructions(size: int, folder: Path) -> None:
     by callgrind: a child that opens the file once against one that does not (``--open-once``),
     so imports and start-up cancel out. Unlike timings, the counts barely move with the load
     of the machine (page faults and cache misses are not in them)."""
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
     rows = []
     for style, make in (("0.73-style", generate), ("1.6-style", generate_16)):
         path = folder / f"{style}-{size}.jsonl"
@@ -414,15 +410,8 @@ def instructions(size: int, folder: Path) -> None:
         entries = path.read_bytes().count(b"\n") - 1
         totals = []
         for times in (0, 1):
-            command = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-            command += [sys.executable, "-m", "bench.session_bench", "--open-once", str(path)]
-            command += ["--times", str(times)]
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
-            found = re.search(r"Collected : (\d+)", done.stderr)
-            if done.returncode != 0 or found is None:
-                tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-                raise SystemExit(f"{style} failed: {' / '.join(tail)}")
-            totals.append(int(found.group(1)))
+            module = ["bench.session_bench", "--open-once", str(path), "--times", str(times)]
+            totals.append(callgrind_instructions(module, style))
         per_entry = (totals[1] - totals[0]) / entries
         rows.append([style, f"{entries:,}", f"{per_entry / 1000:,.1f} k"])
         print(f"  {style:11} {per_entry:10,.0f} instructions/entry", flush=True)

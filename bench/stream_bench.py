@@ -48,10 +48,6 @@ import importlib.util
 import io
 import json
 import pstats
-import re
-import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -63,6 +59,7 @@ from httpx_sse import aconnect_sse
 from bench.common import (
     PI16_NODE,
     Stats,
+    callgrind_instructions,
     describe_environment,
     fmt_rate,
     fmt_us,
@@ -72,7 +69,7 @@ from bench.common import (
     run_node_json,
     stats,
 )
-from bench.sse_server import MODEL, REPO_ROOT, expected_text, serve_in_subprocess
+from bench.sse_server import MODEL, expected_text, serve_in_subprocess
 
 Protocol = Literal["openai", "anthropic"]
 ReadFn = Callable[[str, int], Awaitable[str | None]]
@@ -404,26 +401,15 @@ _ICOUNT_SIZES = (2_000, 12_000)
 def _instructions(names: list[str], protocols: list[Protocol]) -> None:
     """Per consumer and protocol: instructions per chunk, from callgrind runs of one read each
     (``--read-once``) at two sizes, against a server outside valgrind."""
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
     rows: list[list[str]] = []
     with serve_in_subprocess() as url:
         for protocol in protocols:
             for name in names:
                 totals: list[int] = []
                 for n in _ICOUNT_SIZES:
-                    command = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-                    command += [sys.executable, "-m", "bench.stream_bench", "--read-once", name]
-                    command += ["--protocol", protocol, "--url", url, "--n", str(n)]
-                    done = subprocess.run(
-                        command, capture_output=True, text=True, cwd=REPO_ROOT, check=False
-                    )
-                    found = re.search(r"Collected : (\d+)", done.stderr)
-                    if done.returncode != 0 or found is None:
-                        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-                        raise SystemExit(f"{name} ({protocol}) failed: {' / '.join(tail)}")
-                    totals.append(int(found.group(1)))
+                    module = ["bench.stream_bench", "--read-once", name, "--protocol", protocol]
+                    module += ["--url", url, "--n", str(n)]
+                    totals.append(callgrind_instructions(module, f"{name} ({protocol})"))
                 per_chunk = (totals[1] - totals[0]) / (_ICOUNT_SIZES[1] - _ICOUNT_SIZES[0])
                 rows.append([protocol, name, f"{per_chunk / 1000:,.1f} k"])
                 print(f"  {protocol:9} {name:22} {per_chunk:10,.0f} instructions/chunk", flush=True)
