@@ -188,7 +188,9 @@ def callgrind_instructions(module_args: Sequence[str], what: str, out: str = "/d
     )
     found = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or found is None:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        # the child's own last lines, not valgrind's summary (its lines start with ==pid==)
+        lines = [line for line in done.stderr.splitlines() if line and not line.startswith("==")]
+        tail = (lines or done.stdout.strip().splitlines())[-3:]
         raise SystemExit(f"{what} failed: {' / '.join(tail)}")
     return int(found.group(1))
 
