@@ -33,6 +33,7 @@ from types import FrameType
 from typing import Any
 
 from bench.common import (
+    REPO_ROOT,
     callgrind_instructions,
     describe_environment,
     fmt_int,
@@ -42,7 +43,7 @@ from bench.common import (
     stats,
 )
 from bench.peers_agent_loop import WORKLOADS, Run, Workload, closing_text, parse_workloads
-from bench.sse_server import DELTA_TEXTS, REPO_ROOT
+from bench.sse_server import DELTA_TEXTS
 from pi_notebook.agent.agent import Agent
 from pi_notebook.agent.tools import AgentTool, AgentToolResult
 from pi_notebook.agent.types import StreamFn

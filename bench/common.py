@@ -27,6 +27,7 @@ __all__ = [
     "PEERS_DIR",
     "PI16",
     "PI16_NODE",
+    "REPO_ROOT",
     "Stats",
     "callgrind_instructions",
     "describe_environment",

@@ -29,8 +29,9 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from pathlib import Path
 from typing import Any
+
+from bench.common import REPO_ROOT
 
 __all__ = [
     "DELTA_TEXTS",
@@ -62,7 +63,6 @@ DELTA_TEXTS = (
 """The text of delta ``i`` is ``DELTA_TEXTS[i % 16]``: mixed ASCII, escapes and non-ASCII."""
 
 MODEL = "bench-model"
-REPO_ROOT = Path(__file__).resolve().parent.parent
 _PATH = re.compile(r"^/n/(\d+)(?:/v1)?/(chat/completions|messages)(?:\?.*)?$")
 
 
