@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar
 
 __all__ = [
     "BENCH_DIR",
@@ -28,6 +28,7 @@ __all__ = [
     "PI16",
     "PI16_NODE",
     "REPO_ROOT",
+    "PiVersion",
     "Stats",
     "callgrind_instructions",
     "describe_environment",
@@ -51,6 +52,9 @@ PI16 = REPO_ROOT / "tests" / "golden" / "pi-1.6" / "sessions"
 """pi 1.6.0 (pi-coding-agent, pi-agent-core, pi-ai) and the Node 22 it needs, as the live interop
 tests install it (``npm ci`` there)."""
 PI16_NODE = PI16 / "node_modules" / ".bin" / "node"
+
+PiVersion: TypeAlias = Literal["0.73", "1.6"]
+"""Which pi a node peer script runs (``--pi``): 0.73.1 from bench/peers, or 1.6.0 from ``PI16``."""
 
 T = TypeVar("T")
 

@@ -26,11 +26,11 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Literal
 
 from bench.agent_loop_bench import CHUNK_DELTAS, run_workload
 from bench.agent_loop_floor import run_floor
 from bench.common import (
+    PiVersion,
     describe_environment,
     fmt_int,
     fmt_ms,
@@ -83,7 +83,7 @@ async def _ours(workload: Workload) -> Run:
     return await run_workload(workload)
 
 
-def _pi(chunk: int, pi: Literal["0.73", "1.6"] = "0.73") -> Callable[[Workload], Awaitable[Run]]:
+def _pi(chunk: int, pi: PiVersion = "0.73") -> Callable[[Workload], Awaitable[Run]]:
     async def run(workload: Workload) -> Run:
         (result,) = await asyncio.to_thread(run_pi_node, workload, 1, chunk=chunk, pi=pi)
         return result

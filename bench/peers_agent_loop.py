@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from bench.common import (
     PI16_NODE,
+    PiVersion,
     describe_environment,
     fmt_int,
     fmt_ms,
@@ -121,7 +122,7 @@ def run_pi_node(
     *,
     chunk: int = 1000,
     timeout: float = 1800.0,
-    pi: Literal["0.73", "1.6"] = "0.73",
+    pi: PiVersion = "0.73",
 ) -> list[Run]:
     """Run ``workload`` ``reps`` times in the real pi (one node process, one warm-up run first).
 

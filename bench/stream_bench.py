@@ -58,6 +58,7 @@ from httpx_sse import aconnect_sse
 
 from bench.common import (
     PI16_NODE,
+    PiVersion,
     Stats,
     callgrind_instructions,
     describe_environment,
@@ -305,7 +306,7 @@ def _timed(read: ReadFn) -> MeasureFn:
     return measure
 
 
-def _pi_ai_node(protocol: Protocol, pi: Literal["0.73", "1.6"] = "0.73") -> MeasureFn:
+def _pi_ai_node(protocol: Protocol, pi: PiVersion = "0.73") -> MeasureFn:
     """pi-ai's own provider in node (``bench/peers/stream.mjs``), timed by the node process
     (after an untimed warm-up read, so node's start-up and JIT are not counted). ``pi``: the
     pinned 0.73.1 of bench/peers, or 1.6.0 on its Node 22."""
