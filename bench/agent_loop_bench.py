@@ -42,7 +42,14 @@ from bench.common import (
     print_table,
     stats,
 )
-from bench.peers_agent_loop import WORKLOADS, Run, Workload, closing_text, parse_workloads
+from bench.peers_agent_loop import (
+    CHUNK_DELTAS,
+    WORKLOADS,
+    Run,
+    Workload,
+    closing_text,
+    parse_workloads,
+)
 from bench.sse_server import DELTA_TEXTS
 from pi_notebook.agent.agent import Agent
 from pi_notebook.agent.tools import AgentTool, AgentToolResult
@@ -77,8 +84,6 @@ __all__ = [
     "turns_1k",
 ]
 
-CHUNK_DELTAS = 1_000
-"""Deltas the scripted model produces between two hand-offs to the consumer."""
 
 MODEL = Model(
     id="scripted",

@@ -22,13 +22,17 @@ import time
 from typing import Any
 
 from bench.common import describe_environment, fmt_int, fmt_ms, print_table, stats
-from bench.peers_agent_loop import WORKLOADS, Run, Workload, closing_text, parse_workloads
+from bench.peers_agent_loop import (
+    CHUNK_DELTAS,
+    WORKLOADS,
+    Run,
+    Workload,
+    closing_text,
+    parse_workloads,
+)
 from bench.sse_server import DELTA_TEXTS
 
-__all__ = ["CHUNK_DELTAS", "run_floor"]
-
-CHUNK_DELTAS = 1_000
-"""Deltas produced between two hand-offs (``bench.agent_loop_bench.CHUNK_DELTAS``)."""
+__all__ = ["run_floor"]
 
 Event = dict[str, Any]
 

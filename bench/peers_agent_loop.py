@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from pydantic_ai import Agent
 
 __all__ = [
+    "CHUNK_DELTAS",
     "DEFAULT_WORKLOADS",
     "WORKLOADS",
     "Run",
@@ -49,6 +50,10 @@ __all__ = [
 ]
 
 Execution = Literal["parallel", "sequential"]
+
+CHUNK_DELTAS = 1_000
+"""Deltas a scripted model produces between two hand-offs to the consumer (a provider parsing one
+network read): ours, the floor, and pi (``agent_loop.mjs --chunk``, its default too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +125,7 @@ def run_pi_node(
     workload: Workload,
     reps: int,
     *,
-    chunk: int = 1000,
+    chunk: int = CHUNK_DELTAS,
     timeout: float = 1800.0,
     pi: PiVersion = "0.73",
 ) -> list[Run]:
@@ -283,7 +288,7 @@ def main() -> None:
     parser.add_argument(
         "--chunk",
         type=int,
-        default=1000,
+        default=CHUNK_DELTAS,
         help="pi: deltas per hand-off to the consumer (default 1000; 0: each reply whole)",
     )
     parser.add_argument(
