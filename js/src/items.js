@@ -77,6 +77,68 @@ export function renderPreview(preview, open) {
   return details;
 }
 
+const DECISION_TEXT = { accepted: "Accepted", rejected: "Rejected" };
+
+// Several cell changes of one reply (widget_protocol.ChangeReview), decided on one card: each
+// change shows its source or diff with Accept / Reject; nothing is written before all are
+// decided. `onDecide(reviewId, accept, toolCallId)` sends a decision (no id: every undecided one).
+export function renderReview(review, onDecide) {
+  const changes = review.changes || [];
+  const undecided = changes.filter((c) => c.decision === "pending").length;
+  const rows = changes.map((change, index) => {
+    const preview = change.preview || {};
+    const head = h(
+      "div",
+      { class: "pi-review-change-head" },
+      h("span", { class: "pi-review-number", text: `${index + 1}.` }),
+      h("span", { class: "pi-review-title", text: preview.title || change.tool_name }),
+    );
+    let decision;
+    if (change.decision === "pending") {
+      const accept = h("button", { class: "pi-button pi-allow pi-review-accept", type: "button", text: "Accept" });
+      const reject = h("button", { class: "pi-button pi-deny pi-review-reject", type: "button", text: "Reject" });
+      const answer = (value) => {
+        accept.disabled = true;
+        reject.disabled = true;
+        onDecide(review.id, value, change.tool_call_id);
+      };
+      accept.addEventListener("click", () => answer(true));
+      reject.addEventListener("click", () => answer(false));
+      decision = h("div", { class: "pi-approval-buttons" }, accept, reject);
+    } else {
+      decision = h("span", { class: `pi-review-decision pi-review-${change.decision}`, text: DECISION_TEXT[change.decision] || change.decision });
+    }
+    return h(
+      "div",
+      { class: `pi-review-change pi-review-change-${change.decision}`, "data-tool-call-id": change.tool_call_id },
+      head,
+      renderPreview(preview, change.decision === "pending"),
+      decision,
+    );
+  });
+  const all = [];
+  if (undecided > 1) {
+    const acceptAll = h("button", { class: "pi-button pi-allow pi-review-accept-all", type: "button", text: `Accept all ${undecided}` });
+    const rejectAll = h("button", { class: "pi-button pi-deny pi-review-reject-all", type: "button", text: "Reject all" });
+    const answer = (value) => {
+      acceptAll.disabled = true;
+      rejectAll.disabled = true;
+      onDecide(review.id, value, null);
+    };
+    acceptAll.addEventListener("click", () => answer(true));
+    rejectAll.addEventListener("click", () => answer(false));
+    all.push(acceptAll, rejectAll);
+  }
+  const hint = review.timeout ? ` No answer within ${review.timeout} s rejects them all.` : "";
+  return h(
+    "div",
+    { class: "pi-review", "data-review-id": review.id },
+    h("div", { class: "pi-review-question", text: `Review ${changes.length} changes to the notebook: nothing is changed until each is accepted or rejected.${hint}` }),
+    ...rows,
+    all.length ? h("div", { class: "pi-approval-buttons pi-review-all" }, ...all) : null,
+  );
+}
+
 // One tool call: its name and arguments (streaming in), progress, approval and result.
 export class ToolCard {
   constructor(id, name, { onApproval, onExpand } = {}) {
@@ -146,6 +208,10 @@ export class ToolCard {
       return;
     }
     const preview = approval.preview || null;
+    if (approval.state === "pending" && approval.review) {
+      this.approvalEl.replaceChildren(h("span", { class: "pi-approval-question", text: "Part of the review of this reply's changes (below)." }));
+      return;
+    }
     if (approval.state === "pending") {
       const allow = h("button", { class: "pi-button pi-allow", type: "button", text: "Allow" });
       const deny = h("button", { class: "pi-button pi-deny", type: "button", text: "Deny" });

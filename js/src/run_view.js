@@ -3,7 +3,7 @@
 // append-only `patch` messages; `initialize` applies them to the model's state (once per model,
 // not per view), so every view, and the notebook's saved widget state, has the whole run.
 import { formatCost, formatTokens, h } from "./dom.js";
-import { AssistantView, renderItem } from "./items.js";
+import { AssistantView, renderItem, renderReview } from "./items.js";
 import { showNotice } from "./notice.js";
 
 const STATUS_TEXT = {
@@ -131,6 +131,7 @@ export class RunView {
     on("header", this.renderHeader);
     on("controls", this.renderControls);
     on("queued", this.renderQueued);
+    on("review", this.renderReview);
     on("notice", this.renderNotice);
     on("error", this.renderError);
     this.customHandler = (msg) => this.onCustom(msg);
@@ -156,6 +157,7 @@ export class RunView {
     this.transcriptEl = h("div", { class: "pi-transcript" });
     this.liveEl = h("div", { class: "pi-live" });
     this.queuedEl = h("div", { class: "pi-queued" });
+    this.reviewEl = h("div", { class: "pi-review-slot" });
     this.stopButton = h("button", { class: "pi-button pi-stop-button", type: "button", text: "Stop", onclick: () => this.stop() });
     this.input = h("textarea", { class: "pi-steer-input", rows: 1, placeholder: "" });
     this.sendButton = h("button", { class: "pi-button pi-send", type: "button", onclick: () => this.submit() });
@@ -176,6 +178,7 @@ export class RunView {
       this.noticeEl,
       this.transcriptEl,
       this.liveEl,
+      this.reviewEl,
       this.errorEl,
       this.queuedEl,
       this.controlsEl,
@@ -190,6 +193,7 @@ export class RunView {
     this.renderCurrent();
     this.renderRunning();
     this.renderQueued();
+    this.renderReview();
     this.renderNotice();
     this.renderError();
     this.renderControls();
@@ -346,6 +350,17 @@ export class RunView {
     this.queuedEl.replaceChildren(
       ...queued.map((q) => h("div", { class: "pi-queued-item" }, h("span", { class: "pi-badge", text: q.kind === "steer" ? "steering queued" : "follow-up queued" }), h("span", { text: q.text }))),
     );
+  }
+
+  renderReview() {
+    const review = this.model.get("review") || {};
+    if (!review.id) {
+      this.reviewEl.replaceChildren();
+      return;
+    }
+    const decide = (reviewId, accept, toolCallId) =>
+      this.send(toolCallId ? { type: "review", review_id: reviewId, accept, tool_call_id: toolCallId } : { type: "review", review_id: reviewId, accept });
+    this.reviewEl.replaceChildren(renderReview(review, decide));
   }
 
   renderNotice() {

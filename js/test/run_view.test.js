@@ -155,6 +155,35 @@ describe("RunView", () => {
     expect(el.querySelectorAll(".pi-tool").length).toBe(1);
   });
 
+  it("shows several changes of one reply on one review card: per change, and accept all", () => {
+    const preview = (title, extra = {}) => ({ title, language: "python", source: "x = 1", diff: "", always: false, ...extra });
+    const pending = (id) => ({ tool_call_id: id, tool_name: "edit_cell", args: "", started_at: Date.now(), progress: "", progress_bundle: null, progress_images: [], approval: { state: "pending", timeout: 300, reason: "", preview: null, review: true } });
+    const calls = ["e1", "e2", "e3"].map((id) => ({ type: "toolCall", id, name: "edit_cell", args: "{}", complete: true }));
+    const change = (id, decision, extra = {}) => ({ tool_call_id: id, tool_name: "edit_cell", preview: preview(`Edit ${id}`, extra), decision });
+    const { model, el } = mount(baseState({ status: "running_tools" }));
+    model.update({ messages: [assistant("m1", calls, "toolUse")] });
+    model.update({
+      status: "awaiting_approval",
+      running_tools: { e1: pending("e1"), e2: pending("e2"), e3: pending("e3") },
+      review: { id: "review-1", timeout: 300, changes: [change("e1", "pending", { diff: "--- a\n+++ b\n-x = 0\n+x = 1" }), change("e2", "pending"), change("e3", "pending")] },
+    });
+    // the tool cards point at the review; only the review card has buttons
+    expect(el.querySelectorAll(".pi-tool .pi-allow").length).toBe(0);
+    expect(el.querySelector('.pi-tool[data-tool-call-id="e1"] .pi-approval-question').textContent).toContain("review");
+    const card = el.querySelector(".pi-review");
+    expect(card.querySelector(".pi-review-question").textContent).toContain("Review 3 changes");
+    expect(card.querySelectorAll(".pi-review-change").length).toBe(3);
+    expect(card.querySelector(".pi-diff-add").textContent).toBe("+x = 1\n");
+    card.querySelector('.pi-review-change[data-tool-call-id="e2"] .pi-review-reject').click();
+    expect(model.sent).toEqual([{ type: "review", review_id: "review-1", accept: false, tool_call_id: "e2" }]);
+    model.update({ review: { id: "review-1", timeout: 300, changes: [change("e1", "pending"), change("e2", "rejected"), change("e3", "pending")] } });
+    expect(el.querySelector('.pi-review-change[data-tool-call-id="e2"] .pi-review-decision').textContent).toBe("Rejected");
+    el.querySelector(".pi-review-accept-all").click();
+    expect(model.sent[1]).toEqual({ type: "review", review_id: "review-1", accept: true });
+    model.update({ review: {}, status: "running_tools" });
+    expect(el.querySelector(".pi-review")).toBeNull();
+  });
+
   it("gives a running tool card its own stop, which sends stop_tool for that call only", () => {
     const running = (id, progress) => ({ tool_call_id: id, tool_name: "slow", args: "", started_at: Date.now(), progress, progress_bundle: null, progress_images: [], approval: null });
     const calls = [{ type: "toolCall", id: "t1", name: "slow", args: "{}", complete: true }, { type: "toolCall", id: "t2", name: "echo", args: "{}", complete: true }];

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from .tree_view import TreeView
     from .workspace.edit_tools import WriteTools
     from .workspace.history import ExecutionRecord
+    from .workspace.review import ReplyChanges
 
 __all__ = ["APPROVAL_TIMEOUT", "NotebookAgent"]
 
@@ -65,6 +66,7 @@ RUN_MODULES = (
     "pi_notebook.notebook.notebook_tools",
     "pi_notebook.notebook.workspace.edit_tools",
     "pi_notebook.notebook.workspace.reading_tools",
+    "pi_notebook.notebook.workspace.review",
     "pi_notebook.notebook.workspace.summary",
     "pi_notebook.mcp.servers",
     "pi_notebook.ai.http",
@@ -155,6 +157,7 @@ class NotebookAgent:
         self._waiters = 0
         self._writes: WriteTools | None = None
         self._writer_tools: dict[str, AgentTool] | None = None
+        self._reply_changes: ReplyChanges | None = None
         self._run_cells: dict[int, str | None] = {}
         self.repeat_guard = RepeatGuard()
         """Refuses a tool call repeated with the same arguments in one run (small models loop)."""
@@ -242,6 +245,15 @@ class NotebookAgent:
                 self.document, self.history, waited_on=lambda: self._waiters > 0
             )
         return self._writes
+
+    @property
+    def reply_changes(self) -> ReplyChanges:
+        """The cell writes of the model's latest reply, reviewed together."""
+        if self._reply_changes is None:
+            from .workspace.review import ReplyChanges
+
+            self._reply_changes = ReplyChanges()
+        return self._reply_changes
 
     def _writers(self) -> dict[str, AgentTool]:
         """The write tools by name (made once, with the registry)."""
@@ -577,8 +589,16 @@ class NotebookAgent:
                 self._follow_up_in(run, late)
 
     def _watch_writes(self, run: Run, event: object) -> None:
-        """A listener of the run's events: after each saved message, how the file stands."""
-        if getattr(event, "type", None) in ("message_end", "turn_end", "agent_end"):
+        """A listener of the run's events: after each saved message, how the file stands; a
+        finished reply's cell writes are noted to be reviewed together."""
+        kind = getattr(event, "type", None)
+        if kind == "message_end":
+            from ..ai.types import AssistantMessage
+
+            message = getattr(event, "message", None)
+            if isinstance(message, AssistantMessage):
+                self.reply_changes.note_reply(message)
+        if kind in ("message_end", "turn_end", "agent_end"):
             self._note_session_writes(run)
 
     def _note_session_writes(self, run: Run) -> None:
@@ -795,17 +815,28 @@ class NotebookAgent:
 
     async def _approve_write(self, event: ToolCallEvent) -> ToolCallResult | None:
         """A notebook write tool: the card shows what it would do (the cell's source, a diff);
-        "always allow" is remembered for the session. Without a frontend nothing is written,
-        so nothing is asked (the tool says what it would have done)."""
+        "always allow" is remembered for the session. Several cell changes of one reply are
+        decided together on one review card (:mod:`.workspace.review`). Without a frontend
+        nothing is written, so nothing is asked (the tool says what it would have done)."""
         from ..harness.hooks import ToolCallResult
         from .workspace.document import DocumentError, NotebookNotConnected
 
         name, tools = event.tool_name, self.write_tools
+        decided = self.reply_changes.take(event.tool_call_id)
         if not tools.needs_approval(name):
             return None
         run = self._active
         if run is None:
             return ToolCallResult(block=True, reason=f"{name} needs approval, but no run is shown")
+        if decided is None:
+            decided = await self.reply_changes.review(
+                event.tool_call_id, tools, run.view.request_review, self.approval_timeout
+            )
+        if decided is not None:
+            if not decided.accepted:
+                return ToolCallResult(block=True, reason=decided.words)
+            tools.approve(event.tool_call_id, decided.words)
+            return None
         try:
             preview = await tools.preview(name, dict(event.input))
         except (DocumentError, NotebookNotConnected) as exc:

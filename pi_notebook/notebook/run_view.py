@@ -45,9 +45,11 @@ from .widget_protocol import (
     AssistantItem,
     Block,
     BlockEdit,
+    ChangeReview,
     Origin,
     PatchOp,
     QueuedMessage,
+    ReviewChange,
     RunControls,
     RunHeader,
     RunningTool,
@@ -82,6 +84,7 @@ CONTENT_TRAITS = (
     "current",
     "running_tools",
     "queued",
+    "review",
     "controls",
     "notice",
     "error",
@@ -92,7 +95,17 @@ CONTENT_TRAITS = (
 UNSAVED_NOTICE = "Not saved to the session file:"
 SAVED_NOTICE = "Saved: what a failed write had kept in memory is in the session file now."
 PATCHED_TRAITS = frozenset(
-    {"status", "header", "messages", "current", "running_tools", "queued", "controls", "stalled_ms"}
+    {
+        "status",
+        "header",
+        "messages",
+        "current",
+        "running_tools",
+        "queued",
+        "review",
+        "controls",
+        "stalled_ms",
+    }
 )
 """Traits whose changes travel in ``patch`` messages (``patch_seq`` too) rather than as trait
 updates; ``notice`` and ``error`` change rarely and sync as usual."""
@@ -185,6 +198,7 @@ class RunView(PiWidget):
     current = traitlets.Dict().tag(sync=True)
     running_tools = traitlets.Dict().tag(sync=True)
     queued: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    review = traitlets.Dict().tag(sync=True)
     controls = traitlets.Dict().tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
     stalled_ms = traitlets.Int(0).tag(sync=True)
@@ -234,6 +248,9 @@ class RunView(PiWidget):
         self._approvals: dict[str, asyncio.Future[bool]] = {}
         self._previews: dict[str, ApprovalPreview] = {}
         self._always: set[str] = set()
+        self._review: ChangeReview | None = None
+        self._review_future: asyncio.Future[None] | None = None
+        self._reviews = 0
         self._queued: list[QueuedMessage] = []
         self._usage = _empty_usage()
         self._context_tokens = 0
@@ -314,6 +331,97 @@ class RunView(PiWidget):
         finally:
             self._approvals.pop(tool_call_id, None)
             self._sync.mark("status")
+
+    async def request_review(
+        self,
+        changes: list[tuple[str, str, Mapping[str, Any], ApprovalPreview]],
+        timeout: float | None = None,
+    ) -> dict[str, bool] | None:
+        """Ask the user to decide several changes on one card: ``changes`` are ``(tool_call_id,
+        tool_name, args, preview)``; returns ``{tool_call_id: accepted}`` once every one is
+        decided, None after ``timeout`` seconds without all the answers (nothing accepted).
+        Stopping the run rejects the undecided ones."""
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"timeout must be positive or None, got {timeout!r}")
+        if self._review is not None:
+            raise RuntimeError("a review is already pending")
+        self._channel.bind()
+        self._reviews += 1
+        review: ChangeReview = {"id": f"review-{self._reviews}", "timeout": timeout, "changes": []}
+        for tool_call_id, tool_name, args, preview in changes:
+            self._previews[tool_call_id] = preview
+            if tool_call_id not in self._running:
+                self._running_entry(tool_call_id, tool_name, args)
+            review["changes"].append(
+                {
+                    "tool_call_id": tool_call_id,
+                    "tool_name": tool_name,
+                    "preview": preview,
+                    "decision": "pending",
+                }
+            )
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._review, self._review_future = review, future
+        for change in review["changes"]:
+            self._set_approval(change["tool_call_id"], "pending", timeout, review=True)
+        self._sync.mark("review", "status")
+        try:
+            if timeout is None:
+                await future
+            else:
+                try:
+                    await asyncio.wait_for(asyncio.shield(future), timeout)
+                except TimeoutError:
+                    self._close_review("timed_out", timeout, "")
+                    return None
+        except asyncio.CancelledError:
+            self._close_review("cancelled", timeout, "")
+            raise
+        return {c["tool_call_id"]: c["decision"] == "accepted" for c in review["changes"]}
+
+    def _decide(self, review_id: str, accept: bool, tool_call_id: str | None) -> None:
+        """A click on the review card: one change (``tool_call_id``) or all undecided ones."""
+        review = self._review
+        if review is None or review["id"] != review_id:
+            return  # an older card, or answered already
+        decision: Literal["accepted", "rejected"] = "accepted" if accept else "rejected"
+        changes: list[ReviewChange] = []
+        for change in review["changes"]:
+            wanted = change["tool_call_id"] == tool_call_id if tool_call_id else True
+            if wanted and change["decision"] == "pending":
+                change = cast(ReviewChange, {**change, "decision": decision})
+            changes.append(change)
+        review["changes"] = changes  # a new list: the synced copy must compare unequal
+        self._sync.mark("review")
+        if all(c["decision"] != "pending" for c in changes):
+            self._close_review(None, review["timeout"], "")
+
+    def _close_review(
+        self, state: ApprovalState | None, timeout: float | None, reason: str
+    ) -> None:
+        """End the pending review: every change decided (``state`` None), or not (timed out,
+        cancelled, denied: undecided changes are rejected, and none is applied)."""
+        review, future = self._review, self._review_future
+        if review is None or future is None:
+            return
+        self._review, self._review_future = None, None
+        if state is not None:  # not decided to the end: nothing of it is applied
+            review["changes"] = [
+                cast(ReviewChange, {**c, "decision": "rejected"}) for c in review["changes"]
+            ]
+        total = len(review["changes"])
+        accepted = sum(c["decision"] == "accepted" for c in review["changes"])
+        for change in review["changes"]:
+            if state is not None:
+                self._set_approval(change["tool_call_id"], state, timeout, reason, review=True)
+                continue
+            words = f"Decided in a review of {total} changes ({accepted} accepted)."
+            allowed = change["decision"] == "accepted"
+            final: ApprovalState = "allowed" if allowed else "denied"
+            self._set_approval(change["tool_call_id"], final, timeout, words, review=True)
+        if not future.done():
+            future.set_result(None)
+        self._sync.mark("review", "status")
 
     def resync(self, *, full: bool = False, content: bool = True) -> None:
         """:meth:`PiWidget.resync`; ``content=False`` when the page applies the patches (it
@@ -574,7 +682,13 @@ class RunView(PiWidget):
         return tool
 
     def _set_approval(
-        self, tool_call_id: str, state: ApprovalState, timeout: float | None, reason: str = ""
+        self,
+        tool_call_id: str,
+        state: ApprovalState,
+        timeout: float | None,
+        reason: str = "",
+        *,
+        review: bool = False,
     ) -> None:
         tool = self._running.get(tool_call_id)
         if tool is None:
@@ -584,6 +698,7 @@ class RunView(PiWidget):
             "timeout": timeout,
             "reason": reason,
             "preview": self._previews.get(tool_call_id),
+            "review": review,
         }
         updated = dict(tool)
         updated["approval"] = approval
@@ -618,6 +733,7 @@ class RunView(PiWidget):
         self._sync.mark("running_tools")
 
     def _settle_approvals(self, allow: bool, reason: str) -> None:
+        self._close_review("allowed" if allow else "denied", None, reason)
         for tool_call_id, future in list(self._approvals.items()):
             if not future.done():
                 tool = self._running.get(tool_call_id)
@@ -642,7 +758,7 @@ class RunView(PiWidget):
     def _status(self) -> RunStatus:
         if self._terminal is not None:
             return self._terminal
-        if any(not f.done() for f in self._approvals.values()):
+        if self._review is not None or any(not f.done() for f in self._approvals.values()):
             return "awaiting_approval"
         if self._live_id is not None:
             return "streaming"
@@ -760,6 +876,7 @@ class RunView(PiWidget):
                 ("running_tools", lambda: dict(self._running)),
                 ("header", lambda: dict(self._header())),
                 ("queued", lambda: list(self._queued)),
+                ("review", lambda: dict(self._review or {})),
                 ("controls", lambda: dict(self._controls())),
                 ("status", self._status),
                 ("stalled_ms", lambda: self._stalled),
@@ -795,6 +912,13 @@ class RunView(PiWidget):
                 str(message.get("tool_call_id")),
                 bool(message.get("allow")),
                 always=bool(message.get("always")),
+            )
+        elif kind == "review":
+            call = message.get("tool_call_id")
+            self._decide(
+                str(message.get("review_id")),
+                bool(message.get("accept")),
+                str(call) if call is not None else None,
             )
         elif kind == "stop_tool":
             self._stop_tool(str(message.get("tool_call_id")))

@@ -23,6 +23,8 @@ Run view (``RunView``) traits:
 ``controls``            :class:`RunControls` (which buttons have a handler in the kernel)
 ``notice``              a plain-words note (a callback failed…), ``""`` for none
 ``error``               why the run failed, ``""`` for none
+``review``              the pending :class:`ChangeReview` (several cell changes of one reply,
+                        decided together), ``{}`` for none
 ``stalled_ms``          how long the model request had been silent when the LLM layer last
                         said so (``StreamOptions.on_stall``); 0 while data flows
 ``patch_seq``           the ``seq`` of the last :class:`RunPatch` this state includes
@@ -54,6 +56,7 @@ __all__ = [
     "AssistantItem",
     "Block",
     "BlockEdit",
+    "ChangeReview",
     "CompactRequest",
     "DismissNoticeRequest",
     "ExpandReply",
@@ -72,6 +75,9 @@ __all__ = [
     "PatchOp",
     "QueuedMessage",
     "ResyncRequest",
+    "ReviewChange",
+    "ReviewDecision",
+    "ReviewReply",
     "RunControls",
     "RunHeader",
     "RunPatch",
@@ -232,6 +238,28 @@ class ToolApproval(TypedDict):
     """Extra plain words, e.g. "The run was stopped."."""
     preview: ApprovalPreview | None
     """What the call would do, when the tool can say (else the card shows its arguments)."""
+    review: bool
+    """Decided in the run's :class:`ChangeReview` (the card has no buttons of its own)."""
+
+
+ReviewDecision: TypeAlias = Literal["pending", "accepted", "rejected"]
+
+
+class ReviewChange(TypedDict):
+    tool_call_id: str
+    tool_name: str
+    preview: ApprovalPreview
+    decision: ReviewDecision
+
+
+class ChangeReview(TypedDict):
+    """Several cell changes one reply proposed, on one card: each is accepted or rejected, and
+    none is applied before every one is decided."""
+
+    id: str
+    timeout: float | None
+    """Seconds the kernel waits for the decisions (``None``: no limit)."""
+    changes: list[ReviewChange]
 
 
 class ToolResultItem(TypedDict):
@@ -346,6 +374,15 @@ class ApprovalReply(TypedDict):
     """Allow this tool for the rest of the session (offered when ``preview.always``)."""
 
 
+class ReviewReply(TypedDict):
+    """Decide one change of the review (``tool_call_id``), or every undecided one."""
+
+    type: Literal["review"]
+    review_id: str
+    accept: bool
+    tool_call_id: NotRequired[str]
+
+
 class ExpandRequest(TypedDict):
     type: Literal["expand"]
     tool_call_id: str
@@ -372,6 +409,7 @@ RunRequest: TypeAlias = (
     | SteerRequest
     | FollowUpRequest
     | ApprovalReply
+    | ReviewReply
     | ExpandRequest
     | OpenTreeRequest
     | DismissNoticeRequest

@@ -508,6 +508,7 @@ async def test_an_approval_is_resolved_by_a_click_from_another_thread() -> None:
         "timeout": 30,
         "reason": "",
         "preview": None,
+        "review": False,
     }
     with pytest.raises(RuntimeError, match="already pending"):
         await view.request_approval("c1", "rm", {})

@@ -94,6 +94,14 @@ class _CellArgs(BaseModel):
     cell_id: str = Field(description="The id of the cell (from list_cells or insert_cell).")
 
 
+_PARAMETERS: dict[str, type[BaseModel]] = {
+    "insert_cell": _InsertArgs,
+    "edit_cell": _EditArgs,
+    "delete_cell": _CellArgs,
+    "run_cell": _CellArgs,
+}
+
+
 def unified_diff(old: str, new: str, name: str = "cell") -> str:
     """``old`` → ``new`` as a unified diff (bounded), ``""`` when they are equal."""
     lines = difflib.unified_diff(
@@ -150,6 +158,8 @@ class WriteTools:
     always_allowed: set[str] = field(default_factory=set)
     """Tools the user allowed for the rest of the session ("always allow")."""
     _approved: set[str] = field(default_factory=set)
+    _notes: dict[str, str] = field(default_factory=dict)
+    """Words an approved call's result starts with (how the user decided it)."""
     _run_number: int | None = None
     _proposed: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Cells proposed without a frontend: id → (cell type, source)."""
@@ -174,9 +184,23 @@ class WriteTools:
             return False
         return self.document.connected and tool_name not in self.always_allowed
 
-    def approve(self, tool_call_id: str) -> None:
-        """The user allowed this call."""
+    def approve(self, tool_call_id: str, note: str = "") -> None:
+        """The user allowed this call; ``note`` opens its result (e.g. how a review went)."""
         self._approved.add(tool_call_id)
+        if note:
+            self._notes[tool_call_id] = note
+
+    @staticmethod
+    def valid_args(tool_name: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        """``args`` as the tool would take them, None when they are not valid (the call then
+        fails on its own, before anything asks the user)."""
+        parameters = _PARAMETERS.get(tool_name)
+        if parameters is None:
+            return None
+        try:
+            return parameters.model_validate(args).model_dump()
+        except ValueError:
+            return None
 
     def allow_always(self, tool_name: str) -> None:
         self.always_allowed.add(tool_name)
@@ -189,12 +213,17 @@ class WriteTools:
             return True
         return False
 
-    async def preview(self, tool_name: str, args: dict[str, Any]) -> ApprovalPreview:
+    async def preview(
+        self, tool_name: str, args: dict[str, Any], *, follows_insert: bool = False
+    ) -> ApprovalPreview:
         """What the approval card shows for this call (raises ``DocumentError`` for a cell that
-        is not in the notebook, ``NotebookNotConnected`` without a frontend)."""
+        is not in the notebook, ``NotebookNotConnected`` without a frontend).
+        ``follows_insert``: an insert reviewed after another insert of the same reply, which
+        lands below that one."""
         if tool_name == "insert_cell":
             cell_type = str(args.get("cell_type") or "code")
-            where = await self._anchor_words()
+            where = "below the cell inserted before it" if follows_insert else None
+            where = where or await self._anchor_words()
             verb = "Insert and run" if _runs_inserted(args) else "Insert"
             return {
                 "title": f"{verb} a {cell_type} cell {where}",
@@ -331,12 +360,17 @@ class WriteTools:
             return _text_result(words, {"action": "run", "cell_id": cell_id, "applied": False})
         if not self._take_approval(tool_call_id, name):
             return _text_result(f"{name} was not approved by the user; nothing was changed.")
+        note = self._notes.pop(tool_call_id, "")
         try:
-            return await body(tool_call_id, params, signal)
+            result = await body(tool_call_id, params, signal)
         except NotebookNotConnected as exc:
             return _text_result(f"{exc} Nothing was changed.")
         except DocumentError as exc:
-            return _text_result(f"The notebook refused: {exc} Nothing was changed.")
+            return _text_result(f"{note} The notebook refused: {exc} Nothing was changed.".strip())
+        if note and result.content and isinstance(result.content[0], TextContent):
+            first = result.content[0]
+            result.content[0] = TextContent(text=f"{note}\n{first.text}")
+        return result
 
     def _not_connected(self, name: str, params: dict[str, Any]) -> AgentToolResult:
         head = (
