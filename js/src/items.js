@@ -117,9 +117,10 @@ export function renderReview(review, onDecide) {
     );
   });
   const all = [];
-  if (undecided > 1) {
-    const acceptAll = h("button", { class: "pi-button pi-allow pi-review-accept-all", type: "button", text: `Accept all ${undecided}` });
-    const rejectAll = h("button", { class: "pi-button pi-deny pi-review-reject-all", type: "button", text: "Reject all" });
+  if (undecided > 0) {
+    const rest = undecided === changes.length ? `all ${undecided}` : `the ${undecided} left`;
+    const acceptAll = h("button", { class: "pi-button pi-allow pi-review-accept-all", type: "button", text: `Accept ${rest}` });
+    const rejectAll = h("button", { class: "pi-button pi-deny pi-review-reject-all", type: "button", text: `Reject ${rest}` });
     const answer = (value) => {
       acceptAll.disabled = true;
       rejectAll.disabled = true;

@@ -555,6 +555,8 @@ class RunView(PiWidget):
         self._sync.mark("current", "status")
 
     def _on_tool_start(self, event: Any) -> None:
+        if event.tool_call_id in self._running:
+            return  # listed in a review already: its card keeps the decision
         self._running_entry(event.tool_call_id, event.tool_name, event.args)
         self._sync.mark("running_tools", "status")
 
