@@ -220,7 +220,7 @@ class NotebookAgent:
         from .workspace.reading_tools import read_tools
 
         registry = ToolRegistry(builtin_tools(lambda: self.namespace))
-        for reader in read_tools(self.history, lambda: self.document).values():
+        for reader in read_tools(self.history, lambda: self.document, self.takes_images).values():
             registry.add_builtin(reader, enabled=True)
         for writer in self._writers().values():  # offered while a notebook is connected
             registry.add_builtin(writer, enabled=True)
@@ -242,9 +242,18 @@ class NotebookAgent:
             from .workspace.edit_tools import WriteTools
 
             self._writes = WriteTools(
-                self.document, self.history, waited_on=lambda: self._waiters > 0
+                self.document,
+                self.history,
+                waited_on=lambda: self._waiters > 0,
+                takes_images=self.takes_images,
             )
         return self._writes
+
+    def takes_images(self) -> bool:
+        """Whether the model in use takes images: the plots the tools and the change summary
+        give are sent as images, else as a one-line note each."""
+        model = self._harness.model if self._harness is not None else None
+        return model is not None and "image" in model.input
 
     @property
     def reply_changes(self) -> ReplyChanges:
@@ -488,11 +497,16 @@ class NotebookAgent:
             anchor_count=self._kernel_count(anchor),
         )
         if summary is not None:
+            from ..ai.types import TextContent
+            from .workspace.images import record_images
+
+            plots = await asyncio.to_thread(record_images, summary.shown, self.takes_images())
+            content = [TextContent(text=summary.text), *plots] if plots else summary.text
             # A failed write keeps it in memory (``unsaved_entries``): the run goes on and its
             # view says what is not saved (``_note_session_writes``).
             with contextlib.suppress(SessionWriteError):
                 self.session.append_custom_message(
-                    CUSTOM_TYPE, summary.text, display=True, details=summary.details
+                    CUSTOM_TYPE, content, display=True, details=summary.details
                 )
 
     async def _execute(

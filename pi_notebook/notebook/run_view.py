@@ -94,19 +94,7 @@ CONTENT_TRAITS = (
 """The run view's synced traits that carry the run (``resync`` re-sends these)."""
 UNSAVED_NOTICE = "Not saved to the session file:"
 SAVED_NOTICE = "Saved: what a failed write had kept in memory is in the session file now."
-PATCHED_TRAITS = frozenset(
-    {
-        "status",
-        "header",
-        "messages",
-        "current",
-        "running_tools",
-        "queued",
-        "review",
-        "controls",
-        "stalled_ms",
-    }
-)
+PATCHED_TRAITS = frozenset(CONTENT_TRAITS) - {"notice", "error", "patch_seq"}
 """Traits whose changes travel in ``patch`` messages (``patch_seq`` too) rather than as trait
 updates; ``notice`` and ``error`` change rarely and sync as usual."""
 SYNC_INTERVAL = 0.1

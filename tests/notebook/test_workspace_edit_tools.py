@@ -6,6 +6,8 @@ in tests/browser/test_workspace_browser.py."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
 import itertools
 import json
 from collections.abc import Callable, Iterator
@@ -28,7 +30,16 @@ from pi_notebook.notebook.workspace.history import ExecutionHistory, OutputSumma
 
 from .kernel_notebook import execute, outputs_text
 
-PNG = "iVBORw0KGgoAAAANSUhEUg=="
+
+def _png() -> str:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (4, 3), (200, 30, 30)).save(out, "PNG")
+    return base64.b64encode(out.getvalue()).decode("ascii")
+
+
+PNG = _png()
 
 
 class FakeComm:
@@ -306,9 +317,14 @@ async def test_run_cell_returns_result_error_and_images(workspace: Setup) -> Non
     assert "failed with KeyError: 'missing'" in text(failed)
     assert failed.details["notebook"]["status"] == "error"
     pic = await call(tools, made, "run_cell", {"cell_id": "pic"}, approve=True)
+    assert text(pic).endswith("[image: 4×3 PNG; this model does not take images]")
+    assert not any(isinstance(b, ImageContent) for b in pic.content)
+    tools.takes_images = lambda: True
+    pic = await call(tools, made, "run_cell", {"cell_id": "pic"}, approve=True)
     assert [b for b in pic.content if isinstance(b, ImageContent)] == [
         ImageContent(data=PNG, mime_type="image/png")
     ]
+    assert "[image: 4×3 PNG]" in text(pic)
     markdown = await call(tools, made, "run_cell", {"cell_id": "later"}, approve=True)
     assert text(markdown) == "Cell later is a markdown cell; only code runs."
 
@@ -317,6 +333,7 @@ async def test_insert_cell_with_run_inserts_runs_and_returns_the_result(
     workspace: Setup,
 ) -> None:
     frontend, _document, tools, made = workspace
+    tools.takes_images = lambda: True
     preview = await tools.preview("insert_cell", {"source": "print('hi')", "run": True})
     assert preview["title"] == "Insert and run a code cell below code cell (agent: '%%agent')"
     assert not preview["always"]  # one approval covers the insert and its run

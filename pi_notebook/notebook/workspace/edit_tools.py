@@ -48,7 +48,8 @@ from .document import (
     NotebookDocument,
     NotebookNotConnected,
 )
-from .history import ExecutionHistory, ExecutionRecord
+from .history import CellImage, ExecutionHistory, ExecutionRecord, bundle_image
+from .images import model_images_async
 
 __all__ = [
     "MAX_RESULT_IMAGES",
@@ -64,7 +65,6 @@ MAX_RESULT_IMAGES = 3
 """Images of a cell's outputs sent back to the model with ``run_cell``'s result."""
 RUN_POLL_SECONDS = 0.2
 """How often a run waiting for its cell checks whether a cell now waits for the run."""
-_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _MAX_TEXT = 8_000
 _MAX_DIFF = 20_000
 _MAX_ID_BASE = 48
@@ -152,6 +152,8 @@ class WriteTools:
     history: ExecutionHistory
     waited_on: Callable[[], bool] = lambda: False
     """True while some cell awaits the agent's run (``NotebookAgent.wait``)."""
+    takes_images: Callable[[], bool] = lambda: False
+    """Whether the model in use takes images (a cell's plots are sent, else noted)."""
     anchor_cell_id: str | None = None
     """The next inserted cell lands below this one (the ``%%agent`` cell, then the run's last
     inserted cell); None: at the end of the notebook."""
@@ -469,11 +471,12 @@ class WriteTools:
             for key in ("action", "cell_id", "source"):
                 run_detail.pop(key, None)
             detail["run"] = run_detail
-            words = "".join(block.text for block in ran.content if isinstance(block, TextContent))
+            first = ran.content[0] if ran.content else None
+            words = first.text if isinstance(first, TextContent) else ""
             return AgentToolResult(
                 content=[
                     TextContent(text=f"{inserted}\n{_fence(source, language)}\n{words}"),
-                    *(block for block in ran.content if isinstance(block, ImageContent)),
+                    *ran.content[1:],  # the cell's images (or notes on them)
                 ],
                 details={"notebook": detail},
             )
@@ -613,23 +616,17 @@ class WriteTools:
             lines.append(f"Out[{record.execution_count}]:\n{record.result}")
         return _bounded("\n".join(lines))
 
-    async def _images(self, cell_id: str) -> list[ImageContent]:
-        """The images among the cell's outputs, as the notebook shows them."""
+    async def _images(self, cell_id: str) -> list[TextContent | ImageContent]:
+        """The images among the cell's outputs, as the notebook shows them: for the model,
+        downscaled, or a note each when it does not take images."""
         try:
             outputs = await self.document.cell_outputs(cell_id)
         except (NotebookNotConnected, DocumentError):
             return []
-        images: list[ImageContent] = []
+        images: list[CellImage] = []
         for output in outputs:
             data = output.get("data")
-            if not isinstance(data, dict):
-                continue
-            mime = next((m for m in _IMAGE_TYPES if isinstance(data.get(m), str | list)), None)
-            if mime is None:
-                continue
-            raw = data[mime]
-            encoded = "".join(raw) if isinstance(raw, list) else str(raw)
-            images.append(ImageContent(data=encoded.replace("\n", ""), mime_type=mime))
-            if len(images) >= MAX_RESULT_IMAGES:
-                break
-        return images
+            image = bundle_image(data) if isinstance(data, dict) else None
+            if image is not None:
+                images.append(image)
+        return await model_images_async(images, self.takes_images(), limit=MAX_RESULT_IMAGES)

@@ -8,6 +8,8 @@ document can disagree with the kernel (cells run out of order, edited after runn
 - the display publisher and the shell's ``sys.stdout`` / ``sys.stderr`` add bounded output
   summaries while the cell runs (``display(df)`` is summarised from the object itself:
   "a DataFrame 1,000×12", an image as "an image (image/png)");
+- image outputs (PNG, JPEG, SVG) are kept whole, a few per cell and only in the newest
+  records that have any, so the agent can look at a plot (``images.model_images``);
 - ``post_run_cell`` closes it with the result's ``text/plain``, or the error (type, message,
   trimmed traceback without ANSI colours), or status "interrupted".
 
@@ -34,12 +36,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
+    "IMAGE_MIME_TYPES",
+    "MAX_CELL_IMAGES",
+    "MAX_IMAGE_RECORDS",
     "MAX_OUTPUTS",
     "MAX_OUTPUT_CHARS",
+    "CellImage",
     "ErrorInfo",
     "ExecutionHistory",
     "ExecutionRecord",
     "OutputSummary",
+    "bundle_image",
     "strip_ansi",
     "summarize_bundle",
     "summarize_value",
@@ -49,6 +56,14 @@ MAX_OUTPUT_CHARS = 2_000
 """Characters kept of one output (a stream's text, a result's ``text/plain``)."""
 MAX_OUTPUTS = 20
 """Outputs kept per cell; later ones are counted, not stored."""
+IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml")
+"""The image outputs kept for the model, in the order a bundle's image is chosen."""
+MAX_CELL_IMAGES = 3
+"""Images kept per cell; later ones are counted."""
+MAX_IMAGE_RECORDS = 20
+"""Only the newest records with images keep them (a notebook of plots stays bounded)."""
+MAX_RAW_IMAGE_CHARS = 8_000_000
+"""An image output larger than this (base64, or SVG text) is counted, not kept."""
 MAX_SOURCE_CHARS = 20_000
 MAX_TRACEBACK_CHARS = 3_000
 _TRACEBACK_FRAMES = 8
@@ -96,6 +111,28 @@ class OutputSummary:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class CellImage:
+    """One image output as the notebook has it: base64 for PNG and JPEG, the text for SVG."""
+
+    mime_type: str
+    data: str
+
+
+def bundle_image(data: dict[str, Any]) -> CellImage | None:
+    """The image a display bundle shows (PNG, else JPEG, else SVG); None for none, or for one
+    too large to keep."""
+    for mime in IMAGE_MIME_TYPES:
+        raw = data.get(mime)
+        if isinstance(raw, list):
+            raw = "".join(str(part) for part in raw)
+        if isinstance(raw, str) and raw:
+            if len(raw) > MAX_RAW_IMAGE_CHARS:
+                return None
+            return CellImage(mime, raw if mime == "image/svg+xml" else "".join(raw.split()))
+    return None
+
+
 @dataclass(frozen=True)
 class ExecutionRecord:
     """One execution of one cell. ``ended_at`` is None while the cell still runs."""
@@ -113,6 +150,10 @@ class ExecutionRecord:
     """Position in the kernel's history (0 = the first cell run since the history started)."""
     omitted_outputs: int = 0
     """Outputs beyond ``MAX_OUTPUTS``, counted but not kept."""
+    images: tuple[CellImage, ...] = ()
+    """The cell's image outputs (at most ``MAX_CELL_IMAGES``; dropped from older records)."""
+    omitted_images: int = 0
+    """Images not kept: beyond ``MAX_CELL_IMAGES``, too large, or dropped with age."""
 
 
 def _dataframe_label(value: Any) -> str | None:
@@ -232,6 +273,14 @@ class _Open:
     thread: int
     outputs: list[OutputSummary] = field(default_factory=list)
     omitted: int = 0
+    images: list[CellImage] = field(default_factory=list)
+    omitted_images: int = 0
+
+    def add_image(self, image: CellImage | None) -> None:
+        if image is None or len(self.images) >= MAX_CELL_IMAGES:
+            self.omitted_images += 1
+        else:
+            self.images.append(image)
 
     def add(self, kind: Literal["stdout", "stderr", "display"], text: str) -> None:
         if kind != "display" and self.outputs and self.outputs[-1].kind == kind:
@@ -246,7 +295,13 @@ class _Open:
         self.outputs.append(OutputSummary(kind, _bounded(text)))
 
     def snapshot(self) -> ExecutionRecord:
-        return replace(self.record, outputs=tuple(self.outputs), omitted_outputs=self.omitted)
+        return replace(
+            self.record,
+            outputs=tuple(self.outputs),
+            omitted_outputs=self.omitted,
+            images=tuple(self.images),
+            omitted_images=self.omitted_images,
+        )
 
 
 @dataclass
@@ -392,6 +447,8 @@ class ExecutionHistory:
             self._formatted.value = None
             if isinstance(data, dict) and not kwargs.get("update"):
                 self._add_output("display", summarize_bundle(data, value))
+                if any(mime in data for mime in IMAGE_MIME_TYPES):
+                    self._add_image(bundle_image(data))
             # a terminal shell's publisher prints the bundle: that is not another output
             self._formatted.publishing = True
             try:
@@ -408,6 +465,12 @@ class ExecutionHistory:
             current = self._open.get(threading.get_ident())
             if current is not None:
                 current.add(kind, text)
+
+    def _add_image(self, image: CellImage | None) -> None:
+        with self._lock:
+            current = self._open.get(threading.get_ident())
+            if current is not None:
+                current.add_image(image)
 
     def pre_run_cell(self, info: Any) -> None:
         """Open the record of the cell that starts now."""
@@ -467,6 +530,12 @@ class ExecutionHistory:
             )
         )
 
+    def _drop_old_images(self) -> None:
+        """Keep images in the newest ``MAX_IMAGE_RECORDS`` records that have any (lock held)."""
+        with_images = [i for i, r in enumerate(self._records) if r.images]
+        for position in with_images[:-MAX_IMAGE_RECORDS]:
+            self._records[position] = _without_images(self._records[position])
+
     def _code_names(self) -> dict[str, int]:
         """IPython's map of compiled cell file names to execution counts, when it has one."""
         names = getattr(getattr(self._shell, "compile", None), "_filename_map", None)
@@ -475,6 +544,8 @@ class ExecutionHistory:
     def _finish(self, record: ExecutionRecord) -> None:
         with self._lock:
             self._records.append(record)
+            if record.images:
+                self._drop_old_images()
             ready = [
                 w
                 for w in self._waiters
@@ -486,6 +557,11 @@ class ExecutionHistory:
             future = waiter.future
             if not future.done():
                 future.get_loop().call_soon_threadsafe(_resolve, future, record)
+
+
+def _without_images(record: ExecutionRecord) -> ExecutionRecord:
+    dropped = record.omitted_images + len(record.images)
+    return replace(record, images=(), omitted_images=dropped)
 
 
 def _resolve(future: asyncio.Future[ExecutionRecord], record: ExecutionRecord) -> None:

@@ -7,17 +7,23 @@
 - ``read_last_error``: the last failing cell with its traceback.
 
 They read ``ExecutionHistory`` and, when there is one, the frontend's document (any object with
-``connected`` and ``async cells()``, as ``document.NotebookDocument`` has).
+``connected`` and ``async cells()``, as ``document.NotebookDocument`` has). ``read_cell`` and
+``read_history`` add the cells' image outputs (plots) as images when the model takes them, and
+a one-line note per image otherwise (``images``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from ...agent.tools import AgentToolResult
+from ...ai.types import TextContent
 from ...tools import FunctionTool, tool
 from .history import ExecutionHistory, ExecutionRecord
+from .images import model_images, record_images
 from .render import DocumentCellLike, cell_label, clip, describe_document, describe_record
 
 __all__ = ["READ_TOOL_NAMES", "DocumentLike", "read_tools"]
@@ -54,10 +60,19 @@ def _document_outputs(cell: Any) -> str:
     return "\n".join(f"[output] {clip(t, 600)}" for t in texts)
 
 
+def _with_images(text: str, records: Sequence[ExecutionRecord], takes_images: bool) -> Any:
+    """``text`` alone, or with the images of ``records`` after it."""
+    blocks = record_images(records, takes_images)
+    return AgentToolResult(content=[TextContent(text=text), *blocks]) if blocks else text
+
+
 def read_tools(
-    history: ExecutionHistory, document: Callable[[], DocumentLike | None]
+    history: ExecutionHistory,
+    document: Callable[[], DocumentLike | None],
+    takes_images: Callable[[], bool] = lambda: False,
 ) -> dict[str, FunctionTool]:
-    """The read tools over ``history`` and the document ``document()`` returns (or None)."""
+    """The read tools over ``history`` and the document ``document()`` returns (or None);
+    ``takes_images()`` says whether the model in use takes image input."""
 
     async def open_cells() -> tuple[Sequence[DocumentCellLike] | None, str]:
         doc = document()
@@ -84,7 +99,7 @@ def read_tools(
         ]
         return "\n".join([note, *rows]) if rows else _NO_HISTORY
 
-    async def read_cell(cell: str) -> str:
+    async def read_cell(cell: str) -> Any:
         """Read one cell with its outputs and its result or error.
 
         Args:
@@ -108,13 +123,21 @@ def read_tools(
                     found = next((r for r in reversed(records) if r.cell_id == doc_cell.id), None)
                 if found is not None:
                     parts.append("What the kernel ran:\n" + describe_record(found))
-                return "\n".join(parts)
+                return await _images_of(found, "\n".join(parts))
         if found is None:
             known = ", ".join(cell_label(r) for r in records[-10:]) or "none yet"
             raise KeyError(f"No cell {cell!r} has run in this kernel (recent cells: {known})")
-        return describe_record(found, source_limit=4_000, output_limit=2_000)
+        return await _images_of(
+            found, describe_record(found, source_limit=4_000, output_limit=2_000)
+        )
 
-    def read_history(last: int = 10) -> str:
+    async def _images_of(record: ExecutionRecord | None, text: str) -> Any:
+        if record is None or not record.images:
+            return text
+        blocks = await asyncio.to_thread(model_images, record.images, takes_images())
+        return AgentToolResult(content=[TextContent(text=text), *blocks])
+
+    def read_history(last: int = 10) -> Any:
         """Read the last executions in the kernel, oldest first: source, outputs, result or
         error of each. This is what really ran, in the order it ran.
 
@@ -125,7 +148,8 @@ def read_tools(
         records = history.records()[-count:]
         if not records:
             return _NO_HISTORY
-        return "\n\n".join(describe_record(r, source_limit=1_500) for r in records)
+        text = "\n\n".join(describe_record(r, source_limit=1_500) for r in records)
+        return _with_images(text, records, takes_images())  # a sync tool: in a worker thread
 
     def read_last_error() -> str:
         """Read the last cell that failed: its source, the exception and the traceback."""

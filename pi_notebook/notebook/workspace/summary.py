@@ -11,7 +11,7 @@ starts), from the records that finished since the agent's previous turn; convers
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .history import ExecutionRecord
@@ -33,6 +33,8 @@ class ChangeSummary:
     execution_counts: tuple[int | None, ...]
     since: int
     until: int
+    shown: tuple[ExecutionRecord, ...] = field(default=(), compare=False)
+    """The cells the text describes (their plots go with it: ``images.record_images``)."""
 
     @property
     def details(self) -> dict[str, Any]:
@@ -89,6 +91,7 @@ def summarize_changes(
         execution_counts=tuple(r.execution_count for r in ran),
         since=since,
         until=until,
+        shown=tuple(shown),
     )
 
 
