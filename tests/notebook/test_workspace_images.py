@@ -34,6 +34,7 @@ from pi_notebook.notebook.workspace.images import (
     prepare_image,
     record_images,
 )
+from pi_notebook.notebook.workspace.reading_tools import read_tools
 from tests.loopback import LoopbackServer, Reply, sse_chunks
 
 from .kernel_notebook import execute, outputs_text
@@ -333,3 +334,31 @@ def test_a_model_without_image_input_reads_a_note_instead(tmp_path: Path) -> Non
     summary = next(m for m in body["messages"] if "[notebook]" in sent_text(m))
     assert not sent_images(summary)
     assert re.search(r"\[image: \d+×\d+ PNG; this model does not take images\]", sent_text(summary))
+
+
+async def test_read_cell_and_read_history_carry_the_plot_or_a_note(
+    shell: tuple[Any, ExecutionHistory],
+) -> None:
+    ip, history = shell
+    ip.user_ns["DATA"] = png(320, 240)
+    ip.run_cell(
+        "from IPython.display import Image, display\n"
+        "display(Image(data=__import__('base64').b64decode(DATA)))",
+        store_history=True,
+    )
+    count = history.records()[-1].execution_count
+    seeing = read_tools(history, lambda: None, lambda: True)
+    result = await seeing["read_cell"].execute("c1", {"cell": str(count)}, None, lambda _: None)
+    assert isinstance(result.content[0], TextContent) and "ran" in result.content[0].text
+    assert [b.text for b in result.content if isinstance(b, TextContent)][
+        1
+    ] == "[image: 320×240 PNG]"
+    assert [b.data for b in result.content if isinstance(b, ImageContent)] == [ip.user_ns["DATA"]]
+    blind = read_tools(history, lambda: None, lambda: False)
+    result = await blind["read_history"].execute("c2", {"last": 1}, None, lambda _: None)
+    texts = [b.text for b in result.content if isinstance(b, TextContent)]
+    assert texts[1:] == [
+        f"Images of In[{count}]:",
+        "[image: 320×240 PNG; this model does not take images]",
+    ]
+    assert not any(isinstance(b, ImageContent) for b in result.content)
