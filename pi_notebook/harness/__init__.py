@@ -12,6 +12,7 @@ if _typing.TYPE_CHECKING:
         collect_entries_for_branch_summary,
         generate_branch_summary,
     )
+    from .budget import BudgetCaps, BudgetSettings
     from .compaction import (
         CompactionError,
         CompactionPreparation,
@@ -52,6 +53,7 @@ if _typing.TYPE_CHECKING:
     from .harness_events import (
         AbortEvent,
         AfterProviderResponseEvent,
+        BudgetUpdateEvent,
         CompactionEndEvent,
         CompactionReason,
         CompactionStartEvent,
@@ -168,9 +170,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SystemPromptContext",
         "SystemPromptSource",
     ),
+    ".budget": ("BudgetCaps", "BudgetSettings"),
     ".harness_events": (
         "AbortEvent",
         "AfterProviderResponseEvent",
+        "BudgetUpdateEvent",
         "CompactionEndEvent",
         "CompactionReason",
         "CompactionStartEvent",
@@ -268,6 +272,9 @@ __all__ = [
     "BranchSummaryMessage",
     "BranchSummaryOverride",
     "BranchSummaryResult",
+    "BudgetCaps",
+    "BudgetSettings",
+    "BudgetUpdateEvent",
     "CompactionEndEvent",
     "CompactionEntry",
     "CompactionError",
