@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ..ai.event_stream import AssistantMessageEventStream
     from ..ai.options import StreamOptions
     from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel
-    from ..harness import AgentHarness, CompactionSettings, Session
+    from ..harness import AgentHarness, BudgetSettings, CompactionSettings, Session
     from ..harness.hooks import ToolCallEvent, ToolCallResult
     from ..mcp import McpServers
     from .notebook_tools import ToolRegistry
@@ -411,14 +411,17 @@ class NotebookAgent:
         *,
         model_ref: str | None = None,
         thinking: ThinkingLevel | None = None,
+        budget: dict[str, float] | None = None,
     ) -> Run:
-        """Queue a run of ``prompt``; it starts when the queue reaches it."""
+        """Queue a run of ``prompt``; it starts when the queue reaches it. ``budget``: this
+        run's caps (``max_cost``, ``max_tokens``, ``max_turns``) over the run defaults."""
         # anywidget + ipywidgets load with the first view, not at %load_ext (bench/kernel_bench)
         from .run_view import RunView
         from .runs import Run
 
         view = RunView(thinking_level=thinking or "off")
         run = Run(len(self.runs) + 1, prompt, view)
+        run.budget = dict(budget or {})
         self.runs.append(run)
         key = self.cell_key
         self._run_cells[run.number] = key[3:] if key and key.startswith("id:") else None
@@ -558,7 +561,11 @@ class NotebookAgent:
         if self._harness is not None and self._pushed != [t.name for t in self.offered_tools()]:
             self._push_tools()  # a notebook frontend connected or went away since the last run
         try:
-            task = asyncio.ensure_future(harness.prompt(text))
+            from ..harness.budget import BudgetCaps
+
+            caps = BudgetCaps(**run.budget) if run.budget else None  # type: ignore[arg-type]
+            run.budget = {}  # a follow-up in the same view is a new run with the defaults
+            task = asyncio.ensure_future(harness.prompt(text, budget=caps))
             # Messages sent while the run was queued go in as soon as it is underway (steering
             # queued before the first model call is injected right after the prompt).
             while harness.phase == "idle" and not task.done():
@@ -837,6 +844,25 @@ class NotebookAgent:
             if isinstance(message, AssistantMessage):
                 total += message.usage.cost.total
         return total
+
+    @property
+    def budget(self) -> BudgetSettings:
+        """The session's caps and the run defaults (``%budget``)."""
+        if self._harness is not None:
+            return self._harness.budget
+        from ..harness.budget import latest_budget_settings
+
+        return latest_budget_settings(self.session.get_entries())
+
+    def set_budget(self, settings: BudgetSettings) -> None:
+        """Store new caps in the session (through the harness when there is one: a run going
+        on takes them from its next request)."""
+        if self._harness is not None:
+            self._harness.set_budget(settings)
+            return
+        from ..harness.budget import BUDGET_CUSTOM_TYPE
+
+        self.session.append_custom(BUDGET_CUSTOM_TYPE, settings.to_data())
 
     def use_session(self, session: Session) -> None:
         """Work in another session from now on (``%session new`` / ``open``)."""

@@ -1,0 +1,121 @@
+"""``%budget``: spending caps for the session and default caps for every run.
+
+    %budget                                       the caps and what was spent
+    %budget [--run] --max-cost USD --max-tokens N --max-turns N
+                                                  set caps (the session's; --run: every run's)
+    %budget clear [--run]                         remove them
+
+A cap given as ``none`` removes that one cap. ``%%agent --max-cost …`` caps one run over the
+run defaults. The caps live in the session file, so a reopened notebook keeps them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+if TYPE_CHECKING:
+    from ..harness import BudgetSettings
+    from .kernel_agent import NotebookAgent
+
+__all__ = ["GuardMagics", "budget_lines", "cap_value"]
+
+_NONE = "none"
+
+
+def cap_value(kind: type[float] | type[int]) -> Callable[[str], float | int | str]:
+    """An argparse type for a cap: a positive number of ``kind``, or ``none`` (no cap)."""
+
+    def parse(text: str) -> float | int | str:
+        if text.strip().lower() == _NONE:
+            return _NONE
+        try:
+            value = kind(text.strip().lstrip("$"))
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what} (or none)") from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: a cap must be more than 0")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
+
+
+def budget_lines(settings: BudgetSettings) -> str:
+    """The caps in two lines (``%session``, ``%budget``)."""
+    return (
+        f"session caps: {settings.session.describe()}\n"
+        f"run caps (every %%agent): {settings.run.describe()}"
+    )
+
+
+@magics_class
+class GuardMagics(Magics):
+    """``%budget``."""
+
+    def __init__(self, shell: Any, agent: NotebookAgent) -> None:
+        super().__init__(shell)
+        self.pi = agent
+
+    @magic_arguments()
+    @argument("action", nargs="?", default="show", choices=("show", "clear"))
+    @argument("--run", action="store_true", help="The default caps of every run.")
+    @argument("--max-cost", metavar="USD", type=cap_value(float), help="Dollars, or none.")
+    @argument("--max-tokens", metavar="N", type=cap_value(int), help="Tokens, or none.")
+    @argument("--max-turns", metavar="N", type=cap_value(int), help="Model requests, or none.")
+    @no_var_expand
+    @line_magic
+    def budget(self, line: str) -> None:
+        """Show or set spending caps. The session's caps count everything the session spent;
+        --run sets the caps every %%agent run gets (its own --max-cost … flags override them).
+        A run that would pass a cap stops before the model request, keeping what it did."""
+        try:
+            args = parse_argstring(self.budget, line)
+        except UsageError:
+            raise
+        except (ValueError, SystemExit) as exc:  # shlex errors, argparse exits
+            raise UsageError(f"{exc}. See %budget? for the usage.") from None
+        from ..harness.budget import BudgetCaps, BudgetSettings
+
+        current = self.pi.budget
+        given = {
+            name: getattr(args, name)
+            for name in ("max_cost", "max_tokens", "max_turns")
+            if getattr(args, name) is not None
+        }
+        if args.action == "clear":
+            if given:
+                raise UsageError("%budget clear takes no caps (use --max-cost none …)")
+            caps = BudgetCaps()
+        elif given:
+            old = current.run if args.run else current.session
+            values = {
+                "max_cost": old.max_cost,
+                "max_tokens": old.max_tokens,
+                "max_turns": old.max_turns,
+            }
+            values.update({k: (None if v == _NONE else v) for k, v in given.items()})
+            caps = BudgetCaps(**values)  # type: ignore[arg-type]  # checked by cap_value
+        else:
+            self._show(current)
+            return
+        if args.run:
+            settings = BudgetSettings(session=current.session, run=caps)
+        else:
+            settings = BudgetSettings(session=caps, run=current.run)
+        self.pi.set_budget(settings)
+        print(budget_lines(settings))
+
+    def _show(self, settings: BudgetSettings) -> None:
+        totals = self.pi.session.usage_totals()
+        print(
+            f"{budget_lines(settings)}\n"
+            f"session spent: ${totals.cost:.4f}, {totals.total_tokens:,} tokens"
+        )
