@@ -41,6 +41,7 @@ if _typing.TYPE_CHECKING:
         UnknownEntry,
         UsageEntry,
     )
+    from .export import export_session, render_session
     from .harness import (
         AbortResult,
         AgentHarness,
@@ -171,6 +172,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SystemPromptSource",
     ),
     ".budget": ("BudgetCaps", "BudgetSettings"),
+    ".export": ("export_session", "render_session"),
     ".harness_events": (
         "AbortEvent",
         "AfterProviderResponseEvent",
@@ -354,10 +356,12 @@ __all__ = [
     "default_session_dir",
     "estimate_context_tokens",
     "estimate_tokens",
+    "export_session",
     "format_skills_for_system_prompt",
     "generate_branch_summary",
     "load_prompt_templates",
     "load_skills",
     "prepare_compaction",
+    "render_session",
     "session_file_name",
 ]

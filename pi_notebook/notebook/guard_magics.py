@@ -1,9 +1,10 @@
-"""``%budget``: spending caps for the session and default caps for every run.
+"""Guardrails: ``%budget`` (spending caps) and ``%export`` (the session as one file to share).
 
     %budget                                       the caps and what was spent
     %budget [--run] --max-cost USD --max-tokens N --max-turns N
                                                   set caps (the session's; --run: every run's)
     %budget clear [--run]                         remove them
+    %export PATH.html|PATH.md [--tree]            the current branch (--tree: all) as one file
 
 A cap given as ``none`` removes that one cap. ``%%agent --max-cost …`` caps one run over the
 run defaults. The caps live in the session file, so a reopened notebook keeps them.
@@ -13,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import shlex
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -58,7 +61,7 @@ def budget_lines(settings: BudgetSettings) -> str:
 
 @magics_class
 class GuardMagics(Magics):
-    """``%budget``."""
+    """``%budget``, ``%export``."""
 
     def __init__(self, shell: Any, agent: NotebookAgent) -> None:
         super().__init__(shell)
@@ -119,3 +122,37 @@ class GuardMagics(Magics):
             f"{budget_lines(settings)}\n"
             f"session spent: ${totals.cost:.4f}, {totals.total_tokens:,} tokens"
         )
+
+    @no_var_expand
+    @line_magic
+    def export(self, line: str) -> None:
+        """%export PATH.html|PATH.md [--tree]: write the session's current branch (--tree:
+        every branch) to one standalone file to share: messages, tool calls and results,
+        images, usage and cost, labels. API keys and other credentials of the environment,
+        and URL passwords, are blanked out."""
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise UsageError(f"{exc}. Usage: %export PATH.html|PATH.md [--tree]") from None
+        tree = "--tree" in words
+        paths = [word for word in words if word != "--tree"]
+        if len(paths) != 1 or paths[0].startswith("-"):
+            raise UsageError("Usage: %export PATH.html|PATH.md [--tree]")
+        target = Path(paths[0]).expanduser()
+        if target.suffix.lower() not in (".html", ".htm", ".md", ".markdown"):
+            raise UsageError(f"%export writes .html or .md files, not {target.name!r}")
+        from ..harness.export import environment_redactor, export_session
+
+        harness = self.pi.harness_if_made
+        headers = harness.model.headers if harness is not None else None
+        try:
+            written = export_session(
+                self.pi.session,
+                target,
+                tree=tree,
+                redactor=environment_redactor(headers=headers),
+            )
+        except OSError as exc:
+            raise UsageError(f"Cannot write {target}: {exc.strerror or exc}") from None
+        what = "every branch" if tree else "the current branch"
+        print(f"Exported {what} of the session to {written}")

@@ -846,6 +846,11 @@ class NotebookAgent:
         return total
 
     @property
+    def harness_if_made(self) -> AgentHarness | None:
+        """The harness if a run or ``%model`` made it already (``None``: none yet)."""
+        return self._harness
+
+    @property
     def budget(self) -> BudgetSettings:
         """The session's caps and the run defaults (``%budget``)."""
         if self._harness is not None:
