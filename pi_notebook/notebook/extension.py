@@ -85,7 +85,7 @@ def load_ipython_extension(ip: Any) -> None:
     magics = PiMagics(ip, agent)
     ip.register_magics(magics)
     ip.register_magics(McpMagics(ip, agent))
-    ip.register_magics(GuardMagics(ip, agent))
+    ip.register_magics(GuardMagics(ip, agent, magics._report))
     for problem in load_configured_servers(agent):
         print(f"pi_notebook: MCP configuration skipped: {problem}")
     agent.document.install()  # a notebook view with the pi_notebook labextension links now

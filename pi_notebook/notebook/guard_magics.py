@@ -1,9 +1,11 @@
-"""Guardrails: ``%budget`` (spending caps) and ``%export`` (the session as one file to share).
+"""Guardrails: ``%budget`` (spending caps), ``%verify`` (does the notebook run top-down?) and
+``%export`` (the session as one file to share).
 
     %budget                                       the caps and what was spent
     %budget [--run] --max-cost USD --max-tokens N --max-turns N
                                                   set caps (the session's; --run: every run's)
     %budget clear [--run]                         remove them
+    %verify [--timeout SECONDS]                   run a copy top-down in a fresh kernel
     %export PATH.html|PATH.md [--tree]            the current branch (--tree: all) as one file
 
 A cap given as ``none`` removes that one cap. ``%%agent --max-cost …`` caps one run over the
@@ -15,7 +17,7 @@ from __future__ import annotations
 import argparse
 import math
 import shlex
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,11 +63,18 @@ def budget_lines(settings: BudgetSettings) -> str:
 
 @magics_class
 class GuardMagics(Magics):
-    """``%budget``, ``%export``."""
+    """``%budget``, ``%verify``, ``%export``."""
 
-    def __init__(self, shell: Any, agent: NotebookAgent) -> None:
+    def __init__(
+        self,
+        shell: Any,
+        agent: NotebookAgent,
+        report: Callable[[str, Callable[[], Awaitable[str | None]]], None],
+    ) -> None:
         super().__init__(shell)
         self.pi = agent
+        self._report = report
+        """Queues an operation whose text fills a display in the magic's cell."""
 
     @magic_arguments()
     @argument("action", nargs="?", default="show", choices=("show", "clear"))
@@ -156,3 +165,35 @@ class GuardMagics(Magics):
             raise UsageError(f"Cannot write {target}: {exc.strerror or exc}") from None
         what = "every branch" if tree else "the current branch"
         print(f"Exported {what} of the session to {written}")
+
+    @magic_arguments()
+    @argument(
+        "--timeout",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="The time limit of each cell (default 120).",
+    )
+    @no_var_expand
+    @line_magic
+    def verify(self, line: str) -> None:
+        """Run a copy of this notebook top-down in a fresh kernel (headless, in a temporary
+        copy of its folder, without API keys) and report the cells that fail, the cells that
+        only worked because of the order they ran in, and outputs that differ from the
+        document's. %%agent cells are not run (they would ask the model). The open notebook is
+        read from JupyterLab when linked, else from its file. The kernel stays responsive."""
+        try:
+            args = parse_argstring(self.verify, line)
+        except (ValueError, SystemExit) as exc:
+            raise UsageError(f"{exc}. See %verify? for the usage.") from None
+        if args.timeout is not None and args.timeout <= 0:
+            raise UsageError("--timeout must be a positive number of seconds")
+        from .verify import DEFAULT_CELL_TIMEOUT, verify_open_notebook
+
+        timeout = args.timeout or DEFAULT_CELL_TIMEOUT
+
+        async def run() -> str:
+            report = await verify_open_notebook(self.pi.document, self.pi.history, timeout=timeout)
+            return report.text()
+
+        self._report("%verify", run)

@@ -219,6 +219,9 @@ class NotebookAgent:
         registry = ToolRegistry(builtin_tools(lambda: self.namespace))
         for reader in read_tools(self.history, lambda: self.document).values():
             registry.add_builtin(reader, enabled=True)
+        from .verify import verify_tool
+
+        registry.add_builtin(verify_tool(lambda: self.document, self.history), enabled=True)
         for writer in self._writers().values():  # offered while a notebook is connected
             registry.add_builtin(writer, enabled=True)
         return registry
