@@ -3,7 +3,7 @@
 // append-only `patch` messages; `initialize` applies them to the model's state (once per model,
 // not per view), so every view, and the notebook's saved widget state, has the whole run.
 import { formatCost, formatTokens, h } from "./dom.js";
-import { AssistantView, renderItem } from "./items.js";
+import { AssistantView, isBudgetStop, renderItem } from "./items.js";
 import { showNotice } from "./notice.js";
 
 const STATUS_TEXT = {
@@ -20,7 +20,7 @@ const LIVE = new Set(["waiting", "streaming", "running_tools", "awaiting_approva
 
 // A stopped reply the provider never reported usage for (its usage is all zeros).
 function stoppedWithoutUsage(items) {
-  return items.some((item) => item.kind === "assistant" && item.stop_reason === "aborted" && !(item.usage && (item.usage.input || item.usage.output || item.usage.cost)));
+  return items.some((item) => item.kind === "assistant" && item.stop_reason === "aborted" && !isBudgetStop(item) && !(item.usage && (item.usage.input || item.usage.output || item.usage.cost)));
 }
 
 const textKey = (block) => (block && block.type === "toolCall" ? "args" : "text");

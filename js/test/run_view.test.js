@@ -309,4 +309,14 @@ describe("RunView reliability signs", () => {
     model.update({ header: { ...baseState().header, budget: [] } });
     expect(el.querySelector(".pi-budget").hidden).toBe(true);
   });
+
+  it("says why a cap stopped the run instead of calling its unsent request's usage unknown", () => {
+    const reason = "Budget: stopped, this run's cap of 3 turns reached.";
+    const budgetStop = assistant("m2", [], "aborted", { error_message: reason, usage: { ...USAGE, input: 0, output: 0, cost: 0 } });
+    const { el } = mount(baseState({ status: "aborted", messages: [user("m0", "go"), assistant("m1", [{ type: "text", text: "ok" }]), budgetStop] }));
+    expect(el.querySelector(".pi-usage").textContent).toBe("↑1,200 ↓340 · $0.012");
+    expect(el.querySelector(".pi-transcript").textContent).toContain(reason);
+    expect(el.querySelector(".pi-transcript").textContent).not.toContain("Stopped. The partial reply");
+  });
 });
+

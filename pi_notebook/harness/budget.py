@@ -28,6 +28,7 @@ from .tokens import estimate_context_tokens, js_json_stringify, js_length
 
 __all__ = [
     "BUDGET_CUSTOM_TYPE",
+    "BUDGET_STOP_PREFIX",
     "BUDGET_STOP_TYPE",
     "MIN_REPLY_TOKENS",
     "BudgetCaps",
@@ -48,6 +49,8 @@ BUDGET_CUSTOM_TYPE = "pi_notebook.budget"
 """The ``custom`` entry that records the caps (the latest one in the file holds)."""
 BUDGET_STOP_TYPE = "pi_notebook.budget_stop"
 """The ``custom_message`` entry that says a run was stopped by a cap."""
+BUDGET_STOP_PREFIX = "Budget: "
+"""How the reason of a stop begins (the run view tells a budget stop from a user's Stop by it)."""
 MIN_REPLY_TOKENS = 1024
 """A request whose output limit has to shrink below this is not sent: the reply would be cut
 before it could say anything useful."""
@@ -276,7 +279,10 @@ def check_request(
 def _stop(scope: BudgetScope, cap: CapKind, detail: str) -> BudgetCheck:
     owner = "this run's" if scope == "run" else "the session's"
     return BudgetCheck(
-        False, reason=f"Budget: stopped, {owner} cap of {detail}.", scope=scope, cap=cap
+        False,
+        reason=f"{BUDGET_STOP_PREFIX}stopped, {owner} cap of {detail}.",
+        scope=scope,
+        cap=cap,
     )
 
 

@@ -36,6 +36,7 @@ from ..ai.events import BLOCK_EVENT_TYPES, DELTA_EVENT_TYPES
 from ..ai.options import StallNotice
 from ..ai.producer import describe_error
 from ..ai.types import Model
+from ..harness.budget import BUDGET_STOP_PREFIX
 from .coalesce import Coalescer, Scheduler
 from .widget_base import Callback, PiWidget, module_loader
 from .widget_protocol import (
@@ -913,7 +914,11 @@ class RunView(PiWidget):
         """A reply was stopped before the provider reported its usage (the header says so
         rather than show ↑0 ↓0 · $0)."""
         for item in self._items:
-            if item["kind"] == "assistant" and item["stop_reason"] == "aborted":
+            if (
+                item["kind"] == "assistant"
+                and item["stop_reason"] == "aborted"
+                and not (item["error_message"] or "").startswith(BUDGET_STOP_PREFIX)
+            ):
                 usage = item["usage"]
                 if usage is None or not (usage["input"] or usage["output"] or usage["cost"]):
                     return True
