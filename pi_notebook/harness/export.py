@@ -199,13 +199,17 @@ class _Item:
     parts: list[_Part]
 
 
-def _content_parts(content: str | Sequence[Any]) -> list[_Part]:
+def _content_parts(
+    content: str | Sequence[Any], text: Literal["markdown", "code"] = "markdown"
+) -> list[_Part]:
+    """Text blocks as ``text`` parts (prose is Markdown, tool output is shown as is), images
+    inline (an image that cannot be inlined safely is named instead)."""
     if isinstance(content, str):
-        return [_Part("markdown", content)]
+        return [_Part(text, content)]
     parts: list[_Part] = []
     for block in content:
         if isinstance(block, TextContent):
-            parts.append(_Part("markdown", block.text))
+            parts.append(_Part(text, block.text))
         elif isinstance(block, ImageContent):
             image = _image(block)
             parts.append(
@@ -213,18 +217,6 @@ def _content_parts(content: str | Sequence[Any]) -> list[_Part]:
                 if image
                 else _Part("note", f"(an image of type {block.mime_type} left out)")
             )
-    return parts
-
-
-def _result_parts(content: Sequence[Any]) -> list[_Part]:
-    parts: list[_Part] = []
-    for block in content:
-        if isinstance(block, TextContent):
-            parts.append(_Part("code", block.text))
-        elif isinstance(block, ImageContent):
-            image = _image(block)
-            if image:
-                parts.append(_Part("image", image[1], mime=image[0]))
     return parts
 
 
@@ -266,7 +258,7 @@ def _message_item(message: Any, names: dict[str, str]) -> _Item | None:
         return _assistant_item(message, names)
     if isinstance(message, ToolResultMessage):
         title = f"Result of {message.tool_name}" + (" (error)" if message.is_error else "")
-        return _Item("tool", title, [], _result_parts(message.content))
+        return _Item("tool", title, [], _content_parts(message.content, "code"))
     if isinstance(message, BashExecutionMessage):
         meta = [f"exit code {message.exit_code}"] if message.exit_code is not None else []
         shell = [_Part("code", f"$ {message.command}\n{message.output}")]

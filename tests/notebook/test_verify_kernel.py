@@ -26,10 +26,35 @@ def stream(text: str) -> dict[str, Any]:
     return {"output_type": "stream", "name": "stdout", "text": text}
 
 
+def error_output(ename: str, evalue: str) -> dict[str, Any]:
+    return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": []}
+
+
+def result_output(count: int, text: str) -> dict[str, Any]:
+    return {
+        "output_type": "execute_result",
+        "execution_count": count,
+        "data": {"text/plain": text},
+        "metadata": {},
+    }
+
+
 def write_work(path: Path, cells: list[Any]) -> None:
     nb = nbformat.v4.new_notebook()
     nb.cells = cells
     nbformat.write(nb, path)
+
+
+def verify_work(folder: Path, line: str) -> str:
+    """Run ``line`` in a kernel whose notebook is ``work.ipynb``; what it printed."""
+    nb = execute(
+        ["%load_ext pi_notebook", line],
+        folder,
+        name="driver.ipynb",
+        env={"JPY_SESSION_NAME": "work.ipynb"},
+        timeout=180,
+    )
+    return outputs_text(nb.cells[1])
 
 
 AGENT_CHECKS = """\
@@ -106,29 +131,11 @@ def test_a_cell_that_fails_in_the_document_too(tmp_path: Path) -> None:
         tmp_path / "work.ipynb",
         [
             code("a = 1", 1),
-            code(
-                "a / 0",
-                2,
-                [
-                    {
-                        "output_type": "error",
-                        "ename": "ZeroDivisionError",
-                        "evalue": "division by zero",
-                        "traceback": [],
-                    }
-                ],
-            ),
+            code("a / 0", 2, [error_output("ZeroDivisionError", "division by zero")]),
             code("print(a)", None),
         ],
     )
-    nb = execute(
-        ["%load_ext pi_notebook", "%verify --timeout 60"],
-        tmp_path,
-        name="driver.ipynb",
-        env={"JPY_SESSION_NAME": "work.ipynb"},
-        timeout=180,
-    )
-    report = outputs_text(nb.cells[1])
+    report = verify_work(tmp_path, "%verify --timeout 60")
     assert "Fails top-down:\n  cell [2]: ZeroDivisionError: division by zero" in report, report
     assert "Worked only because" not in report
     assert "cells [3]" in report
@@ -139,27 +146,9 @@ def test_a_reproducible_notebook(tmp_path: Path) -> None:
         tmp_path / "work.ipynb",
         [
             code("import math\nv = math.sqrt(16)", 1),
-            code(
-                "v",
-                2,
-                [
-                    {
-                        "output_type": "execute_result",
-                        "execution_count": 2,
-                        "data": {"text/plain": "4.0"},
-                        "metadata": {},
-                    }
-                ],
-            ),
+            code("v", 2, [result_output(2, "4.0")]),
         ],
     )
-    nb = execute(
-        ["%load_ext pi_notebook", "%verify"],
-        tmp_path,
-        name="driver.ipynb",
-        env={"JPY_SESSION_NAME": "work.ipynb"},
-        timeout=180,
-    )
-    report = outputs_text(nb.cells[1])
+    report = verify_work(tmp_path, "%verify")
     assert report.startswith("%verify: reproducible"), report
     assert "2 cells run in a fresh kernel" in report
