@@ -221,7 +221,8 @@ class NotebookAgent:
             registry.add_builtin(reader, enabled=True)
         from .verify import verify_tool
 
-        registry.add_builtin(verify_tool(lambda: self.document, self.history), enabled=True)
+        # Off until `%tools add verify_notebook`: a new default tool changes every request.
+        registry.add_builtin(verify_tool(lambda: self.document, self.history), enabled=False)
         for writer in self._writers().values():  # offered while a notebook is connected
             registry.add_builtin(writer, enabled=True)
         return registry

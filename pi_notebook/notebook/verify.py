@@ -14,10 +14,11 @@ The report names:
   does not give — a cell below that ran before them, a cell edited or deleted since it ran;
 - cells whose outputs differ from the document's (text compared with object addresses
   masked; images by their type only);
-- cells that were not run: ``%%agent`` cells and the magics that ask a model (``%fix``,
-  ``%compact``, ``%steer``, ``%follow_up``, ``%fork --summarize``, ``%verify`` itself) are
-  replaced by ``pass``. A verification must not spend money or depend on a model's mood; the
-  cells an agent wrote into the notebook are checked like any other.
+- cells that were not run: ``%%agent`` cells and the magics that ask a model or set one up
+  (``%fix``, ``%compact``, ``%steer``, ``%follow_up``, ``%fork --summarize``, ``%model``, which
+  may start the local one; ``%verify`` itself) are replaced by ``pass``. A verification must not
+  spend money or depend on a model's mood (and runs without API keys); the cells an agent wrote
+  into the notebook are checked like any other.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ COPY_LIMIT_BYTES = 200 * 1024 * 1024
 
 _MODEL_CELL = re.compile(r"^\s*%%agent\b")
 _MODEL_LINE = re.compile(
-    r"^\s*%(?:fix|compact|steer|follow_up|verify)\b|^\s*%fork\b.*--summarize", re.MULTILINE
+    r"^\s*%(?:fix|compact|steer|follow_up|verify|model)\b|^\s*%fork\b.*--summarize",
+    re.MULTILINE,
 )
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _SKIP_DIRS = {".ipynb_checkpoints", "__pycache__", ".git", ".venv", "node_modules"}
@@ -201,7 +203,7 @@ def _prepared(nb: Any) -> tuple[Any, dict[int, str]]:
             skipped[index] = "an %%agent cell (it would ask the model)"
         elif _MODEL_LINE.search(source):
             cell.source = _MODEL_LINE.sub("pass  # not run by %verify", source)
-            skipped[index] = "a magic that asks the model was replaced by pass"
+            skipped[index] = "a magic that sets up or asks the model was replaced by pass"
     return clean, skipped
 
 

@@ -59,6 +59,6 @@ def test_verify_reads_the_open_notebook_and_names_out_of_order_cells(
         "cells below it ran before it ([5])" in report
     ), report
     assert "cell [3]: the document shows '42', a fresh run gives '63'" in report
-    assert "cell [6]: a magic that asks the model was replaced by pass" in report
+    assert "cell [6]: a magic that sets up or asks the model was replaced by pass" in report
     ARTIFACTS.mkdir(exist_ok=True)
     nb.screenshot(nb.cell(5), "verify_report.png")

@@ -168,3 +168,25 @@ def test_session_token_cap_works_without_prices(tmp_path: Path) -> None:
     session_text = texts[-4]
     assert "session caps: cost $0.0100, 10,000 tokens" in session_text
     assert "session spent: $0.0000, 6,080 tokens" in texts[-3]
+
+
+def test_bad_caps_are_one_usage_error_each(tmp_path: Path) -> None:
+    nb = execute(
+        [
+            "%load_ext pi_notebook",
+            "%budget --max-cost abc",
+            "%budget clear --max-turns 3",
+            "%%agent --max-turns 0\nHi",
+            "%budget --run --max-turns 4 --max-cost none\n%budget",
+        ],
+        tmp_path,
+        env={"JPY_SESSION_NAME": "test.ipynb"},
+        allow_errors=True,
+    )
+    texts = [outputs_text(cell) for cell in nb.cells]
+    assert all("Traceback" not in text for text in texts), texts
+    assert "UsageError" in texts[1] and "'abc' is not a number (or none)" in texts[1]
+    assert "UsageError" in texts[2] and "takes no caps" in texts[2]
+    assert "UsageError" in texts[3] and "a cap must be more than 0" in texts[3]
+    assert "run caps (every %%agent): 4 turns" in texts[4]
+    assert "session caps: none" in texts[4]

@@ -199,7 +199,7 @@ def test_tools_magic_lists_and_enables_builtins(tmp_path: Path) -> None:
             "import pi_notebook\n"
             "names = [t.name for t in pi_notebook.current().tools.active()]\n"
             "reads = ['list_variables', 'describe_variable', 'run_python', 'list_cells', "
-            "'read_cell', 'read_last_error', 'verify_notebook']\n"
+            "'read_cell', 'read_last_error']\n"
             "writes = ['insert_cell', 'edit_cell', 'delete_cell', 'run_cell']\n"
             "assert names == reads + writes, names\n"
             "offered = [t.name for t in pi_notebook.current().offered_tools()]\n"

@@ -83,7 +83,7 @@ def test_verify_reports_order_changed_outputs_and_skips_agent_cells(tmp_path: Pa
     nb = execute(
         [
             FAUX_SETUP.format(tps=None) + AGENT_CHECKS,
-            "%load_ext pi_notebook\n%model faux/faux-1",
+            "%load_ext pi_notebook\n%model faux/faux-1\n%tools add verify_notebook",
             "%verify",
             "%%agent --wait\nIs the notebook reproducible?",
             "import pi_notebook, json\n"
