@@ -309,7 +309,13 @@ export function renderNoteItem(item) {
   );
 }
 
+// A run a spending cap ended: the harness never sent this request, and its reason says which cap.
+export function isBudgetStop(item) {
+  return (item.error_message || "").startsWith("Budget: ");
+}
+
 export function stopReasonText(item) {
+  if (item.stop_reason === "aborted" && isBudgetStop(item)) return item.error_message;
   if (item.stop_reason === "aborted") return "Stopped. The partial reply above is kept.";
   if (item.stop_reason === "error") return `The model request failed: ${item.error_message || "unknown error"}`;
   if (item.stop_reason === "length") return "The reply was cut off: the model reached its output token limit.";

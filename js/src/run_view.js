@@ -3,7 +3,7 @@
 // append-only `patch` messages; `initialize` applies them to the model's state (once per model,
 // not per view), so every view, and the notebook's saved widget state, has the whole run.
 import { formatCost, formatTokens, h } from "./dom.js";
-import { AssistantView, renderItem, renderReview } from "./items.js";
+import { AssistantView, isBudgetStop, renderItem, renderReview } from "./items.js";
 import { showNotice } from "./notice.js";
 
 const STATUS_TEXT = {
@@ -20,7 +20,7 @@ const LIVE = new Set(["waiting", "streaming", "running_tools", "awaiting_approva
 
 // A stopped reply the provider never reported usage for (its usage is all zeros).
 function stoppedWithoutUsage(items) {
-  return items.some((item) => item.kind === "assistant" && item.stop_reason === "aborted" && !(item.usage && (item.usage.input || item.usage.output || item.usage.cost)));
+  return items.some((item) => item.kind === "assistant" && item.stop_reason === "aborted" && !isBudgetStop(item) && !(item.usage && (item.usage.input || item.usage.output || item.usage.cost)));
 }
 
 const textKey = (block) => (block && block.type === "toolCall" ? "args" : "text");
@@ -99,6 +99,19 @@ function initialize({ model }) {
 // Unsent steer-box text survives a re-render of the same widget (e.g. an output update).
 const drafts = new WeakMap();
 
+// One cap: "run $0.0123/$0.20" with a bar that fills as the spending nears the cap.
+function budgetMeter(row) {
+  const value = (n) => (row.kind === "cost" ? formatCost(n) : row.kind === "tokens" ? formatTokens(n) : String(n));
+  const fraction = row.cap > 0 ? Math.min(1, row.spent / row.cap) : 0;
+  const fill = h("span", { class: "pi-budget-fill" });
+  fill.style.width = `${(fraction * 100).toFixed(1)}%`;
+  const unit = row.kind === "cost" ? "" : ` ${row.kind}`;
+  const text = `${row.scope} ${value(row.spent)}/${value(row.cap)}${unit}`;
+  const meter = h("span", { class: "pi-budget-meter", title: `${row.scope} ${row.kind} cap` }, h("span", { class: "pi-budget-bar" }, fill), h("span", { class: "pi-budget-text", text }));
+  meter.classList.toggle("pi-budget-high", fraction >= 0.8);
+  return meter;
+}
+
 export class RunView {
   constructor(model, el, { now = () => Date.now(), setInterval = globalThis.setInterval, clearInterval = globalThis.clearInterval } = {}) {
     this.model = model;
@@ -149,6 +162,7 @@ export class RunView {
     this.stallEl = h("span", { class: "pi-stall", hidden: true });
     this.modelEl = h("span", { class: "pi-model" });
     this.usageEl = h("span", { class: "pi-usage" });
+    this.budgetEl = h("span", { class: "pi-budget", hidden: true });
     this.contextBar = h("span", { class: "pi-context-fill" });
     this.contextEl = h("span", { class: "pi-context", title: "context window used" }, h("span", { class: "pi-context-bar" }, this.contextBar), h("span", { class: "pi-context-text" }));
     this.treeButton = h("button", { class: "pi-button pi-tree-button", type: "button", text: "Session tree", onclick: () => this.send({ type: "open_tree" }) });
@@ -174,7 +188,7 @@ export class RunView {
     this.root = h(
       "div",
       { class: "pi-run" },
-      h("div", { class: "pi-header" }, this.statusEl, this.stallEl, this.modelEl, this.usageEl, this.contextEl, this.treeButton),
+      h("div", { class: "pi-header" }, this.statusEl, this.stallEl, this.modelEl, this.usageEl, this.budgetEl, this.contextEl, this.treeButton),
       this.noticeEl,
       this.transcriptEl,
       this.liveEl,
@@ -237,6 +251,9 @@ export class RunView {
       usage = u.input || u.output || u.cost ? `${usage} · stopped reply: usage unknown` : "usage unknown: stopped";
     }
     this.usageEl.textContent = usage;
+    const rows = header.budget || [];
+    this.budgetEl.hidden = rows.length === 0;
+    this.budgetEl.replaceChildren(...rows.map(budgetMeter));
     const used = header.context_tokens || 0;
     const window = header.context_window || 0;
     const fraction = window > 0 ? Math.min(1, used / window) : 0;

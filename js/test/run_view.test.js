@@ -322,4 +322,30 @@ describe("RunView reliability signs", () => {
     model.update({ header: { ...baseState().header }, messages: [user("m0", "hi"), assistant("m1", [{ type: "text", text: "ok" }]), user("m2", "more"), { ...stopped, id: "m3" }] });
     expect(el.querySelector(".pi-usage").textContent).toBe("↑1,200 ↓340 · $0.012 · stopped reply: usage unknown");
   });
+
+  it("shows spending against each cap and marks one that is nearly used up", () => {
+    const budget = [
+      { scope: "run", kind: "cost", spent: 0.0123, cap: 0.2 },
+      { scope: "run", kind: "turns", spent: 4, cap: 5 },
+      { scope: "session", kind: "tokens", spent: 12_000, cap: 200_000 },
+    ];
+    const { el, model } = mount(baseState({ header: { ...baseState().header, budget } }));
+    const meters = [...el.querySelectorAll(".pi-budget-meter")];
+    expect(el.querySelector(".pi-budget").hidden).toBe(false);
+    expect(meters.map((m) => m.textContent)).toEqual(["run $0.012/$0.200", "run 4/5 turns", "session 12k/200k tokens"]);
+    expect(meters[1].classList.contains("pi-budget-high")).toBe(true);
+    expect(meters[0].querySelector(".pi-budget-fill").style.width).toBe("6.2%");
+    model.update({ header: { ...baseState().header, budget: [] } });
+    expect(el.querySelector(".pi-budget").hidden).toBe(true);
+  });
+
+  it("says why a cap stopped the run instead of calling its unsent request's usage unknown", () => {
+    const reason = "Budget: stopped, this run's cap of 3 turns reached.";
+    const budgetStop = assistant("m2", [], "aborted", { error_message: reason, usage: { ...USAGE, input: 0, output: 0, cost: 0 } });
+    const { el } = mount(baseState({ status: "aborted", messages: [user("m0", "go"), assistant("m1", [{ type: "text", text: "ok" }]), budgetStop] }));
+    expect(el.querySelector(".pi-usage").textContent).toBe("↑1,200 ↓340 · $0.012");
+    expect(el.querySelector(".pi-transcript").textContent).toContain(reason);
+    expect(el.querySelector(".pi-transcript").textContent).not.toContain("Stopped. The partial reply");
+  });
 });
+

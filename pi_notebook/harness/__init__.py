@@ -12,6 +12,7 @@ if _typing.TYPE_CHECKING:
         collect_entries_for_branch_summary,
         generate_branch_summary,
     )
+    from .budget import BudgetCaps, BudgetSettings
     from .compaction import (
         CompactionError,
         CompactionPreparation,
@@ -40,6 +41,7 @@ if _typing.TYPE_CHECKING:
         UnknownEntry,
         UsageEntry,
     )
+    from .export import export_session, render_session
     from .harness import (
         AbortResult,
         AgentHarness,
@@ -52,6 +54,7 @@ if _typing.TYPE_CHECKING:
     from .harness_events import (
         AbortEvent,
         AfterProviderResponseEvent,
+        BudgetUpdateEvent,
         CompactionEndEvent,
         CompactionReason,
         CompactionStartEvent,
@@ -168,9 +171,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SystemPromptContext",
         "SystemPromptSource",
     ),
+    ".budget": ("BudgetCaps", "BudgetSettings"),
+    ".export": ("export_session", "render_session"),
     ".harness_events": (
         "AbortEvent",
         "AfterProviderResponseEvent",
+        "BudgetUpdateEvent",
         "CompactionEndEvent",
         "CompactionReason",
         "CompactionStartEvent",
@@ -268,6 +274,9 @@ __all__ = [
     "BranchSummaryMessage",
     "BranchSummaryOverride",
     "BranchSummaryResult",
+    "BudgetCaps",
+    "BudgetSettings",
+    "BudgetUpdateEvent",
     "CompactionEndEvent",
     "CompactionEntry",
     "CompactionError",
@@ -347,10 +356,12 @@ __all__ = [
     "default_session_dir",
     "estimate_context_tokens",
     "estimate_tokens",
+    "export_session",
     "format_skills_for_system_prompt",
     "generate_branch_summary",
     "load_prompt_templates",
     "load_skills",
     "prepare_compaction",
+    "render_session",
     "session_file_name",
 ]

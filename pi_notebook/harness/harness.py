@@ -68,6 +68,7 @@ from ..agent.types import (
 )
 from ..ai.abort import AbortController, AbortSignal
 from ..ai.event_stream import AssistantMessageEventStream
+from ..ai.events import ErrorEvent
 from ..ai.models import clamp_thinking_level
 from ..ai.options import ResponseInfo, StreamOptions, maybe_await
 from ..ai.producer import describe_error
@@ -85,6 +86,15 @@ from ..ai.types import (
 from .auto_compaction import CompactionCheck, check_compaction, entry_index_of, exceeds_threshold
 from .branch_summary import BranchSummaryError, collect_entries_for_branch_summary
 from .branch_summary import generate_branch_summary as _generate_branch_summary
+from .budget import (
+    BUDGET_CUSTOM_TYPE,
+    BUDGET_STOP_TYPE,
+    BudgetCaps,
+    BudgetMeter,
+    BudgetSettings,
+    latest_budget_settings,
+    session_spend,
+)
 from .compaction import (
     CompactionError,
     CompactionPreparation,
@@ -369,6 +379,10 @@ class AgentHarness:
         self._last_run_messages: list[AgentMessage] = []
         self._overflow_recovery_attempted = False
         """An overflowed request was compacted and sent again since the last good reply."""
+        self._budget: BudgetSettings | None = None
+        """The caps the session stores, read on first use."""
+        self._meter: BudgetMeter | None = None
+        """The running prompt's caps and spending (``None`` while idle)."""
 
     # --- state -----------------------------------------------------------------------------------
 
@@ -418,6 +432,29 @@ class AgentHarness:
         if value is not None and not (isinstance(value, str) or callable(value)):
             raise AgentHarnessError("invalid_argument", "system_prompt must be a str or callable")
         self._system_prompt = value
+
+    @property
+    def budget(self) -> BudgetSettings:
+        """The session's caps and the default caps of every run (stored in the session)."""
+        if self._budget is None:
+            self._budget = latest_budget_settings(self._session.get_entries())
+        return self._budget
+
+    def set_budget(self, settings: BudgetSettings) -> None:
+        """Replace the caps; recorded in the session (at the next save point when busy) and in
+        effect from the next request on. ``BudgetSettings()`` clears them all."""
+        if not isinstance(settings, BudgetSettings):
+            raise AgentHarnessError("invalid_argument", "budget must be BudgetSettings")
+        data = settings.to_data()
+        self._write_or_defer(lambda: self._session.append_custom(BUDGET_CUSTOM_TYPE, data))
+        self._budget = settings
+        if self._meter is not None:
+            self._meter.session_caps = settings.session
+
+    @property
+    def budget_meter(self) -> BudgetMeter | None:
+        """The running prompt's caps and what it spent (``None`` while idle)."""
+        return self._meter
 
     @property
     def stream_options(self) -> HarnessStreamOptions:
@@ -627,17 +664,25 @@ class AgentHarness:
         await self._events.flush()
 
     async def prompt(
-        self, text: str, images: Sequence[ImageContent] | None = None
+        self,
+        text: str,
+        images: Sequence[ImageContent] | None = None,
+        *,
+        budget: BudgetCaps | None = None,
     ) -> AssistantMessage:
         """Send ``text`` (with optional images) and run until the agent is done; returns the
-        last assistant reply (an ``error``/``aborted`` reply if the run failed or was aborted).
+        last assistant reply (an ``error``/``aborted`` reply if the run failed or was aborted,
+        or stopped by a cap).
 
-        Messages queued with ``next_turn`` go first. Raises ``AgentHarnessError("busy")`` if
-        an operation is running.
+        ``budget`` caps this run, over the run defaults of ``self.budget`` cap by cap. Messages
+        queued with ``next_turn`` go first. Raises ``AgentHarnessError("busy")`` if an
+        operation is running.
         """
         message = _user_message(text, images)
+        if budget is not None and not isinstance(budget, BudgetCaps):
+            raise AgentHarnessError("invalid_argument", "budget must be BudgetCaps")
         async with self._operation_scope("turn") as controller:
-            return await self._user_run(message, list(images or ()), controller)
+            return await self._user_run(message, list(images or ()), controller, budget)
 
     async def skill(
         self, name: str, additional_instructions: str | None = None
@@ -713,6 +758,28 @@ class AgentHarness:
     # --- a run -----------------------------------------------------------------------------------
 
     async def _user_run(
+        self,
+        message: UserMessage,
+        images: list[ImageContent],
+        controller: AbortController,
+        budget: BudgetCaps | None = None,
+    ) -> AssistantMessage:
+        self._meter = self._new_meter(budget)
+        try:
+            return await self._user_run_metered(message, images, controller)
+        finally:
+            self._meter = None
+
+    def _new_meter(self, budget: BudgetCaps | None) -> BudgetMeter | None:
+        settings = self.budget
+        run_caps = settings.run.overridden_by(budget)
+        if run_caps.empty and settings.session.empty:
+            return None
+        totals = self._session.usage_totals()
+        spent = session_spend(self._session.get_entries(), totals.cost, totals.total_tokens)
+        return BudgetMeter(run_caps, settings.session, spent)
+
+    async def _user_run_metered(
         self, message: UserMessage, images: list[ImageContent], controller: AbortController
     ) -> AssistantMessage:
         self._last_run_messages = []
@@ -889,6 +956,11 @@ class AgentHarness:
             assert isinstance(event, MessageEndEvent)
             message = event.message
             self._persist(lambda: self._session.append_message(message))  # type: ignore[arg-type]
+            meter = self._meter
+            if meter is not None and isinstance(message, AssistantMessage):
+                if meter.stopped is None or message.error_message != meter.stopped:
+                    meter.record(message.usage)  # the stopped request was never sent
+                await self._emit(meter.event())
             if isinstance(message, AssistantMessage) and message.stop_reason not in (
                 "error",
                 "length",
@@ -1019,11 +1091,20 @@ class AgentHarness:
                     "hook", f"before_provider_request hook returned {exc}"
                 ) from exc
         reasoning = options.reasoning
+        max_tokens = options.max_tokens
+        meter = self._meter
+        if meter is not None:
+            verdict = meter.check(model, context, max_tokens, reasoning)
+            await self._emit(meter.event())
+            if not verdict.allowed:
+                return self._budget_stop(model, verdict.reason or "Budget: stopped.")
+            if verdict.max_tokens is not None:
+                max_tokens = verdict.max_tokens
         per_call = request.stream_options(
             api_key=options.api_key,
             signal=options.signal,
             reasoning=None if reasoning == "off" else reasoning,
-            max_tokens=options.max_tokens,
+            max_tokens=max_tokens,
             session_id=session_id,
             on_payload=self._on_payload,
             on_response=self._on_response,
@@ -1031,6 +1112,24 @@ class AgentHarness:
         produced = (self._stream_fn or default_stream_fn)(model, context, per_call)
         stream = await produced if inspect.isawaitable(produced) else produced
         return stream
+
+    def _budget_stop(self, model: Model, reason: str) -> AssistantMessageEventStream:
+        """End the run before a request a cap forbids, as an abort does: the reply is an empty
+        ``aborted`` one saying why (providers never see it again), and the session records
+        the reason as a message after it."""
+        self._pending_writes.append(
+            lambda: self._session.append_custom_message(BUDGET_STOP_TYPE, reason, display=True)
+        )
+        stopped = AssistantMessage(
+            content=[],
+            api=model.api,
+            provider=model.provider,
+            model=model.id,
+            usage=Usage(),
+            stop_reason="aborted",
+            error_message=reason,
+        )
+        return AssistantMessageEventStream.of([ErrorEvent(reason="aborted", error=stopped)])
 
     async def _on_payload(self, payload: dict[str, Any], model: Model) -> dict[str, Any]:
         for handler in self._hooks.get("before_provider_payload", ()):

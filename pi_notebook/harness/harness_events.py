@@ -19,6 +19,7 @@ from .entries import BranchSummaryEntry, CompactionEntry
 __all__ = [
     "AbortEvent",
     "AfterProviderResponseEvent",
+    "BudgetUpdateEvent",
     "CompactionEndEvent",
     "CompactionReason",
     "CompactionStartEvent",
@@ -146,6 +147,19 @@ class ResourcesUpdateEvent(PiModel):
     prompt_template_names: list[str]
 
 
+class BudgetUpdateEvent(PiModel):
+    """Spending against the caps of the run and of the session, before each request of a run
+    that has caps and after each reply; ``stopped`` says why a cap ended the run (then no
+    request is sent)."""
+
+    type: Literal["budget_update"] = "budget_update"
+    run_caps: dict[str, float]
+    run_spent: dict[str, float]
+    session_caps: dict[str, float]
+    session_spent: dict[str, float]
+    stopped: str | None = None
+
+
 HarnessOwnEvent: TypeAlias = Annotated[
     QueueUpdateEvent
     | SavePointEvent
@@ -159,7 +173,8 @@ HarnessOwnEvent: TypeAlias = Annotated[
     | ModelUpdateEvent
     | ThinkingLevelUpdateEvent
     | ToolsUpdateEvent
-    | ResourcesUpdateEvent,
+    | ResourcesUpdateEvent
+    | BudgetUpdateEvent,
     Field(discriminator="type"),
 ]
 """An event of the harness itself (discriminator ``type``)."""

@@ -6,6 +6,7 @@ import hashlib
 from typing import Any
 
 from .current import current, install, uninstall
+from .guard_magics import GuardMagics
 from .input_rewrite import rewrite_input
 from .kernel_agent import NotebookAgent
 from .locations import latest_session_path, session_path_for
@@ -31,6 +32,9 @@ _MAGIC_NAMES = {
         "session",
         "label",
         "mcp",
+        "budget",
+        "verify",
+        "export",
     ),
 }
 
@@ -81,6 +85,7 @@ def load_ipython_extension(ip: Any) -> None:
     magics = PiMagics(ip, agent)
     ip.register_magics(magics)
     ip.register_magics(McpMagics(ip, agent))
+    ip.register_magics(GuardMagics(ip, agent, magics._report))
     for problem in load_configured_servers(agent):
         print(f"pi_notebook: MCP configuration skipped: {problem}")
     agent.document.install()  # a notebook view with the pi_notebook labextension links now
@@ -107,6 +112,7 @@ def unload_ipython_extension(ip: Any) -> None:
             table.pop(name, None)
     ip.magics_manager.registry.pop(PiMagics.__name__, None)
     ip.magics_manager.registry.pop(McpMagics.__name__, None)
+    ip.magics_manager.registry.pop(GuardMagics.__name__, None)
     if rewrite_input in ip.input_transformers_cleanup:
         ip.input_transformers_cleanup.remove(rewrite_input)
     ip.events.unregister("pre_run_cell", _hooks.pre_run_cell)

@@ -47,7 +47,7 @@ __all__ = [
 
 WAIT_FLAG = "--wait"
 TEXT_MAGICS = ("steer", "follow_up", "compact")
-QUEUED_MAGICS = ("model", "compact", "fork", "label")
+QUEUED_MAGICS = ("model", "compact", "fork", "label", "verify")
 SETTLE_LINE = "await __import__('pi_notebook').current().settled()\n"
 EMPTY_PROMPT = "The cell is empty: write the prompt below %%agent."
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ..ai.event_stream import AssistantMessageEventStream
     from ..ai.options import StreamOptions
     from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel
-    from ..harness import AgentHarness, CompactionSettings, Session
+    from ..harness import AgentHarness, BudgetSettings, CompactionSettings, Session
     from ..harness.hooks import ToolCallEvent, ToolCallResult
     from ..mcp import McpServers
     from .notebook_tools import ToolRegistry
@@ -222,6 +222,10 @@ class NotebookAgent:
         registry = ToolRegistry(builtin_tools(lambda: self.namespace))
         for reader in read_tools(self.history, lambda: self.document, self.takes_images).values():
             registry.add_builtin(reader, enabled=True)
+        from .verify import verify_tool
+
+        # Off until `%tools add verify_notebook`: a new default tool changes every request.
+        registry.add_builtin(verify_tool(lambda: self.document, self.history), enabled=False)
         for writer in self._writers().values():  # offered while a notebook is connected
             registry.add_builtin(writer, enabled=True)
         return registry
@@ -432,14 +436,17 @@ class NotebookAgent:
         *,
         model_ref: str | None = None,
         thinking: ThinkingLevel | None = None,
+        budget: dict[str, float] | None = None,
     ) -> Run:
-        """Queue a run of ``prompt``; it starts when the queue reaches it."""
+        """Queue a run of ``prompt``; it starts when the queue reaches it. ``budget``: this
+        run's caps (``max_cost``, ``max_tokens``, ``max_turns``) over the run defaults."""
         # anywidget + ipywidgets load with the first view, not at %load_ext (bench/kernel_bench)
         from .run_view import RunView
         from .runs import Run
 
         view = RunView(thinking_level=thinking or "off")
         run = Run(len(self.runs) + 1, prompt, view)
+        run.budget = dict(budget or {})
         self.runs.append(run)
         key = self.cell_key
         self._run_cells[run.number] = key[3:] if key and key.startswith("id:") else None
@@ -584,7 +591,11 @@ class NotebookAgent:
         if self._harness is not None and self._pushed != [t.name for t in self.offered_tools()]:
             self._push_tools()  # a notebook frontend connected or went away since the last run
         try:
-            task = asyncio.ensure_future(harness.prompt(text))
+            from ..harness.budget import BudgetCaps
+
+            caps = BudgetCaps(**run.budget) if run.budget else None  # type: ignore[arg-type]
+            run.budget = {}  # a follow-up in the same view is a new run with the defaults
+            task = asyncio.ensure_future(harness.prompt(text, budget=caps))
             # Messages sent while the run was queued go in as soon as it is underway (steering
             # queued before the first model call is injected right after the prompt).
             while harness.phase == "idle" and not task.done():
@@ -882,6 +893,30 @@ class NotebookAgent:
             if isinstance(message, AssistantMessage):
                 total += message.usage.cost.total
         return total
+
+    @property
+    def harness_if_made(self) -> AgentHarness | None:
+        """The harness if a run or ``%model`` made it already (``None``: none yet)."""
+        return self._harness
+
+    @property
+    def budget(self) -> BudgetSettings:
+        """The session's caps and the run defaults (``%budget``)."""
+        if self._harness is not None:
+            return self._harness.budget
+        from ..harness.budget import latest_budget_settings
+
+        return latest_budget_settings(self.session.get_entries())
+
+    def set_budget(self, settings: BudgetSettings) -> None:
+        """Store new caps in the session (through the harness when there is one: a run going
+        on takes them from its next request)."""
+        if self._harness is not None:
+            self._harness.set_budget(settings)
+            return
+        from ..harness.budget import BUDGET_CUSTOM_TYPE
+
+        self.session.append_custom(BUDGET_CUSTOM_TYPE, settings.to_data())
 
     def use_session(self, session: Session) -> None:
         """Work in another session from now on (``%session new`` / ``open``)."""

@@ -29,6 +29,7 @@ from .default_model import (
     local_start_notice,
     will_start_local,
 )
+from .guard_magics import budget_lines, cap_value
 from .input_rewrite import EMPTY_PROMPT
 from .interpolate import InterpolationError, interpolate
 from .session_files import open_session
@@ -167,6 +168,9 @@ class PiMagics(Magics):
     )
     @argument("--model", metavar="PROVIDER/ID", help="The model for this run (e.g. local).")
     @argument("--thinking", choices=THINKING_LEVELS, help="The thinking level for this run.")
+    @argument("--max-cost", metavar="USD", type=cap_value(float), help="Cap this run's cost.")
+    @argument("--max-tokens", metavar="N", type=cap_value(int), help="Cap this run's tokens.")
+    @argument("--max-turns", metavar="N", type=cap_value(int), help="Cap its model requests.")
     @cell_magic
     def agent(self, line: str, cell: str) -> None:
         """Send the cell to the agent as a prompt and show the run live.
@@ -188,7 +192,12 @@ class PiMagics(Magics):
                 raise UsageError(_reason(exc)) from None
         self.pi.refresh_function_tools()
         self._announce_local_start(args.model)
-        run = self.pi.start_run(prompt, model_ref=args.model, thinking=args.thinking)
+        budget = {
+            name: value
+            for name in ("max_cost", "max_tokens", "max_turns")
+            if (value := getattr(args, name)) is not None
+        }
+        run = self.pi.start_run(prompt, model_ref=args.model, thinking=args.thinking, budget=budget)
         run.view.show()
 
     def _announce_local_start(self, model_ref: str | None) -> None:
@@ -620,7 +629,8 @@ class PiMagics(Magics):
                 f"tokens: {totals.total_tokens:,} (input {totals.input:,}, output "
                 f"{totals.output:,}, cache read {totals.cache_read:,}, cache write "
                 f"{totals.cache_write:,})\n"
-                f"cost so far: ${totals.cost:.4f}"
+                f"cost so far: ${totals.cost:.4f}\n"
+                f"{budget_lines(self.pi.budget)}"
                 + (f"\nnot saved yet: {unsaved} entries ({session.write_error})" if unsaved else "")
             )
         elif args.action == "name":

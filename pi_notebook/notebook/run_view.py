@@ -36,6 +36,7 @@ from ..ai.events import BLOCK_EVENT_TYPES, DELTA_EVENT_TYPES
 from ..ai.options import StallNotice
 from ..ai.producer import describe_error
 from ..ai.types import Model
+from ..harness.budget import BUDGET_STOP_PREFIX
 from .coalesce import Coalescer, Scheduler
 from .widget_base import Callback, PiWidget, module_loader
 from .widget_protocol import (
@@ -45,6 +46,7 @@ from .widget_protocol import (
     AssistantItem,
     Block,
     BlockEdit,
+    BudgetMeterRow,
     ChangeReview,
     Origin,
     PatchOp,
@@ -242,6 +244,8 @@ class RunView(PiWidget):
         self._queued: list[QueuedMessage] = []
         self._usage = _empty_usage()
         self._context_tokens = 0
+        self._budget: list[BudgetMeterRow] = []
+        self._budget_stop: str | None = None
         self._model = f"{model.provider}/{model.id}" if model is not None else ""
         self._context_window = model.context_window if model is not None else 0
         self._thinking_level = thinking_level
@@ -590,6 +594,29 @@ class RunView(PiWidget):
         else:
             self._end("done", "")
 
+    def _on_budget_update(self, event: Any) -> None:
+        rows: list[BudgetMeterRow] = []
+        scopes: tuple[tuple[Literal["run", "session"], Any, Any], ...] = (
+            ("run", event.run_caps, event.run_spent),
+            ("session", event.session_caps, event.session_spent),
+        )
+        kinds: tuple[tuple[Literal["cost", "tokens", "turns"], str], ...] = (
+            ("cost", "maxCost"),
+            ("tokens", "maxTokens"),
+            ("turns", "maxTurns"),
+        )
+        for scope, caps, spent in scopes:
+            for kind, key in kinds:
+                if key in caps:
+                    rows.append(
+                        {"scope": scope, "kind": kind, "spent": spent[kind], "cap": caps[key]}
+                    )
+        self._budget = rows
+        self._sync.mark("header")
+        if event.stopped and event.stopped != self._budget_stop:
+            self._budget_stop = event.stopped
+            self.note_stopped(event.stopped)
+
     _handlers: ClassVar[Mapping[object, Callable[[RunView, Any], None]]] = {
         "agent_start": _on_agent_start,
         "message_start": _on_message_start,
@@ -599,6 +626,7 @@ class RunView(PiWidget):
         "tool_execution_update": _on_tool_update,
         "tool_execution_end": _on_tool_end,
         "agent_end": _on_agent_end,
+        "budget_update": _on_budget_update,
     }
 
     # --- bookkeeping -----------------------------------------------------------------------------
@@ -763,6 +791,7 @@ class RunView(PiWidget):
             "usage": self._usage,
             "context_tokens": self._context_tokens,
             "context_window": self._context_window,
+            "budget": list(self._budget),
         }
 
     def _current(self) -> AssistantItem | dict[str, Any]:
@@ -980,7 +1009,10 @@ class RunView(PiWidget):
         if self._stalled:
             status = f"{_STALL_WORDS} — {self._stalled // 1000} s"
         lines = [
-            f"pi run · {status}" + (f" · {self._model}" if self._model else "") + f" · {usage}"
+            f"pi run · {status}"
+            + (f" · {self._model}" if self._model else "")
+            + f" · {usage}"
+            + (f" · budget {budget_text(self._budget)}" if self._budget else "")
         ]
         for item in self._items:
             lines.append(_item_text(item))
@@ -996,7 +1028,11 @@ class RunView(PiWidget):
         """A reply was stopped before the provider reported its usage (the header says so
         rather than show ↑0 ↓0 · $0)."""
         for item in self._items:
-            if item["kind"] == "assistant" and item["stop_reason"] == "aborted":
+            if (
+                item["kind"] == "assistant"
+                and item["stop_reason"] == "aborted"
+                and not (item["error_message"] or "").startswith(BUDGET_STOP_PREFIX)
+            ):
                 usage = item["usage"]
                 if usage is None or not (usage["input"] or usage["output"] or usage["cost"]):
                     return True
@@ -1039,6 +1075,21 @@ _STATUS_WORDS = {
     "aborted": "stopped",
     "error": "error",
 }
+
+
+def budget_text(rows: list[BudgetMeterRow]) -> str:
+    """Spending against caps in words: ``run $0.0123/$0.20, 3/15 turns; session …``."""
+    scopes: dict[str, list[str]] = {}
+    for row in rows:
+        spent, cap = row["spent"], row["cap"]
+        if row["kind"] == "cost":
+            text = f"${spent:.4f}/${cap:.2f}"
+        elif row["kind"] == "tokens":
+            text = f"{int(spent):,}/{int(cap):,} tokens"
+        else:
+            text = f"{int(spent)}/{int(cap)} turns"
+        scopes.setdefault(row["scope"], []).append(text)
+    return "; ".join(f"{scope} {', '.join(parts)}" for scope, parts in scopes.items())
 
 
 def _indent(text: str, prefix: str = "  ") -> str:

@@ -36,6 +36,8 @@ class Run:
         self.pending: list[tuple[str, str]] = []
         """Steering and follow-up messages sent while the run waited in the queue."""
         self.cancelled = False
+        self.budget: dict[str, float] = {}
+        """This run's caps given on its ``%%agent`` line (``BudgetCaps`` fields)."""
         self._task: asyncio.Task[None] | None = None
         self._done = asyncio.get_running_loop().create_future()
 

@@ -56,6 +56,7 @@ __all__ = [
     "AssistantItem",
     "Block",
     "BlockEdit",
+    "BudgetMeterRow",
     "ChangeReview",
     "CompactRequest",
     "DismissNoticeRequest",
@@ -137,6 +138,14 @@ class UsageSummary(TypedDict):
     """Dollars."""
 
 
+class BudgetMeterRow(TypedDict):
+    scope: Literal["run", "session"]
+    kind: Literal["cost", "tokens", "turns"]
+    spent: float
+    """Dollars, tokens or model requests so far."""
+    cap: float
+
+
 class RunHeader(TypedDict):
     model: str
     """``provider/model-id``, ``""`` if unknown."""
@@ -147,6 +156,8 @@ class RunHeader(TypedDict):
     """Tokens in the context as of the latest reply."""
     context_window: int
     """0 if unknown."""
+    budget: list[BudgetMeterRow]
+    """Spending against each cap of the run and its session (empty: no caps)."""
 
 
 class RunControls(TypedDict):
