@@ -54,7 +54,6 @@ if _typing.TYPE_CHECKING:
         TurnUpdate,
         default_convert_to_llm,
     )
-    from .validation import ToolArgumentsError, validate_tool_arguments
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     ".agent": ("Agent", "AgentListener", "AgentState"),
@@ -101,9 +100,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "default_convert_to_llm",
     ),
     "..tools": ("FunctionTool", "tool"),
-    # jsonschema's import takes seconds where rfc3987-syntax is installed (it builds a grammar
-    # at import); the first tool call loads it in a thread (tool_execution._validation).
-    ".validation": ("ToolArgumentsError", "validate_tool_arguments"),
 }
 """Where each public name lives: its submodule is imported when the name is first used
 (``pi_notebook._lazy``)."""
@@ -137,7 +133,6 @@ __all__ = [
     "RequestContext",
     "RequestUpdate",
     "StreamFn",
-    "ToolArgumentsError",
     "ToolCallStops",
     "ToolExecute",
     "ToolExecutionEndEvent",
@@ -157,5 +152,4 @@ __all__ = [
     "run_agent_loop",
     "run_agent_loop_continue",
     "tool",
-    "validate_tool_arguments",
 ]

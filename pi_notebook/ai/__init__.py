@@ -90,6 +90,7 @@ if _typing.TYPE_CHECKING:
         UserMessage,
         now_ms,
     )
+    from .validation import ToolArgumentsError, validate_tool_arguments
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     ".abort": ("AbortController", "AbortError", "AbortSignal"),
@@ -151,6 +152,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "system_message_text",
     ),
     ".transform": ("transform_messages",),
+    ".validation": ("ToolArgumentsError", "validate_tool_arguments"),
     ".types": (
         "AssistantMessage",
         "Context",
@@ -213,6 +215,7 @@ __all__ = [
     "ThinkingLevel",
     "ThinkingStartEvent",
     "Tool",
+    "ToolArgumentsError",
     "ToolCall",
     "ToolCallDeltaEvent",
     "ToolCallEndEvent",
@@ -253,4 +256,5 @@ __all__ = [
     "system_message_text",
     "transform_messages",
     "unregister_api_providers",
+    "validate_tool_arguments",
 ]

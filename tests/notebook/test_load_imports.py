@@ -12,7 +12,7 @@ from pathlib import Path
 
 DEFERRED = (
     "jsonschema",  # tool-argument validation: seconds where rfc3987-syntax is installed
-    "pi_notebook.agent.validation",
+    "pi_notebook.ai.validation",
     "pi_notebook.ai.cassette",  # PI_NOTEBOOK_RECORD / _REPLAY, %model --record / --replay
     "anywidget",  # the first run view
     "ipywidgets",
