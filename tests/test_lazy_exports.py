@@ -72,7 +72,7 @@ def test_importing_a_package_imports_none_of_its_submodules(name: str) -> None:
 
 
 def test_the_agent_reaches_the_tools_layer_only_for_the_decorator() -> None:
-    """``pi_notebook.agent.tool`` is the name DESIGN.md fixes for the decorator of
+    """``pi_notebook.agent.tool`` is a fixed public name for the decorator of
     ``pi_notebook.tools``; the core itself never imports that layer."""
     agent = importlib.import_module("pi_notebook.agent")
     tools = importlib.import_module("pi_notebook.tools")

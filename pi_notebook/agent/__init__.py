@@ -9,9 +9,9 @@ import lazy_loader as _lazy
 # imported when one of its names is first used, so importing the package loads none of them.
 _core_getattr, _core_dir, _core_all = _lazy.attach_stub(__name__, __file__)
 
-# The one name from a layer above: DESIGN.md fixes `pi_notebook.agent.tool`, the decorator of
-# `pi_notebook.tools` (which builds on this package). It is looked up only when asked for; nothing
-# in the core imports that layer.
+# The one name from a layer above: `pi_notebook.agent.tool` is a fixed public name for the
+# decorator of `pi_notebook.tools` (which builds on this package). It is looked up only when
+# asked for; nothing in the core imports that layer.
 _FROM_TOOLS = ("FunctionTool", "tool")
 __all__ = sorted([*_core_all, *_FROM_TOOLS])
 

@@ -53,7 +53,7 @@ from .types import (
     default_convert_to_llm as default_convert_to_llm,
 )
 
-# DESIGN.md fixes `pi_notebook.agent.tool`; it is the decorator of pi_notebook.tools (see
+# `pi_notebook.agent.tool` is a fixed public name: the decorator of pi_notebook.tools (see
 # __init__.py). A plain import here would be read as one of this package's own submodules.
 import pi_notebook.tools as _tools
 

@@ -6,7 +6,7 @@ run), and returns the messages the run added. ``agent_loop(...)`` runs the same 
 background task and hands its events to an async iterator. The ``*_continue`` variants resume from
 an existing transcript without a prompt.
 
-Event order (pi's, spec §4.6)::
+Event order (pi's)::
 
     agent_start, turn_start, message_start/end per prompt,
     [turn_start (not for the first turn), message_start/end per injected steering/follow-up

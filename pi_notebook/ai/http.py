@@ -131,7 +131,7 @@ def make_client(transport: str | None = None) -> httpx.AsyncClient:
 
 
 def preload_transport() -> None:
-    """Import the transport ``transport_name()`` asks for (aiohttp takes ~0.2 s), ahead of the
+    """Import the transport ``transport_name()`` asks for (aiohttp's import is slow), ahead of the
     first client: the kernel's first run does this in a worker thread, not on its loop."""
     if transport_name() == "aiohttp":
         with suppress(ImportError):
@@ -438,8 +438,7 @@ _UTF8_NAMES = frozenset({"utf-8", "utf8", "utf_8"})
 def _body(response: httpx.Response) -> AsyncIterator[bytes]:
     """The body's bytes as they arrive. Without a content encoding that is the response's own
     stream: ``aiter_bytes`` adds two generators and a decoder call per HTTP chunk, and servers
-    flush every event as a chunk of its own (callgrind, ``bench.sse_server``: 77.5k → 70.9k
-    instructions per chunk read)."""
+    flush every event as a chunk of its own (``bench.stream_bench --instructions``)."""
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding in ("identity", "") and isinstance(response.stream, httpx.AsyncByteStream):
         response.is_stream_consumed = True

@@ -141,8 +141,9 @@ class AnthropicStreamParser:
             return
         if event.get("type") == "content_block_delta":
             # A text delta into an open text block, spelled out: one per streamed token, and the
-            # general path's four calls cost 1.8k of ~15k instructions per parsed event
-            # (callgrind). Anything else about it (a bool index, no text) takes that path.
+            # general path's four calls are a noticeable share of a parsed event
+            # (bench.stream_bench --instructions). Anything else (a bool index, no text) takes
+            # that path.
             delta = event.get("delta")
             index = event.get("index")
             if type(delta) is dict and type(index) is int and delta.get("type") == "text_delta":
