@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Iterator
 
 import pytest
@@ -44,37 +43,3 @@ def local_model() -> Iterator[Model]:
     model = local.start_local_model()
     yield model
     local.stop_local_model()
-
-
-HTTP_TRANSPORTS = ("aiohttp", "httpx")
-
-
-@pytest.fixture(params=HTTP_TRANSPORTS)
-def http_transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The test runs once per transport of the providers' shared client
-    (``PI_NOTEBOOK_HTTP_TRANSPORT``): a module opts in with
-    ``pytestmark = pytest.mark.usefixtures("http_transport")``. Each test has its own event loop,
-    so its client is made on that transport; the module's synchronous tests run once."""
-    monkeypatch.setenv("PI_NOTEBOOK_HTTP_TRANSPORT", request.param)
-    return str(request.param)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A synchronous test of a module run over both HTTP transports makes no request on the
-    shared client (that needs a loop): its ``httpx`` copy is left out."""
-    kept: list[pytest.Item] = []
-    dropped: list[pytest.Item] = []
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        if (
-            callspec is not None
-            and callspec.params.get("http_transport") == "httpx"
-            and not inspect.iscoroutinefunction(getattr(item, "function", None))
-            and "http_transport" not in inspect.signature(item.function).parameters  # type: ignore[attr-defined]
-        ):
-            dropped.append(item)
-        else:
-            kept.append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept

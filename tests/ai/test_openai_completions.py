@@ -36,8 +36,6 @@ from pi_notebook.ai.providers import openai_completions
 from pi_notebook.ai.providers.openai_completions import TRUNCATED_MESSAGE, CompletionsStreamParser
 from tests.loopback import LoopbackServer, Reply, sse_chunks
 
-pytestmark = pytest.mark.usefixtures("http_transport")  # aiohttp and httpx's own (conftest)
-
 HELLO = Context(system_prompt="Be brief.", messages=[UserMessage(content="Say hello.")])
 
 

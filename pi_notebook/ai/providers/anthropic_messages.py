@@ -105,9 +105,8 @@ class AnthropicStreamParser:
     builder has finished (``finished``), further events are ignored.
     """
 
-    def __init__(self, builder: MessageBuilder, *, api_key: str | None = None) -> None:
+    def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
-        self._api_key = api_key
         self._blocks: dict[int, _Block] = {}
         self._usage = dict.fromkeys(("input", "output", "cache_read", "cache_write"), 0)
         self._stop_reason: str | None = None
@@ -186,7 +185,7 @@ class AnthropicStreamParser:
             case "message_stop":
                 self._message_stop()
             case "error":
-                self._builder.fail(str(stream_error(event, self._api_key)))
+                self._builder.fail(str(stream_error(event)))
             case _:
                 pass  # ping, and event types added after this was written
 
@@ -314,7 +313,7 @@ async def _produce(builder: MessageBuilder, context: Context, options: StreamOpt
     messages = transform_messages(context.messages, model, normalize_tool_call_id)
     payload = build_payload(model, context, options, messages)
     headers = request_headers(api_key, thinking="thinking" in payload)
-    parser = AnthropicStreamParser(builder, api_key=api_key)
+    parser = AnthropicStreamParser(builder)
     url = messages_url(model.base_url)
     async with open_sse(model, options, url, headers, payload, api_key=api_key) as events:
         try:
