@@ -39,7 +39,6 @@ __all__ = [
     "open_sse",
     "parse_retry_after",
     "preload_transport",
-    "redact",
     "resolve_api_key",
 ]
 
@@ -205,14 +204,6 @@ def resolve_api_key(
     return None
 
 
-def redact(text: str, secret: str | Redactor | None) -> str:
-    """``text`` with ``secret`` (an API key, or every credential a ``Redactor`` knows) blanked
-    out."""
-    if isinstance(secret, Redactor):
-        return secret.scrub(text)
-    return Redactor([secret]).scrub(text)
-
-
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds the server asks us to wait: ``retry-after-ms``, else ``retry-after`` (seconds or an
     HTTP date). ``None`` when absent or unreadable."""
@@ -259,7 +250,7 @@ def _error_details(body: str) -> tuple[str | None, str | None, str | None]:
     )
 
 
-def http_error(status: int, body: str, api_key: str | Redactor | None) -> ProviderError:
+def http_error(status: int, body: str) -> ProviderError:
     message, kind, code = _error_details(body)
     if message is None:
         snippet = " ".join(body.split())[:300]
@@ -270,8 +261,8 @@ def http_error(status: int, body: str, api_key: str | Redactor | None) -> Provid
         hint = " — check the API key"
     elif code in _NO_RETRY_CODES or kind in _NO_RETRY_CODES:
         hint = " — the account is out of credit or quota; retrying will not help"
-    text = redact(f"HTTP {status}: {message}{label}{hint}", api_key)
-    return ProviderError(text, status=status, code=code or kind, body=redact(body, api_key))
+    text = f"HTTP {status}: {message}{label}{hint}"
+    return ProviderError(text, status=status, code=code or kind, body=body)
 
 
 def stream_error(payload: Mapping[str, Any]) -> ProviderError:
@@ -285,16 +276,6 @@ def stream_error(payload: Mapping[str, Any]) -> ProviderError:
         message, kind = str(error), None
     label = f" ({kind})" if kind else ""
     return ProviderError(f"{message}{label}", code=str(kind) if kind else None)
-
-
-def redactor_error(redactor: Redactor, error: ProviderError) -> ProviderError:
-    """``error`` with its message and body scrubbed."""
-    return ProviderError(
-        redactor.scrub(str(error)),
-        status=error.status,
-        code=error.code,
-        body=redactor.scrub(error.body),
-    )
 
 
 def _should_retry(status: int, headers: Mapping[str, str], code: str | None) -> bool:
@@ -439,9 +420,37 @@ async def open_sse(
     the body starts (429/5xx/overloaded/connection errors), honouring ``retry-after-ms``,
     ``retry-after`` and ``x-should-retry``, capped by ``options.max_retry_delay_ms``.
 
-    Error texts and bodies are scrubbed of every credential of the request; ``options.on_stall``
-    hears of silences longer than ``options.stall_ms`` (waiting for headers or for events), and
-    a read timeout says how long the server was silent."""
+    Every ``ProviderError`` that leaves it, message and body, is scrubbed of the request's
+    credentials (servers echo them; URLs carry passwords); ``options.on_stall`` hears of
+    silences longer than ``options.stall_ms`` (waiting for headers or for events), and a read
+    timeout says how long the server was silent."""
+    redactor = Redactor.for_request(
+        api_keys=[api_key, options.api_key],
+        model_headers={**(model.headers or {}), **headers},
+        call_headers=options.headers,
+        urls=[url, model.base_url],
+    )
+    try:
+        async with _post_sse(model, options, url, headers, payload) as events:
+            yield events
+    except ProviderError as error:
+        raise ProviderError(
+            redactor.scrub(str(error)),
+            status=error.status,
+            code=error.code,
+            body=redactor.scrub(error.body),
+        ) from None
+
+
+@asynccontextmanager
+async def _post_sse(
+    model: Model,
+    options: StreamOptions,
+    url: str,
+    headers: dict[str, str],
+    payload: dict[str, Any],
+) -> AsyncIterator[AsyncIterator[ServerSentEvent]]:
+    """``open_sse`` before its error texts are scrubbed."""
     replaced = await _call_hook(options.on_payload, payload, model)
     if replaced is not None:
         payload = replaced
@@ -457,12 +466,6 @@ async def open_sse(
     if options.timeout_ms is not None:
         seconds = options.timeout_ms / 1000
         timeout = httpx.Timeout(seconds, connect=min(seconds, 10.0))
-    redactor = Redactor.for_request(
-        api_keys=[api_key, options.api_key],
-        model_headers={**(model.headers or {}), **headers},
-        call_headers=options.headers,
-        urls=[url, model.base_url],
-    )
     client = options.http_client or get_client()
     cap = options.max_retry_delay_ms / 1000 if options.max_retry_delay_ms else None
     attempt = 0
@@ -477,10 +480,9 @@ async def open_sse(
             watchdog.stop()
             if attempt >= options.max_retries:
                 if isinstance(exc, httpx.ReadTimeout):
-                    error = _timeout_error(exc, watchdog.waited(), url)
-                    raise redactor_error(redactor, error) from None
+                    raise _timeout_error(exc, watchdog.waited(), url) from None
                 raise ProviderError(
-                    redactor.scrub(f"Connection to {url} failed: {exc or type(exc).__name__}")
+                    f"Connection to {url} failed: {exc or type(exc).__name__}"
                 ) from None
             await asyncio.sleep(_backoff(attempt))
             attempt += 1
@@ -495,7 +497,7 @@ async def open_sse(
             )
             if response.status_code >= 400:
                 text = (await response.aread()).decode("utf-8", errors="replace")
-                error = http_error(response.status_code, text, redactor)
+                error = http_error(response.status_code, text)
                 if attempt >= options.max_retries or not _should_retry(
                     response.status_code, response.headers, error.code
                 ):
@@ -515,12 +517,10 @@ async def open_sse(
                 text = (await response.aread()).decode("utf-8", errors="replace")
                 message, _kind, _code = _error_details(text)
                 raise ProviderError(
-                    redactor.scrub(
-                        f"Expected an event stream, got {response.headers.get('content-type')!r}: "
-                        f"{message or ' '.join(text.split())[:300]}"
-                    ),
+                    f"Expected an event stream, got {response.headers.get('content-type')!r}: "
+                    f"{message or ' '.join(text.split())[:300]}",
                     status=response.status_code,
-                    body=redactor.scrub(text),
+                    body=text,
                 )
             else:
                 events = _sse_events(response, watchdog, url)
