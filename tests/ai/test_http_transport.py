@@ -150,6 +150,24 @@ async def test_a_handed_in_client_carries_every_request_and_stays_open() -> None
     assert http_layer._clients.get(asyncio.get_running_loop()) is None  # none was made
 
 
+@pytest.mark.parametrize(
+    "api",
+    ["openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai"],
+)
+async def test_every_provider_posts_through_the_handed_in_client(api: str) -> None:
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.host)
+        return httpx.Response(418, json={"error": {"message": "a teapot, not a model"}})
+
+    model = Model(id="m", api=api, provider="custom", base_url="http://seam.example.test/v1")
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        reply = await stream(model, HELLO, api_key=KEY, http_client=client).result()
+    assert seen == ["seam.example.test"]
+    assert reply.stop_reason == "error" and "a teapot, not a model" in (reply.error_message or "")
+
+
 def test_aiohttp_is_imported_by_the_first_client_not_by_the_http_layer() -> None:
     """The structural test (tests/notebook/test_load_imports.py) lists aiohttp too; here: the
     HTTP layer itself imports it only when the first client is made."""
