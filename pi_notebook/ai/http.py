@@ -407,6 +407,21 @@ async def _sse_events(
 
 
 @asynccontextmanager
+async def _scrubbing(redactor: Redactor) -> AsyncIterator[None]:
+    """Every ``ProviderError`` leaving the block, message and body, scrubbed of the request's
+    credentials (servers echo them; URLs carry passwords)."""
+    try:
+        yield
+    except ProviderError as error:
+        raise ProviderError(
+            redactor.scrub(str(error)),
+            status=error.status,
+            code=error.code,
+            body=redactor.scrub(error.body),
+        ) from None
+
+
+@asynccontextmanager
 async def open_sse(
     model: Model,
     options: StreamOptions,
@@ -430,107 +445,87 @@ async def open_sse(
         call_headers=options.headers,
         urls=[url, model.base_url],
     )
-    try:
-        async with _post_sse(model, options, url, headers, payload) as events:
-            yield events
-    except ProviderError as error:
-        raise ProviderError(
-            redactor.scrub(str(error)),
-            status=error.status,
-            code=error.code,
-            body=redactor.scrub(error.body),
-        ) from None
-
-
-@asynccontextmanager
-async def _post_sse(
-    model: Model,
-    options: StreamOptions,
-    url: str,
-    headers: dict[str, str],
-    payload: dict[str, Any],
-) -> AsyncIterator[AsyncIterator[ServerSentEvent]]:
-    """``open_sse`` before its error texts are scrubbed."""
-    replaced = await _call_hook(options.on_payload, payload, model)
-    if replaced is not None:
-        payload = replaced
-    body = json.dumps(payload).encode()
-    all_headers = {
-        "content-type": "application/json",
-        "accept": "text/event-stream",
-        **(model.headers or {}),
-        **headers,
-        **(options.headers or {}),
-    }
-    timeout = None
-    if options.timeout_ms is not None:
-        seconds = options.timeout_ms / 1000
-        timeout = httpx.Timeout(seconds, connect=min(seconds, 10.0))
-    client = options.http_client or get_client()
-    cap = options.max_retry_delay_ms / 1000 if options.max_retry_delay_ms else None
-    attempt = 0
-    while True:
-        request = client.build_request("POST", url, content=body, headers=all_headers)
-        if timeout is not None:
-            request.extensions["timeout"] = timeout.as_dict()
-        watchdog = _Watchdog(options)
-        try:
-            response = await client.send(request, stream=True)
-        except httpx.TransportError as exc:
-            watchdog.stop()
-            if attempt >= options.max_retries:
-                if isinstance(exc, httpx.ReadTimeout):
-                    raise _timeout_error(exc, watchdog.waited(), url) from None
-                raise ProviderError(
-                    f"Connection to {url} failed: {exc or type(exc).__name__}"
-                ) from None
-            await asyncio.sleep(_backoff(attempt))
-            attempt += 1
-            continue
-        except BaseException:
-            watchdog.stop()
-            raise
-        watchdog.alive()
-        try:
-            await _call_hook(
-                options.on_response, ResponseInfo(response.status_code, response.headers), model
-            )
-            if response.status_code >= 400:
-                text = (await response.aread()).decode("utf-8", errors="replace")
-                error = http_error(response.status_code, text)
-                if attempt >= options.max_retries or not _should_retry(
-                    response.status_code, response.headers, error.code
-                ):
-                    raise error
-                wait = parse_retry_after(response.headers)
-                if wait is None or wait <= 0:
-                    wait = _backoff(attempt)
-                elif cap is not None and wait > cap:
+    async with _scrubbing(redactor):
+        replaced = await _call_hook(options.on_payload, payload, model)
+        if replaced is not None:
+            payload = replaced
+        body = json.dumps(payload).encode()
+        all_headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            **(model.headers or {}),
+            **headers,
+            **(options.headers or {}),
+        }
+        timeout = None
+        if options.timeout_ms is not None:
+            seconds = options.timeout_ms / 1000
+            timeout = httpx.Timeout(seconds, connect=min(seconds, 10.0))
+        client = options.http_client or get_client()
+        cap = options.max_retry_delay_ms / 1000 if options.max_retry_delay_ms else None
+        attempt = 0
+        while True:
+            request = client.build_request("POST", url, content=body, headers=all_headers)
+            if timeout is not None:
+                request.extensions["timeout"] = timeout.as_dict()
+            watchdog = _Watchdog(options)
+            try:
+                response = await client.send(request, stream=True)
+            except httpx.TransportError as exc:
+                watchdog.stop()
+                if attempt >= options.max_retries:
+                    if isinstance(exc, httpx.ReadTimeout):
+                        raise _timeout_error(exc, watchdog.waited(), url) from None
                     raise ProviderError(
-                        f"{error} (the server asked to retry after {wait:.0f} s, more than "
-                        f"max_retry_delay_ms={options.max_retry_delay_ms})",
-                        status=error.status,
-                        code=error.code,
-                        body=error.body,
-                    )
-            elif "text/event-stream" not in response.headers.get("content-type", ""):
-                text = (await response.aread()).decode("utf-8", errors="replace")
-                message, _kind, _code = _error_details(text)
-                raise ProviderError(
-                    f"Expected an event stream, got {response.headers.get('content-type')!r}: "
-                    f"{message or ' '.join(text.split())[:300]}",
-                    status=response.status_code,
-                    body=text,
+                        f"Connection to {url} failed: {exc or type(exc).__name__}"
+                    ) from None
+                await asyncio.sleep(_backoff(attempt))
+                attempt += 1
+                continue
+            except BaseException:
+                watchdog.stop()
+                raise
+            watchdog.alive()
+            try:
+                await _call_hook(
+                    options.on_response, ResponseInfo(response.status_code, response.headers), model
                 )
-            else:
-                events = _sse_events(response, watchdog, url)
-                try:
-                    yield events
-                finally:
-                    await events.aclose()  # type: ignore[attr-defined]
-                return
-        finally:
-            watchdog.stop()
-            await response.aclose()
-        await asyncio.sleep(wait)
-        attempt += 1
+                if response.status_code >= 400:
+                    text = (await response.aread()).decode("utf-8", errors="replace")
+                    error = http_error(response.status_code, text)
+                    if attempt >= options.max_retries or not _should_retry(
+                        response.status_code, response.headers, error.code
+                    ):
+                        raise error
+                    wait = parse_retry_after(response.headers)
+                    if wait is None or wait <= 0:
+                        wait = _backoff(attempt)
+                    elif cap is not None and wait > cap:
+                        raise ProviderError(
+                            f"{error} (the server asked to retry after {wait:.0f} s, more than "
+                            f"max_retry_delay_ms={options.max_retry_delay_ms})",
+                            status=error.status,
+                            code=error.code,
+                            body=error.body,
+                        )
+                elif "text/event-stream" not in response.headers.get("content-type", ""):
+                    text = (await response.aread()).decode("utf-8", errors="replace")
+                    message, _kind, _code = _error_details(text)
+                    raise ProviderError(
+                        f"Expected an event stream, got {response.headers.get('content-type')!r}: "
+                        f"{message or ' '.join(text.split())[:300]}",
+                        status=response.status_code,
+                        body=text,
+                    )
+                else:
+                    events = _sse_events(response, watchdog, url)
+                    try:
+                        yield events
+                    finally:
+                        await events.aclose()  # type: ignore[attr-defined]
+                    return
+            finally:
+                watchdog.stop()
+                await response.aclose()
+            await asyncio.sleep(wait)
+            attempt += 1
