@@ -76,10 +76,7 @@ class Coercion:
             return value
         if not isinstance(value, dict):
             return value
-        properties = _mapping(schema.get("properties"))
-        patterns = _mapping(schema.get("patternProperties"))
-        extra = schema.get("additionalProperties")
-        extra = extra if isinstance(extra, Mapping) else None
+        properties, patterns, extra = _member_schemas(schema)
         required = schema.get("required")
         required = set(required) if isinstance(required, list) else set()
         for key, sub in properties.items():
@@ -96,13 +93,8 @@ class Coercion:
                 continue
             value[key] = self._drop_optional_nulls(sub, resolver, value[key])
         for key in list(value):
-            matched = key in properties
-            for pattern, sub in patterns.items():
-                if pattern_matches(pattern, key):
-                    matched = True
-                    value[key] = self._drop_optional_nulls(sub, resolver, value[key])
-            if not matched and extra is not None:
-                value[key] = self._drop_optional_nulls(extra, resolver, value[key])
+            for sub in _undeclared_member_schemas(key, properties, patterns, extra):
+                value[key] = self._drop_optional_nulls(sub, resolver, value[key])
         return value
 
     # pass 2: TypeBox's conversions
@@ -220,20 +212,12 @@ class Coercion:
     ) -> Any:
         if not isinstance(value, dict):
             return value
-        properties = _mapping(node.get("properties"))
-        patterns = _mapping(node.get("patternProperties"))
-        extra = node.get("additionalProperties")
-        extra = extra if isinstance(extra, Mapping) else None
+        properties, patterns, extra = _member_schemas(node)
         for key, item in value.items():
-            matched = key in properties
-            if matched:
+            if key in properties:
                 item = self._convert(properties[key], resolver, item, entered)
-            for pattern, sub in patterns.items():
-                if pattern_matches(pattern, key):
-                    matched = True
-                    item = self._convert(sub, resolver, item, entered)
-            if not matched and extra is not None:
-                item = self._convert(extra, resolver, item, entered)
+            for sub in _undeclared_member_schemas(key, properties, patterns, extra):
+                item = self._convert(sub, resolver, item, entered)
             value[key] = item
         return value
 
@@ -257,21 +241,13 @@ class Coercion:
                     value = candidate
                     break
         if "object" in types and isinstance(value, dict):
-            properties = _mapping(schema.get("properties"))
-            patterns = _mapping(schema.get("patternProperties"))
-            extra = schema.get("additionalProperties")
-            extra = extra if isinstance(extra, Mapping) else None
+            properties, patterns, extra = _member_schemas(schema)
             for key, sub in properties.items():
                 if key in value:
                     value[key] = self._coerce_types(sub, resolver, value[key])
             for key in list(value):
-                matched = key in properties
-                for pattern, sub in patterns.items():
-                    if pattern_matches(pattern, key):
-                        matched = True
-                        value[key] = self._coerce_types(sub, resolver, value[key])
-                if not matched and extra is not None:
-                    value[key] = self._coerce_types(extra, resolver, value[key])
+                for sub in _undeclared_member_schemas(key, properties, patterns, extra):
+                    value[key] = self._coerce_types(sub, resolver, value[key])
         if "array" in types and isinstance(value, list):
             for index, item in enumerate(value):
                 sub = _item_schema(schema, index)
@@ -314,6 +290,28 @@ def _scope(node: Mapping[str, Any], resolver: _Resolver) -> _Resolver:
     if "$id" in node:
         return resolver.in_subresource(DRAFT202012.create_resource(node))
     return resolver
+
+
+def _member_schemas(node: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any], Any]:
+    """An object schema's ``properties``, ``patternProperties`` and ``additionalProperties``
+    (``None`` unless it is a schema)."""
+    extra = node.get("additionalProperties")
+    return (
+        _mapping(node.get("properties")),
+        _mapping(node.get("patternProperties")),
+        extra if isinstance(extra, Mapping) else None,
+    )
+
+
+def _undeclared_member_schemas(
+    key: str, properties: Mapping[str, Any], patterns: Mapping[str, Any], extra: Any
+) -> list[Any]:
+    """The schemas a member applies beyond ``properties``: those of the patterns its name
+    matches, else ``additionalProperties`` (when it is a schema) for a name nothing declares."""
+    matching = [sub for pattern, sub in patterns.items() if pattern_matches(pattern, key)]
+    if not matching and key not in properties and extra is not None:
+        return [extra]
+    return matching
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
