@@ -2,7 +2,7 @@
 
 The same scripted workloads (``bench.peers_agent_loop.WORKLOADS``) run in every system, every event
 consumed by one subscriber, each run checked: pi_notebook through ``bench.agent_loop_bench``, pi
-through ``bench/peers/agent_loop.mjs`` (pi-agent-core 0.73.1, the peer issue 15 names, and 1.6.0
+through ``bench/peers/agent_loop.mjs`` (pi-agent-core 0.73.1, the peer we compare against, and 1.6.0
 on Node 22 from tests/golden/pi-1.6/sessions: the bench runs ``npm ci`` there once if it is
 missing, ``--no-install`` leaves it out), pydantic-ai through a ``FunctionModel`` stream function,
 and the Python floor (``bench.agent_loop_floor``: the same events as dicts through a bare asyncio
@@ -192,7 +192,7 @@ def report(systems: list[System], keys: list[str], notes: list[str]) -> None:
             "Agent loop: best wall time, ms (pi_notebook against pi)",
             ["workload", OURS, *(h for pi in pis for h in (pi.name, f"ours ÷ {pi.name}"))],
             rows,
-            note="Best of the runs above, all measured in this run (issue 15 compares these, "
+            note="Best of the runs above, all measured in this run (the comparison is "
             "against pi 0.73.1). “ours ÷ pi” < 1 means pi_notebook is faster.",
         )
 

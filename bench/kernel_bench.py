@@ -27,7 +27,7 @@
 temporary directory and put first on the kernels' ``PYTHONPATH``) the same way in the same run,
 and ends with a before/after table: load time, bytes ÷ text, messages/s, CPU.
 
-The goals (issue 15): load ≤ 250 ms; during the run < 10 % CPU, ≤ 25 messages/s and ≤ 3× the
+The goals: load ≤ 250 ms; during the run < 10 % CPU, ≤ 25 messages/s and ≤ 3× the
 text in bytes. It prints tables and never passes or fails.
 
     python3 -m bench.kernel_bench                       # 4 kernels per mode, 20 s at 1,000 tokens/s

@@ -20,8 +20,8 @@ accumulates the reply text (checked against what the server sent):
 ``pi_notebook`` runs on pi_notebook's default transport (httpx's API over aiohttp's C HTTP parser,
 ``pi_notebook.ai.aiohttp_transport``); two more rows show what the transport is worth:
 
-- ``pi_notebook (httpx)``: the same run with its shared ``httpx.AsyncClient`` on httpx's own
-  transport (h11; ``PI_NOTEBOOK_HTTP_TRANSPORT=httpx``), for that run only;
+- ``pi_notebook (httpx)``: the same run with a plain ``httpx.AsyncClient`` (httpx's own
+  transport, h11) handed in as ``http_client``;
 - ``aiohttp bytes``: aiohttp reading the body (its C parser undoes the chunked framing and hands
   over whatever arrived, many events per read, where h11 hands over one HTTP chunk at a time).
 
@@ -122,7 +122,9 @@ class Consumers:
 
     # --- pi_notebook ------------------------------------------------------------------------------
 
-    async def ours(self, protocol: Protocol, url: str, n: int) -> str:
+    async def ours(
+        self, protocol: Protocol, url: str, n: int, http_client: httpx.AsyncClient | None = None
+    ) -> str:
         from pi_notebook.ai import Context, UserMessage, custom_model, stream
 
         if protocol == "openai":
@@ -131,7 +133,9 @@ class Consumers:
             model = custom_model(MODEL, f"{url}/n/{n}", provider="bench", api="anthropic-messages")
         context = Context(messages=[UserMessage(content=PROMPT, timestamp=0)])
         parts: list[str] = []
-        events = stream(model, context, api_key="bench-key", max_tokens=1024)
+        events = stream(
+            model, context, api_key="bench-key", max_tokens=1024, http_client=http_client
+        )
         async for event in events:
             if event.type == "text_delta":
                 parts.append(event.delta)
@@ -140,22 +144,11 @@ class Consumers:
         return "".join(parts)
 
     async def ours_on_httpx(self, protocol: Protocol, url: str, n: int) -> str:
-        """``ours`` with the shared client of this event loop on httpx's own transport."""
-        from pi_notebook.ai import http as http_layer
-
+        """``ours`` over a client on httpx's own transport, handed in as ``http_client``."""
         client = self._own.get("httpx")
         if client is None:
-            client = self._own["httpx"] = http_layer.make_client("httpx")
-        loop = asyncio.get_running_loop()
-        own = http_layer._clients.get(loop)
-        http_layer._clients[loop] = client
-        try:
-            return await self.ours(protocol, url, n)
-        finally:
-            if own is None:
-                del http_layer._clients[loop]
-            else:
-                http_layer._clients[loop] = own
+            client = self._own["httpx"] = httpx.AsyncClient(timeout=httpx.Timeout(600.0))
+        return await self.ours(protocol, url, n, http_client=client)
 
     async def aiohttp_bytes(self, path: str, url: str, n: int) -> None:
         import aiohttp  # type: ignore[import-not-found,unused-ignore]
@@ -534,7 +527,7 @@ def _summary(consumers: list[Consumer], sizes: list[int], protocols: list[Protoc
         rows,
         note="SDK ÷ ours > 1 means pi_notebook is faster. Linear scaling: µs/chunk stays flat "
         "from 10k to 1M. 'ours': the default transport (aiohttp's parser under httpx's API); "
-        "'ours (httpx)': the same run on httpx's own transport (PI_NOTEBOOK_HTTP_TRANSPORT=httpx).",
+        "'ours (httpx)': the same run on httpx's own transport (a plain client as http_client).",
     )
 
 

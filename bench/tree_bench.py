@@ -20,7 +20,7 @@ carries it. Everything runs inside an event loop, as in a kernel, and also once 
 
 Each session is measured in a fresh process. ``--before REV`` also measures git revision
 ``REV``'s ``pi_notebook/``, right before this tree's for each session, and prints both rows.
-Targets (issue 15): build ≤ 0.2 s and state ≤ 0.5 MB whatever the session size.
+Targets: build ≤ 0.2 s and state ≤ 0.5 MB whatever the session size.
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from bench.common import BENCH_DIR, describe_environment, fmt_us, print_table, stats
-from pi_notebook.agent import validation as new
 from pi_notebook.ai import Tool
+from pi_notebook.ai import validation as new
 
 OLD_REV = "18beca0"
 """The last commit whose validation.py is the hand-made validator."""

@@ -14,8 +14,8 @@ can say how far the text has got:
   script, layout, style), and a ``longtask`` observer the longest task.
 
 Per run it prints messages/s, bytes, the marker latency (produced → in the DOM; p50/p95/max,
-and for the last token) and the browser's busy time, next to the goals of DESIGN.md §3 / the
-spec (≤ 25 messages/s, ≤ 2 MB in all, p95 ≤ 150 ms). It never passes or fails.
+and for the last token) and the browser's busy time, next to the goals (≤ 25 messages/s, ≤ 2 MB
+in all, p95 ≤ 150 ms). It never passes or fails.
 
 ``--before REV`` runs the same in a second JupyterLab whose kernels import git revision REV's
 ``pi_notebook/`` (exported to a temporary directory, first on ``PYTHONPATH``; the run view's

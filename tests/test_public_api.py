@@ -1,5 +1,6 @@
 """Each package's ``__all__`` is curated: exactly its public names, sorted, and all importable.
-DESIGN.md fixes some of these names; the lists below guard them."""
+Some of these names are a fixed contract (tests outside the repository call them); the lists
+below guard them."""
 
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ REQUIRED = {
         "agent_loop_continue",
         "tool",
     },
-    "pi_notebook.harness": {  # DESIGN.md §2.3 and §2.5 (pi 1.6 sessions)
+    "pi_notebook.harness": {  # pi 1.6 sessions included
         "Session",
         "SessionContext",
         "SessionEntry",

@@ -1,161 +1,26 @@
-"""pi_notebook.agent — the agent core: loop, Agent, tool execution, hooks, queues.
+"""pi_notebook.agent — the agent core: loop, Agent, tool execution, hooks, queues."""
 
-``tool`` and ``FunctionTool`` (functions as tools) live in ``pi_notebook.tools``, which builds on
-this package; they are re-exported here lazily, as DESIGN §2.2 names them, without the core
-importing that layer.
-"""
+import importlib as _importlib
+from typing import Any as _Any
 
-import typing as _typing
+import lazy_loader as _lazy
 
-from .._lazy import lazy_exports as _lazy_exports
+# The public names and their submodules are listed once, in __init__.pyi; each submodule is
+# imported when one of its names is first used, so importing the package loads none of them.
+_core_getattr, _core_dir, _core_all = _lazy.attach_stub(__name__, __file__)
 
-if _typing.TYPE_CHECKING:
-    from ..tools import FunctionTool, tool
-    from .agent import Agent, AgentListener, AgentState
-    from .call_stops import CANCELLED_TOOL_MESSAGE, ToolCallStops
-    from .events import (
-        AgentEndEvent,
-        AgentEvent,
-        AgentStartEvent,
-        MessageEndEvent,
-        MessageStartEvent,
-        MessageUpdateEvent,
-        ToolExecutionEndEvent,
-        ToolExecutionStartEvent,
-        ToolExecutionUpdateEvent,
-        TurnEndEvent,
-        TurnStartEvent,
-    )
-    from .loop import (
-        AgentEventStream,
-        agent_loop,
-        agent_loop_continue,
-        default_stream_fn,
-        run_agent_loop,
-        run_agent_loop_continue,
-    )
-    from .tools import AgentTool, AgentToolResult, ToolExecute, ToolUpdateCallback
-    from .types import (
-        AfterToolCallContext,
-        AfterToolCallResult,
-        AgentContext,
-        AgentLoopConfig,
-        AgentMessage,
-        BeforeToolCallContext,
-        BeforeToolCallResult,
-        CustomAgentMessage,
-        QueueMode,
-        RequestContext,
-        RequestUpdate,
-        StreamFn,
-        ToolExecutionMode,
-        TurnDecision,
-        TurnEndContext,
-        TurnUpdate,
-        default_convert_to_llm,
-    )
-    from .validation import ToolArgumentsError, validate_tool_arguments
+# The one name from a layer above: `pi_notebook.agent.tool` is a fixed public name for the
+# decorator of `pi_notebook.tools` (which builds on this package). It is looked up only when
+# asked for; nothing in the core imports that layer.
+_FROM_TOOLS = ("FunctionTool", "tool")
+__all__ = sorted([*_core_all, *_FROM_TOOLS])
 
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    ".agent": ("Agent", "AgentListener", "AgentState"),
-    ".call_stops": ("CANCELLED_TOOL_MESSAGE", "ToolCallStops"),
-    ".events": (
-        "AgentEndEvent",
-        "AgentEvent",
-        "AgentStartEvent",
-        "MessageEndEvent",
-        "MessageStartEvent",
-        "MessageUpdateEvent",
-        "ToolExecutionEndEvent",
-        "ToolExecutionStartEvent",
-        "ToolExecutionUpdateEvent",
-        "TurnEndEvent",
-        "TurnStartEvent",
-    ),
-    ".loop": (
-        "AgentEventStream",
-        "agent_loop",
-        "agent_loop_continue",
-        "default_stream_fn",
-        "run_agent_loop",
-        "run_agent_loop_continue",
-    ),
-    ".tools": ("AgentTool", "AgentToolResult", "ToolExecute", "ToolUpdateCallback"),
-    ".types": (
-        "AfterToolCallContext",
-        "AfterToolCallResult",
-        "AgentContext",
-        "AgentLoopConfig",
-        "AgentMessage",
-        "BeforeToolCallContext",
-        "BeforeToolCallResult",
-        "CustomAgentMessage",
-        "QueueMode",
-        "RequestContext",
-        "RequestUpdate",
-        "StreamFn",
-        "ToolExecutionMode",
-        "TurnDecision",
-        "TurnEndContext",
-        "TurnUpdate",
-        "default_convert_to_llm",
-    ),
-    "..tools": ("FunctionTool", "tool"),
-    # jsonschema's import takes seconds where rfc3987-syntax is installed (it builds a grammar
-    # at import); the first tool call loads it in a thread (tool_execution._validation).
-    ".validation": ("ToolArgumentsError", "validate_tool_arguments"),
-}
-"""Where each public name lives: its submodule is imported when the name is first used
-(``pi_notebook._lazy``)."""
 
-__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
+def __getattr__(name: str) -> _Any:
+    if name in _FROM_TOOLS:
+        return getattr(_importlib.import_module("pi_notebook.tools"), name)
+    return _core_getattr(name)
 
-__all__ = [
-    "CANCELLED_TOOL_MESSAGE",
-    "AfterToolCallContext",
-    "AfterToolCallResult",
-    "Agent",
-    "AgentContext",
-    "AgentEndEvent",
-    "AgentEvent",
-    "AgentEventStream",
-    "AgentListener",
-    "AgentLoopConfig",
-    "AgentMessage",
-    "AgentStartEvent",
-    "AgentState",
-    "AgentTool",
-    "AgentToolResult",
-    "BeforeToolCallContext",
-    "BeforeToolCallResult",
-    "CustomAgentMessage",
-    "FunctionTool",
-    "MessageEndEvent",
-    "MessageStartEvent",
-    "MessageUpdateEvent",
-    "QueueMode",
-    "RequestContext",
-    "RequestUpdate",
-    "StreamFn",
-    "ToolArgumentsError",
-    "ToolCallStops",
-    "ToolExecute",
-    "ToolExecutionEndEvent",
-    "ToolExecutionMode",
-    "ToolExecutionStartEvent",
-    "ToolExecutionUpdateEvent",
-    "ToolUpdateCallback",
-    "TurnDecision",
-    "TurnEndContext",
-    "TurnEndEvent",
-    "TurnStartEvent",
-    "TurnUpdate",
-    "agent_loop",
-    "agent_loop_continue",
-    "default_convert_to_llm",
-    "default_stream_fn",
-    "run_agent_loop",
-    "run_agent_loop_continue",
-    "tool",
-    "validate_tool_arguments",
-]
+
+def __dir__() -> list[str]:
+    return __all__.copy()

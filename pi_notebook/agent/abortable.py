@@ -6,8 +6,8 @@ kept); then it is cancelled, and if it has not ended ``UNWIND_S`` later it is ab
 on in a task of its own, its outcome ignored, and the caller gets ``(True, None)``.
 
 Why not a task per call: a task costs its creation and registration and a loop iteration or two
-each way, a large share of one agent-loop turn for a tool that answers at once (a no-op tool
-took a fifth of ``bench.agent_loop_bench``'s ``turns_1k``). Here ``work`` is stepped by hand
+each way, a large share of one agent-loop turn for a tool that answers at once
+(``bench.agent_loop_bench``'s ``turns_1k``). Here ``work`` is stepped by hand
 (``send``/``throw``) and every future it waits on goes to the caller's task unchanged, so the
 tool runs as it would in a task of its own: its steps run in a copy of the caller's context
 variables, a cancellation reaches the future it waits on, and ``asyncio.timeout`` or an anyio

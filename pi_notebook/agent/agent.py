@@ -1,7 +1,7 @@
 """``Agent``: the stateful agent — a transcript, tools, queues, and one run at a time.
 
 ``await agent.prompt("…")`` runs the loop on the current transcript; every event first updates
-``agent.state`` (the reducer, spec §6.2) and is then handed to each subscriber in order, awaited.
+``agent.state`` (the reducer) and is then handed to each subscriber in order, awaited.
 While a run is active, ``steer`` queues messages injected after the current turn and
 ``follow_up`` queues messages that start a new turn when the run would otherwise end.
 
@@ -21,7 +21,6 @@ returns normally with ``state.error_message`` set.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -55,7 +54,7 @@ from .events import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from .listeners import takes_signal
+from .listeners import Listener, Listeners
 from .loop import run_agent_loop, run_agent_loop_continue
 from .tool_declarations import tool_declaration
 from .tools import AgentTool
@@ -87,7 +86,6 @@ BUSY_MESSAGE = (
 )
 _BUSY_CONTINUE_MESSAGE = "Agent is already processing. Wait for completion before continuing."
 _QUEUE_MODES = ("all", "one-at-a-time")
-_TOLERATED = "agent listener failed while a run failure was reported"
 _TOOL_EXECUTION_MODES = ("sequential", "parallel")
 
 
@@ -109,17 +107,7 @@ _EVENT_TYPES: dict[type[Any], str] = {
 """Each event class's ``type`` (the one its ``type`` field allows)."""
 
 
-def _listener_failed(listener: Any, event: AgentEvent, tolerant: bool) -> None:
-    """Report a listener's exception (being handled) and go on: a broken display must not
-    end the run it displays."""
-    if tolerant:
-        _log.exception(_TOLERATED)
-        return
-    name = getattr(listener, "__qualname__", None) or repr(listener) if listener else "a listener"
-    _log.exception("agent listener %s failed on %s; the run goes on", name, event.type)
-
-
-AgentListener: TypeAlias = Callable[..., Awaitable[None] | None]
+AgentListener: TypeAlias = Listener
 """``listener(event)`` or ``listener(event, signal)``, sync or async."""
 
 
@@ -347,7 +335,7 @@ class Agent:
         """The silence that counts as a stall (``None``: ``StreamOptions``' default, 5 s)."""
         self._steering = _MessageQueue(steering_mode)
         self._follow_up = _MessageQueue(follow_up_mode)
-        self._listeners: tuple[tuple[AgentListener, bool], ...] = ()
+        self._listeners = Listeners("agent", _log)
         self._active: _ActiveRun | None = None
         self._signal: AbortSignal | None = None
         self._tool_stops = ToolCallStops()
@@ -368,22 +356,15 @@ class Agent:
         ``listener(event, signal)`` if it asks for the run's abort signal (its second parameter
         is named ``signal``, or positional-only without a default, or ``*args``: see
         ``listeners``). Async listeners are awaited, all in subscription order. A listener that
-        raises is logged (``pi_notebook.agent.agent``, with its traceback) and skipped for that
-        event: it never fails the run. Returns a function that unsubscribes."""
-        entry = (listener, takes_signal(listener))
-        self._listeners = (*self._listeners, entry)
+        raises is logged (``pi_notebook.agent.agent``) and skipped for that event: it never
+        fails the run. Returns a function that unsubscribes."""
+        return self._listeners.subscribe(listener)
 
-        def unsubscribe() -> None:
-            self._listeners = tuple(e for e in self._listeners if e is not entry)
-
-        return unsubscribe
-
-    def _deliver(self, event: AgentEvent, tolerant: bool = False) -> Awaitable[None] | None:
-        """The loop's ``emit``: apply ``event`` to the state (the reducer, spec §6.2), then hand it
+    def _deliver(self, event: AgentEvent) -> Awaitable[None] | None:
+        """The loop's ``emit``: apply ``event`` to the state (the reducer), then hand it
         to every listener in order. Returns ``None`` when every listener was synchronous (nothing
         to await, no coroutine made: this runs once per streamed delta), else an awaitable that
-        finishes the delivery. ``tolerant``: log failing listeners instead of raising (while a
-        run failure is reported)."""
+        finishes the delivery."""
         state = self._state
         if type(event) is MessageUpdateEvent:  # the per-delta case, told without reading a field
             state._streaming = event
@@ -409,40 +390,7 @@ class Agent:
             elif kind == "agent_end":
                 state._streaming = None
 
-        signal = self._signal
-        listeners = self._listeners
-        for entry in listeners:  # (no enumerate(): its position is looked up when needed)
-            listener, with_signal = entry
-            try:
-                outcome = listener(event, signal) if with_signal else listener(event)
-            except Exception:
-                _listener_failed(listener, event, tolerant)
-                continue
-            if outcome is not None and inspect.isawaitable(outcome):
-                after = next(i for i, other in enumerate(listeners) if other is entry) + 1
-                return self._deliver_rest(event, outcome, listeners[after:], signal, tolerant)
-        return None
-
-    async def _deliver_rest(
-        self,
-        event: AgentEvent,
-        pending: Awaitable[Any],
-        listeners: tuple[tuple[AgentListener, bool], ...],
-        signal: AbortSignal | None,
-        tolerant: bool,
-    ) -> None:
-        """``_deliver`` from its first asynchronous listener (``pending``) on."""
-        try:
-            await pending
-        except Exception:
-            _listener_failed(None, event, tolerant)
-        for listener, with_signal in listeners:
-            try:
-                outcome = listener(event, signal) if with_signal else listener(event)
-                if outcome is not None and inspect.isawaitable(outcome):
-                    await outcome
-            except Exception:
-                _listener_failed(listener, event, tolerant)
+        return self._listeners.deliver(event, self._signal)
 
     # --- queues ----------------------------------------------------------------------------------
 
@@ -693,6 +641,6 @@ class Agent:
             TurnEndEvent._quick(type="turn_end", message=failure, tool_results=[]),
             AgentEndEvent._quick(type="agent_end", messages=[failure]),
         ):
-            pending = self._deliver(event, tolerant=True)
+            pending = self._deliver(event)
             if pending is not None:
                 await pending

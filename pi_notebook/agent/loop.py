@@ -6,7 +6,7 @@ run), and returns the messages the run added. ``agent_loop(...)`` runs the same 
 background task and hands its events to an async iterator. The ``*_continue`` variants resume from
 an existing transcript without a prompt.
 
-Event order (pi's, spec §4.6)::
+Event order (pi's)::
 
     agent_start, turn_start, message_start/end per prompt,
     [turn_start (not for the first turn), message_start/end per injected steering/follow-up
@@ -44,7 +44,7 @@ from ..ai.abort import AbortSignal
 from ..ai.event_stream import AssistantMessageEventStream, DeltaRun
 from ..ai.events import BLOCK_EVENT_CLASSES, BLOCK_EVENT_TYPES, AssistantMessageEvent
 from ..ai.options import StreamOptions, maybe_await
-from ..ai.registry import stream_simple
+from ..ai.registry import stream_simple_options
 from ..ai.types import AssistantMessage, Context, Message, Model, ThinkingLevel, ToolResultMessage
 from .events import (
     AgentEndEvent,
@@ -90,13 +90,9 @@ _OWN_REFERENCES = 2
 and the call's own argument)."""
 
 
-def default_stream_fn(
-    model: Model, context: Context, options: StreamOptions
-) -> AssistantMessageEventStream:
-    """pi-ai's ``stream_simple`` over the provider registered for ``model.api``."""
-    kwargs: dict[str, Any] = {name: getattr(options, name) for name in _STREAM_OPTION_NAMES}
-    kwargs.update(options.extra)
-    return stream_simple(model, context, **kwargs)
+default_stream_fn: StreamFn = stream_simple_options
+"""pi-ai's ``stream_simple`` over the provider registered for ``model.api``, given the loop's
+``StreamOptions`` as they are."""
 
 
 class _Run:

@@ -85,12 +85,12 @@ __all__ = [
 
 BLOCKED_TOOL_MESSAGE = "Tool execution was blocked"
 ABORTED_TOOL_MESSAGE = "Operation aborted"
-_VALIDATION: Final = f"{__package__}.validation"
+_VALIDATION: Final = "pi_notebook.ai.validation"
 
 
 async def _load_validation() -> ModuleType:
-    """The validation module. jsonschema loads with the first call, not with the package (see
-    agent/__init__.py), and in a thread: its import can take seconds (rfc3987-syntax builds a
+    """The validation module. jsonschema loads with the first tool call, not with the package,
+    and in a thread: its import can take seconds (rfc3987-syntax builds a
     grammar), which must not stall the event loop (a kernel's, with its widgets and aborts).
     Callers look in ``sys.modules`` first (no coroutine per call once it is loaded)."""
     return await asyncio.to_thread(importlib.import_module, _VALIDATION)

@@ -70,7 +70,3 @@ class AgentTool(Tool):
         if isinstance(value, type) and issubclass(value, BaseModel):
             return value.model_json_schema()
         return value
-
-    def as_tool(self) -> Tool:
-        """The model-facing part only (name, description, JSON schema)."""
-        return Tool(name=self.name, description=self.description, parameters=self.parameters)

@@ -66,12 +66,6 @@ class AbortSignal:
             if entry in self._events:
                 self._events.remove(entry)
 
-    def throw_if_aborted(self) -> None:
-        if self._aborted:
-            raise AbortError(
-                self._reason if isinstance(self._reason, str) else "Request was aborted"
-            )
-
     def _fire(self, reason: Any) -> None:
         if self._aborted:
             return

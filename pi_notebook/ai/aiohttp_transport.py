@@ -1,5 +1,5 @@
-"""httpx's API over aiohttp's HTTP/1.1 client: the default transport of the providers' shared
-client (``PI_NOTEBOOK_HTTP_TRANSPORT=httpx`` selects httpx's own; see ``http.get_client``).
+"""httpx's API over aiohttp's HTTP/1.1 client: the transport of the providers' shared client
+(``http.get_client``; a caller may hand in any client of its own, ``StreamOptions.http_client``).
 
 Why: aiohttp's C parser undoes the chunked framing and hands over whatever has arrived, many SSE
 events per read, where httpx's own transport (h11) hands over one HTTP chunk — one event — at a
@@ -42,8 +42,6 @@ _INCOMPLETE = "peer closed connection without sending complete message body"
 
 class AiohttpClient(httpx.AsyncClient):
     """An ``httpx.AsyncClient`` on ``SafeAiohttpTransport`` (direct and through HTTP(S) proxies)."""
-
-    transport_name = "aiohttp"
 
     def _init_transport(
         self,

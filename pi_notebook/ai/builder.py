@@ -70,7 +70,7 @@ def calculate_cost(model: Model, usage: Usage) -> Cost:
 
 
 def loads_json(text: str) -> Any:
-    """``json.loads(text)``, parsed by pydantic-core's jiter (two to three times faster: providers
+    """``json.loads(text)``, parsed by pydantic-core's jiter (faster, and providers
     parse one payload per streamed chunk). Text jiter refuses is left to ``json.loads``, which
     decides: the results and errors are ``json.loads``'s (lone surrogate escapes parse too)."""
     try:
@@ -359,11 +359,6 @@ class MessageBuilder:
         if value != self._response_model:
             self._response_model = value
             self._layout = None
-
-    @property
-    def has_content(self) -> bool:
-        """True once any content block was started (a retry would now splice two replies)."""
-        return bool(self._blocks)
 
     def open_blocks(self) -> list[tuple[int, _OpenBlock]]:
         return [(i, self.open_block(i)) for i in self._open]

@@ -6,9 +6,9 @@ terminal ``done``/``error`` event resolves ``result()`` and is still delivered t
 
 Consecutive deltas into one block wait in the backlog as one ``DeltaRun`` (the block's chunk list
 and a range of chunk counts); each delta's event object is built when the consumer takes it. A
-queued delta then costs no GC-tracked object: a backlog of thousands of event objects used to
-survive young collections and drive full GC passes (``bench.agent_loop_bench`` text_100k: half
-its time). The consumer sees the same events, in the same order.
+queued delta then costs no GC-tracked object: a backlog of thousands of event objects would
+survive young collections and drive full GC passes (``bench.agent_loop_bench`` text_100k). The
+consumer sees the same events, in the same order.
 """
 
 from __future__ import annotations

@@ -116,8 +116,8 @@ def partial_event(
     the providers' per-delta path. ``partial`` is ``source.materialize_at(chunks)``, built when
     first read."""
     # A shared fields set: one GC-tracked object fewer per delta. The survivors of a batch of
-    # deltas drive full GC passes (bench.agent_loop_bench text_100k: ~70 % of the time is gen-2
-    # GC); ``test_fast_paths`` checks it against ``set(fields)``.
+    # deltas drive full GC passes (bench.agent_loop_bench text_100k); ``test_fast_paths`` checks
+    # it against ``set(fields)``.
     shared = _SHARED_FIELDS_SETS.get(cls)
     if shared is None or len(shared) != len(fields):
         shared = set(fields)

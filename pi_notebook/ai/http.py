@@ -1,8 +1,8 @@
-"""HTTP for every provider: one shared ``httpx.AsyncClient`` per event loop (on aiohttp's HTTP
-parser by default, ``aiohttp_transport``; ``PI_NOTEBOOK_HTTP_TRANSPORT=httpx`` for httpx's own),
-closed with its loop; retries with the official SDKs' policy, readable errors, and SSE framing
-(``sse``: bytes-level, lines split on CR/LF only — ``httpx``'s own ``iter_lines`` also splits on
-U+2028 and would break JSON payloads; httpx-sse for a body in a charset other than UTF-8).
+"""HTTP for every provider: the caller's ``httpx.AsyncClient`` (``StreamOptions.http_client``)
+or one shared client per event loop (httpx's API over aiohttp's HTTP parser, ``aiohttp_transport``),
+closed with its loop; retries with the official SDKs' policy, error texts scrubbed of the
+request's credentials (``redaction``), and SSE framing (``sse``: bytes-level, lines split on CR/LF
+only — ``httpx``'s own ``iter_lines`` also splits on U+2028 and would break JSON payloads).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import inspect
 import ipaddress
 import json
 import logging
-import os
 import random
 import time
 import weakref
@@ -25,7 +24,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from httpx_sse import EventSource
 
 from .models import PROVIDER_ENV_KEYS, get_env_api_key
 from .options import ResponseInfo, StallNotice, StreamOptions
@@ -34,18 +32,14 @@ from .sse import ServerSentEvent, SSEDecoder
 from .types import Model
 
 __all__ = [
-    "TRANSPORT_ENV",
     "ProviderError",
-    "client_transport",
     "get_client",
     "is_loopback_url",
     "make_client",
     "open_sse",
     "parse_retry_after",
     "preload_transport",
-    "redact",
     "resolve_api_key",
-    "transport_name",
 ]
 
 _log = logging.getLogger(__name__)
@@ -76,9 +70,8 @@ class ProviderError(Exception):
 
 
 def get_client() -> httpx.AsyncClient:
-    """The shared client of the running event loop (connections are pooled and reused), on the
-    transport ``PI_NOTEBOOK_HTTP_TRANSPORT`` names (see ``transport_name``); it is closed when
-    its loop shuts down (``asyncio.run``'s end, ``loop.shutdown_asyncgens()``)."""
+    """The shared client of the running event loop (connections are pooled and reused); it is
+    closed when its loop shuts down (``asyncio.run``'s end, ``loop.shutdown_asyncgens()``)."""
     loop = asyncio.get_running_loop()
     client = _clients.get(loop)
     if client is None or client.is_closed:
@@ -89,58 +82,24 @@ def get_client() -> httpx.AsyncClient:
     return client
 
 
-TRANSPORT_ENV = "PI_NOTEBOOK_HTTP_TRANSPORT"
-"""``aiohttp`` (the default) or ``httpx``: what carries the shared client's requests."""
+def make_client() -> httpx.AsyncClient:
+    """A new client with the shared client's settings: httpx's API over aiohttp's C HTTP parser,
+    which hands over whatever has arrived, many SSE events per read (httpx's own transport hands
+    over one HTTP chunk at a time; ``bench/stream_bench.py`` compares them). The caller closes
+    it (``get_client``'s are closed at their loop's shutdown)."""
+    from .aiohttp_transport import AiohttpClient
 
-_TRANSPORTS = ("aiohttp", "httpx")
-
-
-def transport_name() -> str:
-    """The transport ``PI_NOTEBOOK_HTTP_TRANSPORT`` asks for: ``aiohttp`` (the default:
-    httpx's API over aiohttp's C HTTP parser, ``aiohttp_transport``) or ``httpx`` (httpx's own,
-    h11). An unknown value is reported once and the default is used."""
-    value = os.environ.get(TRANSPORT_ENV, "").strip().lower()
-    if value in _TRANSPORTS:
-        return value
-    if value and value not in _warned:
-        _warned.add(value)
-        _log.warning("%s=%r is not one of %s: using aiohttp", TRANSPORT_ENV, value, _TRANSPORTS)
-    return "aiohttp"
-
-
-_warned: set[str] = set()
-
-
-def make_client(transport: str | None = None) -> httpx.AsyncClient:
-    """A new client with the shared client's settings on ``transport`` (``aiohttp`` or
-    ``httpx``; by default ``transport_name()``), falling back to httpx's own when aiohttp cannot
-    be imported. The caller closes it (``get_client``'s are closed at their loop's shutdown)."""
-    settings: dict[str, Any] = {
-        "timeout": httpx.Timeout(600.0, connect=10.0),
-        "limits": httpx.Limits(max_keepalive_connections=20, keepalive_expiry=30.0),
-        "follow_redirects": True,
-    }
-    if (transport or transport_name()) == "aiohttp":
-        try:
-            from .aiohttp_transport import AiohttpClient
-        except ImportError as exc:  # aiohttp or httpx-aiohttp missing: httpx's own
-            _log.debug("aiohttp transport unavailable (%s): using httpx's own", exc)
-        else:
-            return AiohttpClient(**settings)
-    return httpx.AsyncClient(**settings)
+    return AiohttpClient(
+        timeout=httpx.Timeout(600.0, connect=10.0),
+        limits=httpx.Limits(max_keepalive_connections=20, keepalive_expiry=30.0),
+        follow_redirects=True,
+    )
 
 
 def preload_transport() -> None:
-    """Import the transport ``transport_name()`` asks for (aiohttp takes ~0.2 s), ahead of the
-    first client: the kernel's first run does this in a worker thread, not on its loop."""
-    if transport_name() == "aiohttp":
-        with suppress(ImportError):
-            from . import aiohttp_transport  # noqa: F401
-
-
-def client_transport(client: httpx.AsyncClient) -> str:
-    """``aiohttp`` or ``httpx``: what carries ``client``'s requests."""
-    return str(getattr(client, "transport_name", "httpx"))
+    """Import the transport (aiohttp's import is slow) ahead of the first client: the kernel's
+    first run does this in a worker thread, not on its loop."""
+    from . import aiohttp_transport  # noqa: F401
 
 
 # --- closing the shared clients ------------------------------------------------------------------
@@ -199,10 +158,9 @@ def _sweep_closed_loops() -> None:
 
 
 def _close_now(client: httpx.AsyncClient) -> None:
-    if client_transport(client) == "aiohttp":
-        from .aiohttp_transport import close_now
+    from .aiohttp_transport import close_now
 
-        close_now(client)
+    close_now(client)
 
 
 def _close_all_now() -> None:
@@ -244,14 +202,6 @@ def resolve_api_key(
     if always_required:
         raise ProviderError(f"No API key for provider {model.provider!r}: pass api_key=")
     return None
-
-
-def redact(text: str, secret: str | Redactor | None) -> str:
-    """``text`` with ``secret`` (an API key, or every credential a ``Redactor`` knows) blanked
-    out."""
-    if isinstance(secret, Redactor):
-        return secret.scrub(text)
-    return Redactor([secret]).scrub(text)
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -300,7 +250,7 @@ def _error_details(body: str) -> tuple[str | None, str | None, str | None]:
     )
 
 
-def http_error(status: int, body: str, api_key: str | Redactor | None) -> ProviderError:
+def http_error(status: int, body: str) -> ProviderError:
     message, kind, code = _error_details(body)
     if message is None:
         snippet = " ".join(body.split())[:300]
@@ -311,14 +261,13 @@ def http_error(status: int, body: str, api_key: str | Redactor | None) -> Provid
         hint = " — check the API key"
     elif code in _NO_RETRY_CODES or kind in _NO_RETRY_CODES:
         hint = " — the account is out of credit or quota; retrying will not help"
-    text = redact(f"HTTP {status}: {message}{label}{hint}", api_key)
-    return ProviderError(text, status=status, code=code or kind, body=redact(body, api_key))
+    text = f"HTTP {status}: {message}{label}{hint}"
+    return ProviderError(text, status=status, code=code or kind, body=body)
 
 
-def stream_error(
-    payload: Mapping[str, Any], api_key: str | Redactor | None = None
-) -> ProviderError:
-    """An error that arrived inside a stream (after HTTP 200)."""
+def stream_error(payload: Mapping[str, Any]) -> ProviderError:
+    """An error that arrived inside a stream (after HTTP 200); its text is scrubbed where every
+    reply error is (``MessageBuilder.fail``)."""
     error = payload.get("error", payload)
     if isinstance(error, Mapping):
         message = error.get("message") or json.dumps(dict(error))
@@ -326,17 +275,7 @@ def stream_error(
     else:
         message, kind = str(error), None
     label = f" ({kind})" if kind else ""
-    return ProviderError(redact(f"{message}{label}", api_key), code=str(kind) if kind else None)
-
-
-def redactor_error(redactor: Redactor, error: ProviderError) -> ProviderError:
-    """``error`` with its message and body scrubbed."""
-    return ProviderError(
-        redactor.scrub(str(error)),
-        status=error.status,
-        code=error.code,
-        body=redactor.scrub(error.body),
-    )
+    return ProviderError(f"{message}{label}", code=str(kind) if kind else None)
 
 
 def _should_retry(status: int, headers: Mapping[str, str], code: str | None) -> bool:
@@ -432,14 +371,10 @@ def _timeout_error(exc: httpx.TimeoutException, waited: float, url: str) -> Prov
     )
 
 
-_UTF8_NAMES = frozenset({"utf-8", "utf8", "utf_8"})
-
-
 def _body(response: httpx.Response) -> AsyncIterator[bytes]:
     """The body's bytes as they arrive. Without a content encoding that is the response's own
     stream: ``aiter_bytes`` adds two generators and a decoder call per HTTP chunk, and servers
-    flush every event as a chunk of its own (callgrind, ``bench.sse_server``: 77.5k → 70.9k
-    instructions per chunk read)."""
+    flush every event as a chunk of its own (``bench.stream_bench --instructions``)."""
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding in ("identity", "") and isinstance(response.stream, httpx.AsyncByteStream):
         response.is_stream_consumed = True
@@ -453,13 +388,7 @@ async def _sse_events(
     """The response's events, telling ``watchdog`` of each read that completed one; a read
     timeout says how long it waited."""
     try:
-        charset = response.charset_encoding
-        if charset is not None and charset.lower() not in _UTF8_NAMES:
-            async for sse in EventSource(response).aiter_sse():
-                watchdog.alive()
-                yield ServerSentEvent(sse.event, sse.data, sse.id, sse.retry)
-            return
-        decoder = SSEDecoder()
+        decoder = SSEDecoder()  # an event stream is UTF-8 whatever its charset says
         feed = decoder.feed
         async for chunk in _body(response):
             events = feed(chunk)
@@ -478,6 +407,21 @@ async def _sse_events(
 
 
 @asynccontextmanager
+async def _scrubbing(redactor: Redactor) -> AsyncIterator[None]:
+    """Every ``ProviderError`` leaving the block, message and body, scrubbed of the request's
+    credentials (servers echo them; URLs carry passwords)."""
+    try:
+        yield
+    except ProviderError as error:
+        raise ProviderError(
+            redactor.scrub(str(error)),
+            status=error.status,
+            code=error.code,
+            body=redactor.scrub(error.body),
+        ) from None
+
+
+@asynccontextmanager
 async def open_sse(
     model: Model,
     options: StreamOptions,
@@ -491,98 +435,97 @@ async def open_sse(
     the body starts (429/5xx/overloaded/connection errors), honouring ``retry-after-ms``,
     ``retry-after`` and ``x-should-retry``, capped by ``options.max_retry_delay_ms``.
 
-    Error texts and bodies are scrubbed of every credential of the request; ``options.on_stall``
-    hears of silences longer than ``options.stall_ms`` (waiting for headers or for events), and
-    a read timeout says how long the server was silent."""
-    replaced = await _call_hook(options.on_payload, payload, model)
-    if replaced is not None:
-        payload = replaced
-    body = json.dumps(payload).encode()
-    all_headers = {
-        "content-type": "application/json",
-        "accept": "text/event-stream",
-        **(model.headers or {}),
-        **headers,
-        **(options.headers or {}),
-    }
-    timeout = None
-    if options.timeout_ms is not None:
-        seconds = options.timeout_ms / 1000
-        timeout = httpx.Timeout(seconds, connect=min(seconds, 10.0))
+    Every ``ProviderError`` that leaves it, message and body, is scrubbed of the request's
+    credentials (servers echo them; URLs carry passwords); ``options.on_stall`` hears of
+    silences longer than ``options.stall_ms`` (waiting for headers or for events), and a read
+    timeout says how long the server was silent."""
     redactor = Redactor.for_request(
         api_keys=[api_key, options.api_key],
         model_headers={**(model.headers or {}), **headers},
         call_headers=options.headers,
         urls=[url, model.base_url],
     )
-    client = get_client()
-    cap = options.max_retry_delay_ms / 1000 if options.max_retry_delay_ms else None
-    attempt = 0
-    while True:
-        request = client.build_request("POST", url, content=body, headers=all_headers)
-        if timeout is not None:
-            request.extensions["timeout"] = timeout.as_dict()
-        watchdog = _Watchdog(options)
-        try:
-            response = await client.send(request, stream=True)
-        except httpx.TransportError as exc:
-            watchdog.stop()
-            if attempt >= options.max_retries:
-                if isinstance(exc, httpx.ReadTimeout):
-                    error = _timeout_error(exc, watchdog.waited(), url)
-                    raise redactor_error(redactor, error) from None
-                raise ProviderError(
-                    redactor.scrub(f"Connection to {url} failed: {exc or type(exc).__name__}")
-                ) from None
-            await asyncio.sleep(_backoff(attempt))
-            attempt += 1
-            continue
-        except BaseException:
-            watchdog.stop()
-            raise
-        watchdog.alive()
-        try:
-            await _call_hook(
-                options.on_response, ResponseInfo(response.status_code, response.headers), model
-            )
-            if response.status_code >= 400:
-                text = (await response.aread()).decode("utf-8", errors="replace")
-                error = http_error(response.status_code, text, redactor)
-                if attempt >= options.max_retries or not _should_retry(
-                    response.status_code, response.headers, error.code
-                ):
-                    raise error
-                wait = parse_retry_after(response.headers)
-                if wait is None or wait <= 0:
-                    wait = _backoff(attempt)
-                elif cap is not None and wait > cap:
+    async with _scrubbing(redactor):
+        replaced = await _call_hook(options.on_payload, payload, model)
+        if replaced is not None:
+            payload = replaced
+        body = json.dumps(payload).encode()
+        all_headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            **(model.headers or {}),
+            **headers,
+            **(options.headers or {}),
+        }
+        timeout = None
+        if options.timeout_ms is not None:
+            seconds = options.timeout_ms / 1000
+            timeout = httpx.Timeout(seconds, connect=min(seconds, 10.0))
+        client = options.http_client or get_client()
+        cap = options.max_retry_delay_ms / 1000 if options.max_retry_delay_ms else None
+        attempt = 0
+        while True:
+            request = client.build_request("POST", url, content=body, headers=all_headers)
+            if timeout is not None:
+                request.extensions["timeout"] = timeout.as_dict()
+            watchdog = _Watchdog(options)
+            try:
+                response = await client.send(request, stream=True)
+            except httpx.TransportError as exc:
+                watchdog.stop()
+                if attempt >= options.max_retries:
+                    if isinstance(exc, httpx.ReadTimeout):
+                        raise _timeout_error(exc, watchdog.waited(), url) from None
                     raise ProviderError(
-                        f"{error} (the server asked to retry after {wait:.0f} s, more than "
-                        f"max_retry_delay_ms={options.max_retry_delay_ms})",
-                        status=error.status,
-                        code=error.code,
-                        body=error.body,
-                    )
-            elif "text/event-stream" not in response.headers.get("content-type", ""):
-                text = (await response.aread()).decode("utf-8", errors="replace")
-                message, _kind, _code = _error_details(text)
-                raise ProviderError(
-                    redactor.scrub(
-                        f"Expected an event stream, got {response.headers.get('content-type')!r}: "
-                        f"{message or ' '.join(text.split())[:300]}"
-                    ),
-                    status=response.status_code,
-                    body=redactor.scrub(text),
+                        f"Connection to {url} failed: {exc or type(exc).__name__}"
+                    ) from None
+                await asyncio.sleep(_backoff(attempt))
+                attempt += 1
+                continue
+            except BaseException:
+                watchdog.stop()
+                raise
+            watchdog.alive()
+            try:
+                await _call_hook(
+                    options.on_response, ResponseInfo(response.status_code, response.headers), model
                 )
-            else:
-                events = _sse_events(response, watchdog, url)
-                try:
-                    yield events
-                finally:
-                    await events.aclose()  # type: ignore[attr-defined]
-                return
-        finally:
-            watchdog.stop()
-            await response.aclose()
-        await asyncio.sleep(wait)
-        attempt += 1
+                if response.status_code >= 400:
+                    text = (await response.aread()).decode("utf-8", errors="replace")
+                    error = http_error(response.status_code, text)
+                    if attempt >= options.max_retries or not _should_retry(
+                        response.status_code, response.headers, error.code
+                    ):
+                        raise error
+                    wait = parse_retry_after(response.headers)
+                    if wait is None or wait <= 0:
+                        wait = _backoff(attempt)
+                    elif cap is not None and wait > cap:
+                        raise ProviderError(
+                            f"{error} (the server asked to retry after {wait:.0f} s, more than "
+                            f"max_retry_delay_ms={options.max_retry_delay_ms})",
+                            status=error.status,
+                            code=error.code,
+                            body=error.body,
+                        )
+                elif "text/event-stream" not in response.headers.get("content-type", ""):
+                    text = (await response.aread()).decode("utf-8", errors="replace")
+                    message, _kind, _code = _error_details(text)
+                    raise ProviderError(
+                        f"Expected an event stream, got {response.headers.get('content-type')!r}: "
+                        f"{message or ' '.join(text.split())[:300]}",
+                        status=response.status_code,
+                        body=text,
+                    )
+                else:
+                    events = _sse_events(response, watchdog, url)
+                    try:
+                        yield events
+                    finally:
+                        await events.aclose()  # type: ignore[attr-defined]
+                    return
+            finally:
+                watchdog.stop()
+                await response.aclose()
+            await asyncio.sleep(wait)
+            attempt += 1

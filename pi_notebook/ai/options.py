@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .abort import AbortSignal
 from .types import Model, ThinkingLevel
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["ResponseInfo", "StallNotice", "StreamOptions"]
 
@@ -56,6 +59,10 @@ class StreamOptions:
     """Silence (no response yet, or no streamed event) that counts as a stall."""
     on_stall: Callable[[StallNotice], Any] | None = None
     """Told when a request stalls and when it resumes (sync or async; its errors are logged)."""
+    http_client: httpx.AsyncClient | None = None
+    """The client that carries the requests (a test's ``httpx.MockTransport``, a proxy or TLS
+    setup of the caller's own); the caller closes it. By default a shared client per event loop
+    (``http.get_client``)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .event_stream import AssistantMessageEventStream
@@ -22,6 +22,7 @@ __all__ = [
     "register_api_provider",
     "stream",
     "stream_simple",
+    "stream_simple_options",
     "unregister_api_providers",
 ]
 
@@ -88,11 +89,26 @@ def stream_simple(
 ) -> AssistantMessageEventStream:
     """``stream`` with one unified ``reasoning`` level (``off``/``None`` = no thinking) and a
     default output limit of ``min(model.max_tokens, 32000)``."""
-    if reasoning == "off":
-        reasoning = None
-    if options.get("max_tokens") is None:
-        options["max_tokens"] = min(model.max_tokens, 32_000)
-    return stream(model, context, reasoning=reasoning, **options)
+    return stream_simple_options(
+        model, context, StreamOptions.from_kwargs({**options, "reasoning": reasoning})
+    )
+
+
+def stream_simple_options(
+    model: Model, context: Context, options: StreamOptions
+) -> AssistantMessageEventStream:
+    """``stream_simple`` for an options object, handed to the provider as it is (the agent loop's
+    default stream function: one object from the loop to the HTTP request)."""
+    if options.reasoning == "off" or options.max_tokens is None:
+        options = replace(
+            options,
+            reasoning=None if options.reasoning == "off" else options.reasoning,
+            max_tokens=min(model.max_tokens, 32_000)
+            if options.max_tokens is None
+            else options.max_tokens,
+        )
+    provider = get_api_provider(model.api)
+    return provider.stream(model, collapse_system_messages(context), options)
 
 
 async def complete_simple(

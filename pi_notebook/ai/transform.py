@@ -1,7 +1,7 @@
 """Replay rules: turn a conversation into messages a given target model will accept.
 
 Every provider applies ``transform_messages`` to the context's messages before it builds a request
-(pi's ``transform-messages.ts``, spec §3.6):
+(pi's ``transform-messages.ts``):
 
 1. Images become text placeholders when the target model has no image input (a run of consecutive
    images becomes one placeholder).

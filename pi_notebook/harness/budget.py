@@ -18,13 +18,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from ..ai.thinking import budget_for
 from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel, Usage
 from .entries import CustomEntry, MessageEntry, SessionEntry
-from .harness_events import BudgetUpdateEvent
 from .tokens import estimate_context_tokens, js_json_stringify, js_length
+
+if TYPE_CHECKING:
+    # the events module pulls in the agent loop; the run view reads this module's constants
+    # on the kernel's thread at %load_ext, where the loop must not be imported yet
+    from .harness_events import BudgetUpdateEvent
 
 __all__ = [
     "BUDGET_CUSTOM_TYPE",
@@ -327,6 +331,8 @@ class BudgetMeter:
         self.session_spent = self.session_spent.plus(usage)
 
     def event(self) -> BudgetUpdateEvent:
+        from .harness_events import BudgetUpdateEvent
+
         return BudgetUpdateEvent(
             run_caps=self.run_caps.to_data(),
             run_spent=self.run_spent.to_data(),

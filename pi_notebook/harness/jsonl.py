@@ -15,9 +15,6 @@ the entry of the cycle that comes first in the file becomes a root).
 
 from __future__ import annotations
 
-import copy
-import json
-import math
 import os
 import warnings
 from collections.abc import Iterator, Sequence
@@ -30,6 +27,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 
 from .._gc import gc_paused
+from ..ai.js_json import stringify_owned
 from .entries import (
     KnownEntry,
     LeafEntry,
@@ -52,7 +50,6 @@ __all__ = [
     "decode_session_file",
     "encode_record",
     "gc_paused",
-    "js_json",
     "validate_entry_json",
 ]
 
@@ -111,79 +108,10 @@ class SessionFileWarning(UserWarning):
 # --- writing -------------------------------------------------------------------------------------
 
 
-class _NeedsJsFloat(Exception):
-    """A float whose Python repr differs from JavaScript's (|x| < 1e-4): use the slow encoder."""
-
-
-def _js_number(value: float) -> str:
-    """``String(value)`` in JavaScript, for a finite float."""
-    if value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    text = repr(value)
-    if "e-" not in text:
-        return text
-    mantissa, exponent = text.split("e-")
-    power = int(exponent)
-    if power <= 6:  # JavaScript writes 1e-6 ≤ |x| < 1e-4 in fixed notation
-        digits = mantissa.lstrip("-").replace(".", "")
-        return ("-" if value < 0 else "") + "0." + "0" * (power - 1) + digits
-    return f"{mantissa}e-{power}"
-
-
-def _js_float(value: float) -> float | int | None:
-    """``value`` as a Python number that ``json.dumps`` writes the way JavaScript does."""
-    if value.is_integer() and abs(value) < 1e21:
-        return int(value)
-    if not math.isfinite(value):
-        return None
-    if abs(value) < 1e-4:  # Python writes 1e-05, JavaScript 0.00001
-        raise _NeedsJsFloat
-    return value
-
-
-def _js_floats(container: dict[str, Any] | list[Any]) -> None:
-    """Replace, in place, the floats of freshly dumped JSON data by :func:`_js_float`'s."""
-    items = container.items() if type(container) is dict else enumerate(container)
-    for key, value in items:
-        kind = type(value)
-        if kind is float:
-            container[key] = _js_float(value)  # type: ignore[index]
-        elif kind is dict or kind is list:
-            _js_floats(value)
-
-
-def _encode_slow(value: Any) -> str:
-    if isinstance(value, dict):
-        items = (_encode_slow(str(k)) + ":" + _encode_slow(v) for k, v in value.items())
-        return "{" + ",".join(items) + "}"
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(_encode_slow(v) for v in value) + "]"
-    if isinstance(value, float):
-        return _js_number(value) if math.isfinite(value) else "null"
-    return json.dumps(value, ensure_ascii=False)
-
-
-def js_json(value: Any) -> str:
-    """``JSON.stringify(value)`` for JSON-compatible Python data (dict, list, str, numbers…)."""
-    return _js_json_owned(copy.deepcopy(value) if type(value) in (dict, list) else value)
-
-
-def _js_json_owned(value: Any) -> str:
-    """:func:`js_json` for data the caller owns (its floats are rewritten in place)."""
-    try:
-        if type(value) is dict or type(value) is list:
-            _js_floats(value)
-        elif type(value) is float:
-            value = _js_float(value)
-    except _NeedsJsFloat:
-        return _encode_slow(value)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
 def encode_record(record: SessionHeader | SessionEntry) -> bytes:
     """One line of a session file, ``\\n`` included, byte-for-byte as pi would write it."""
     data = record.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return utf8_line(_js_json_owned(data) + "\n")
+    return utf8_line(stringify_owned(data) + "\n")
 
 
 # --- reading -------------------------------------------------------------------------------------

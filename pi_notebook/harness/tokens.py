@@ -11,12 +11,11 @@ writes them, so the numbers match pi's.
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..ai.js_json import stringify
 from ..ai.system_message import current_system_message
 from ..ai.types import (
     AssistantMessage,
@@ -60,26 +59,13 @@ def js_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def _js_value(value: Any) -> Any:
-    """``value`` with floats as JavaScript prints them (``1.0`` → ``1``, NaN/∞ → ``null``)."""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return None
-        return int(value) if value.is_integer() and abs(value) < 2**53 else value
-    if isinstance(value, dict):
-        return {str(k): _js_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_js_value(v) for v in value]
-    return value
-
-
 def js_json_stringify(value: Any) -> str:
     """``JSON.stringify(value)``: compact, non-ASCII kept, integral floats without ``.0``.
 
     Values JSON cannot hold are written as their ``str`` (pi writes a placeholder rather than
     fail an estimate or a summary over one odd argument).
     """
-    return json.dumps(_js_value(value), separators=(",", ":"), ensure_ascii=False, default=str)
+    return stringify(value, default=str)
 
 
 def _content_chars(content: str | Sequence[Any]) -> int:

@@ -6,28 +6,8 @@ DataFrames, rich reprs) turned into content for the model — and hands them to 
 ``pi_notebook.agent``; the core reaches it only through the lazily re-exported ``tool``.
 """
 
-import typing as _typing
+import lazy_loader as _lazy
 
-from .._lazy import lazy_exports as _lazy_exports
-
-if _typing.TYPE_CHECKING:
-    from .decorator import INJECTED_PARAMETERS, FunctionTool, ToolOptions, tool
-    from .output import DEFAULT_MAX_OUTPUT_CHARS, to_tool_result
-
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    ".decorator": ("INJECTED_PARAMETERS", "FunctionTool", "ToolOptions", "tool"),
-    ".output": ("DEFAULT_MAX_OUTPUT_CHARS", "to_tool_result"),
-}
-"""Where each public name lives: its submodule is imported when the name is first used
-(``pi_notebook._lazy``)."""
-
-__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "DEFAULT_MAX_OUTPUT_CHARS",
-    "INJECTED_PARAMETERS",
-    "FunctionTool",
-    "ToolOptions",
-    "to_tool_result",
-    "tool",
-]
+# The public names and their submodules are listed once, in __init__.pyi; each submodule is
+# imported when one of its names is first used, so importing the package loads none of them.
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

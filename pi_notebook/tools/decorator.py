@@ -338,7 +338,7 @@ class _Invoker:
         try:
             parsed = self.plan.model.model_validate(params)
         except ValidationError as exc:
-            from ..agent.validation import SchemaIssue, ToolArgumentsError  # loads jsonschema
+            from ..ai.validation import SchemaIssue, ToolArgumentsError  # loads jsonschema
 
             issues = (
                 SchemaIssue(e["type"], tuple(str(part) for part in e["loc"]), e["msg"])

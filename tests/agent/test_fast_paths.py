@@ -13,11 +13,6 @@ from pi_notebook.agent.abortable import unless_aborted
 from pi_notebook.agent.events import AgentEvent, TurnStartEvent
 from pi_notebook.agent.loop import run_agent_loop
 from pi_notebook.agent.tool_declarations import declare_tool_changes, tool_declaration
-from pi_notebook.agent.validation import (
-    ToolArgumentsError,
-    schema_validator,
-    validate_tool_arguments,
-)
 from pi_notebook.ai import (
     AbortController,
     AssistantMessage,
@@ -35,6 +30,11 @@ from pi_notebook.ai import (
     produce_stream,
 )
 from pi_notebook.ai.event_stream import _running_producers
+from pi_notebook.ai.validation import (
+    ToolArgumentsError,
+    schema_validator,
+    validate_tool_arguments,
+)
 
 
 def test_validated_arguments_are_a_deep_copy_of_any_mapping() -> None:

@@ -39,8 +39,6 @@ from pi_notebook.ai.providers.anthropic_request import (
 )
 from tests.loopback import LoopbackServer, Reply, sse_chunks
 
-pytestmark = pytest.mark.usefixtures("http_transport")  # aiohttp and httpx's own (conftest)
-
 KEY = "sk-ant-api03-secret-test-key"
 MODEL = Model(
     id="claude-test",

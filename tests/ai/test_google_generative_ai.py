@@ -29,8 +29,6 @@ from pi_notebook.ai.options import StreamOptions
 from pi_notebook.ai.providers.google_generative_ai import thinking_config
 from tests.loopback import LoopbackServer, Reply, sse_chunks
 
-pytestmark = pytest.mark.usefixtures("http_transport")  # aiohttp and httpx's own (conftest)
-
 KEY = "AIza-test-secret-4242"
 CTX = Context(system_prompt="Be brief.", messages=[UserMessage(content="hi")])
 SIG_A = "c2lnbmF0dXJlLWE="  # base64, as Gemini's signatures are

@@ -11,8 +11,6 @@ from pi_notebook.ai.http import ProviderError, open_sse, parse_retry_after
 from pi_notebook.ai.options import StreamOptions
 from tests.loopback import LoopbackServer, Reply
 
-pytestmark = pytest.mark.usefixtures("http_transport")  # aiohttp and httpx's own (conftest)
-
 MODEL = Model(id="m", api="openai-completions", provider="test")
 
 

@@ -1,7 +1,7 @@
-"""The providers' shared client on its two transports: aiohttp (the default: httpx's API over
-aiohttp's C parser, ``pi_notebook.ai.aiohttp_transport``) and httpx's own, chosen by
-``PI_NOTEBOOK_HTTP_TRANSPORT``. Over real loopback sockets: error texts without credentials,
-proxies, timeouts, abort, gzip, and clients closed with their event loop."""
+"""The providers' HTTP: the shared client (httpx's API over aiohttp's C parser,
+``pi_notebook.ai.aiohttp_transport``) and a client the caller hands in (``http_client``). Over
+real loopback sockets: error texts without credentials, proxies, timeouts, abort, gzip, and
+clients closed with their event loop."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from yarl import URL
 from pi_notebook.ai import AbortController, Context, Model, UserMessage, stream
 from pi_notebook.ai import http as http_layer
 from pi_notebook.ai.aiohttp_transport import SafeAiohttpTransport, _httpx_error
-from pi_notebook.ai.http import ProviderError, client_transport, make_client, open_sse
+from pi_notebook.ai.http import ProviderError, make_client, open_sse
 from pi_notebook.ai.options import StreamOptions
 from tests.loopback import LoopbackServer, Reply, sse_chunks
 
@@ -118,55 +118,54 @@ async def raw_server(reply: bytes | None) -> AsyncIterator[int]:
         await server.wait_closed()
 
 
-# --- choosing the transport ----------------------------------------------------------------------
+# --- the client ----------------------------------------------------------------------------------
+
+
+async def test_the_shared_client_is_on_aiohttp() -> None:
+    client = http_layer.get_client()
+    assert isinstance(client._transport, SafeAiohttpTransport)
+    assert http_layer.get_client() is client  # one per event loop
+
+
+async def test_a_handed_in_client_carries_every_request_and_stays_open() -> None:
+    """The seam: ``StreamOptions.http_client`` (here httpx's ``MockTransport``, no server, no
+    patching) is what the providers post through; the caller owns it and closes it."""
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        body = b"".join(sse_chunks([chunk("hel"), chunk("lo", "stop")]))
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        model = completions_model("http://api.example.test/v1")
+        reply = await stream(model, HELLO, api_key=KEY, http_client=client).result()
+        assert reply.text == "hello" and reply.stop_reason == "stop"
+        assert [str(r.url) for r in seen] == ["http://api.example.test/v1/chat/completions"]
+        async with open_sse(
+            model, StreamOptions(http_client=client), "http://api.example.test/v1/x", {}, {}
+        ) as events:
+            assert len([event async for event in events]) == 2
+        assert len(seen) == 2 and not client.is_closed
+    assert http_layer._clients.get(asyncio.get_running_loop()) is None  # none was made
 
 
 @pytest.mark.parametrize(
-    ("value", "expected"),
-    [(None, "aiohttp"), ("aiohttp", "aiohttp"), ("httpx", "httpx"), (" HTTPX ", "httpx")],
+    "api",
+    ["openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai"],
 )
-async def test_the_env_var_selects_the_transport(
-    value: str | None, expected: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if value is None:
-        monkeypatch.delenv(http_layer.TRANSPORT_ENV, raising=False)
-    else:
-        monkeypatch.setenv(http_layer.TRANSPORT_ENV, value)
-    client = http_layer.get_client()
-    assert client_transport(client) == expected
-    direct = client._transport
-    if expected == "aiohttp":
-        assert isinstance(direct, SafeAiohttpTransport)
-    else:
-        assert isinstance(direct, httpx.AsyncHTTPTransport)
+async def test_every_provider_posts_through_the_handed_in_client(api: str) -> None:
+    seen: list[str] = []
 
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.host)
+        return httpx.Response(418, json={"error": {"message": "a teapot, not a model"}})
 
-async def test_an_unknown_value_is_reported_once_and_aiohttp_is_used(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    monkeypatch.setenv(http_layer.TRANSPORT_ENV, "curl-SOMETHING")
-    monkeypatch.setattr(http_layer, "_warned", set())
-    assert http_layer.transport_name() == "aiohttp"
-    assert http_layer.transport_name() == "aiohttp"
-    warned = [r for r in caplog.records if "curl-something" in r.getMessage()]
-    assert len(warned) == 1 and "aiohttp" in warned[0].getMessage()
-
-
-async def test_without_aiohttp_the_client_falls_back_to_httpx(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv(http_layer.TRANSPORT_ENV, raising=False)
-    monkeypatch.setitem(sys.modules, "aiohttp", None)  # import aiohttp raises ImportError
-    monkeypatch.delitem(sys.modules, "pi_notebook.ai.aiohttp_transport")
-    client = http_layer.get_client()
-    assert client_transport(client) == "httpx"
-    assert isinstance(client._transport, httpx.AsyncHTTPTransport)
-    async with LoopbackServer() as server:
-        server.add(Reply.sse([b"data: fine\n\n"]))
-        async with open_sse(
-            completions_model(server.url), StreamOptions(), server.url + "/x", {}, {}
-        ) as events:
-            assert [e.data async for e in events] == ["fine"]
+    model = Model(id="m", api=api, provider="custom", base_url="http://seam.example.test/v1")
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        reply = await stream(model, HELLO, api_key=KEY, http_client=client).result()
+    assert seen == ["seam.example.test"]
+    assert reply.stop_reason == "error" and "a teapot, not a model" in (reply.error_message or "")
 
 
 def test_aiohttp_is_imported_by_the_first_client_not_by_the_http_layer() -> None:
@@ -182,7 +181,6 @@ def test_aiohttp_is_imported_by_the_first_client_not_by_the_http_layer() -> None
         "print('aiohttp' in sys.modules)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
-    env.pop(http_layer.TRANSPORT_ENV, None)
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
     )
@@ -193,15 +191,14 @@ def test_aiohttp_is_imported_by_the_first_client_not_by_the_http_layer() -> None
 # --- error texts carry no credential -------------------------------------------------------------
 
 
-async def test_a_refused_connection_names_no_credential(http_transport: str) -> None:
+async def test_a_refused_connection_names_no_credential() -> None:
     url = f"http://user:{URL_PASSWORD}@127.0.0.1:{closed_port()}/v1/chat/completions"
     client = http_layer.get_client()
     with pytest.raises(httpx.ConnectError) as info:
         await client.post(url, headers={"authorization": f"Bearer {KEY}", "x-t": HEADER_SECRET})
     assert_clean(everything(info.value))
-    if http_transport == "aiohttp":
-        assert info.value.__cause__ is None and info.value.__context__ is None
-        assert str(info.value).startswith("[Errno 111]")
+    assert info.value.__cause__ is None and info.value.__context__ is None
+    assert str(info.value).startswith("[Errno 111]")
     # through a provider: the error text of the reply
     model = completions_model(f"http://user:{URL_PASSWORD}@127.0.0.1:{closed_port()}/v1")
     model = model.model_copy(update={"headers": {"x-api-key": HEADER_SECRET}})
@@ -211,7 +208,7 @@ async def test_a_refused_connection_names_no_credential(http_transport: str) -> 
     assert_clean(final.model_dump_json())
 
 
-async def test_a_malformed_response_names_no_credential(http_transport: str) -> None:
+async def test_a_malformed_response_names_no_credential() -> None:
     async with raw_server(b"HTTP/1.1 2x0 OK\r\nbad header line\r\n\r\n") as port:
         client = http_layer.get_client()
         with pytest.raises(httpx.RemoteProtocolError) as info:
@@ -220,13 +217,10 @@ async def test_a_malformed_response_names_no_credential(http_transport: str) -> 
                 headers={"authorization": f"Bearer {KEY}", "x-t": HEADER_SECRET},
             )
     assert_clean(everything(info.value))
-    if http_transport == "aiohttp":
-        assert info.value.__cause__ is None and info.value.__context__ is None
+    assert info.value.__cause__ is None and info.value.__context__ is None
 
 
-async def test_a_cut_stream_names_no_credential_and_is_a_remote_protocol_error(
-    http_transport: str,
-) -> None:
+async def test_a_cut_stream_names_no_credential_and_is_a_remote_protocol_error() -> None:
     async with LoopbackServer() as server:
         server.add(Reply.sse([b"data: one\n\n", b"data: tw"], truncate=True))
         client = http_layer.get_client()
@@ -246,7 +240,7 @@ async def test_a_cut_stream_names_no_credential_and_is_a_remote_protocol_error(
 
 @pytest.mark.parametrize("variable", ["HTTP_PROXY", "ALL_PROXY", "http_proxy"])
 async def test_an_unreachable_proxy_names_no_proxy_password(
-    variable: str, http_transport: str, monkeypatch: pytest.MonkeyPatch
+    variable: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(variable, f"http://puser:{PROXY_PASSWORD}@127.0.0.1:{closed_port()}")
     client = http_layer.get_client()
@@ -262,7 +256,7 @@ async def test_an_unreachable_proxy_names_no_proxy_password(
 
 @pytest.mark.parametrize("no_proxy", [False, True])
 async def test_env_proxies_are_used_with_their_credentials(
-    no_proxy: bool, http_transport: str, monkeypatch: pytest.MonkeyPatch
+    no_proxy: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """HTTP_PROXY from the environment: an absolute-form request to the proxy with
     Proxy-Authorization from the proxy URL's userinfo; NO_PROXY bypasses it. The same on both
@@ -299,7 +293,7 @@ async def test_a_socks_proxy_gets_httpx_own_transport(monkeypatch: pytest.Monkey
     monkeypatch.setattr(httpx.AsyncClient, "_init_proxy_transport", httpx_proxy_transport)
     monkeypatch.setenv("ALL_PROXY", "socks5://puser:pw@127.0.0.1:1080")
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
-    client = make_client("aiohttp")
+    client = make_client()
     try:
         kinds = {str(p.pattern): type(t).__name__ for p, t in client._mounts.items()}
         assert kinds == {"all://": "MockTransport", "https://": "SafeAiohttpTransport"}
@@ -411,7 +405,7 @@ class TlsLoopbackServer(LoopbackServer):
 
 
 async def test_https_with_an_untrusted_certificate_is_a_connect_error(
-    http_transport: str, self_signed: tuple[Path, Path]
+    self_signed: tuple[Path, Path],
 ) -> None:
     async with TlsLoopbackServer(*self_signed) as server:
         client = http_layer.get_client()
@@ -420,12 +414,11 @@ async def test_https_with_an_untrusted_certificate_is_a_connect_error(
             await client.post(url, headers={"authorization": f"Bearer {KEY}"})
         assert server.requests == []
     assert_clean(everything(info.value))
-    if http_transport == "aiohttp":
-        assert info.value.__cause__ is None and info.value.__context__ is None
+    assert info.value.__cause__ is None and info.value.__context__ is None
 
 
 async def test_https_streams_with_a_certificate_trusted_through_ssl_cert_file(
-    http_transport: str, self_signed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+    self_signed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SSL_CERT_FILE", str(self_signed[0]))
     body = sse_chunks([chunk("over "), chunk("TLS", "stop")], done=True)
@@ -484,7 +477,7 @@ async def tunnel_proxy(answer: bytes = b"") -> AsyncIterator[tuple[int, list[dic
 
 
 async def test_https_through_an_env_proxy_tunnels_with_its_credentials(
-    http_transport: str, self_signed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+    self_signed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """HTTPS_PROXY: a CONNECT with Proxy-Authorization, then TLS to the server through the
     tunnel; the server never sees the proxy's credentials."""
@@ -505,7 +498,7 @@ async def test_https_through_an_env_proxy_tunnels_with_its_credentials(
 
 
 async def test_a_proxy_refusing_the_tunnel_is_a_proxy_error_without_its_password(
-    http_transport: str, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     refusal = b"HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n"
     async with tunnel_proxy(refusal) as (port, seen):
@@ -518,8 +511,7 @@ async def test_a_proxy_refusing_the_tunnel_is_a_proxy_error_without_its_password
         ).result()
     assert seen and all(s[":method"] == "CONNECT" for s in seen)
     assert_clean(everything(info.value))
-    if http_transport == "aiohttp":
-        assert info.value.__cause__ is None and info.value.__context__ is None
+    assert info.value.__cause__ is None and info.value.__context__ is None
     assert final.stop_reason == "error" and "407" in (final.error_message or "")
     assert_clean(final.model_dump_json())
 
@@ -527,7 +519,7 @@ async def test_a_proxy_refusing_the_tunnel_is_a_proxy_error_without_its_password
 # --- timeouts, abort, gzip -----------------------------------------------------------------------
 
 
-async def test_a_server_that_never_answers_is_a_read_timeout(http_transport: str) -> None:
+async def test_a_server_that_never_answers_is_a_read_timeout() -> None:
     async with raw_server(None) as port:
         url = f"http://127.0.0.1:{port}"
         started = time.monotonic()
@@ -539,7 +531,7 @@ async def test_a_server_that_never_answers_is_a_read_timeout(http_transport: str
         assert time.monotonic() - started < 5
 
 
-async def test_a_stream_that_goes_silent_is_a_read_timeout(http_transport: str) -> None:
+async def test_a_stream_that_goes_silent_is_a_read_timeout() -> None:
     async with LoopbackServer() as server:
         server.add(Reply.sse(sse_chunks([chunk("Hel")]), hang=True))
         started = time.monotonic()
@@ -552,9 +544,7 @@ async def test_a_stream_that_goes_silent_is_a_read_timeout(http_transport: str) 
 
 
 @pytest.mark.parametrize("api", ["anthropic-messages", "openai-completions"])
-async def test_abort_mid_stream_ends_it_at_once_and_closes_the_connection(
-    api: str, http_transport: str
-) -> None:
+async def test_abort_mid_stream_ends_it_at_once_and_closes_the_connection(api: str) -> None:
     if api == "anthropic-messages":
         events = [
             {"type": "message_start", "message": {"id": "m1", "usage": {"input_tokens": 1}}},
@@ -587,9 +577,7 @@ async def test_abort_mid_stream_ends_it_at_once_and_closes_the_connection(
     assert final.stop_reason == "aborted" and final.content[0].text == "Once"  # type: ignore[union-attr]
 
 
-async def test_abort_while_waiting_for_the_headers_ends_the_request_at_once(
-    http_transport: str,
-) -> None:
+async def test_abort_while_waiting_for_the_headers_ends_the_request_at_once() -> None:
     controller = AbortController()
     async with raw_server(None) as port:
         model = completions_model(f"http://127.0.0.1:{port}/v1")
@@ -601,7 +589,7 @@ async def test_abort_while_waiting_for_the_headers_ends_the_request_at_once(
     assert final.stop_reason == "aborted" and final.error_message == "Request was aborted"
 
 
-async def test_a_large_gzip_stream_is_decoded(http_transport: str) -> None:
+async def test_a_large_gzip_stream_is_decoded() -> None:
     text = "".join(f"part {i} é ☕ " for i in range(3000))
     pieces = [text[i : i + 50] for i in range(0, len(text), 50)]
     raw = b"".join(sse_chunks([chunk(p) for p in pieces] + [chunk("", "stop")], done=True))
@@ -655,29 +643,24 @@ def quiet() -> Iterator[list[str]]:
     seen.extend(str(w.message) for w in caught)
 
 
-def test_the_client_is_closed_when_its_loop_shuts_down(
-    http_transport: str, quiet: list[str]
-) -> None:
+def test_the_client_is_closed_when_its_loop_shuts_down(quiet: list[str]) -> None:
     client = asyncio.run(_one_loopback_request())
     assert client.is_closed
-    assert client_transport(client) == http_transport
     sessions = _sessions(client)
-    assert len(sessions) == (1 if http_transport == "aiohttp" else 0)
+    assert len(sessions) == 1
     assert all(s.closed for s in sessions)
     assert client not in http_layer._clients.values()
     gc.collect()
     assert quiet == []
 
 
-def test_a_loop_closed_without_shutdown_is_swept_by_the_next_client(
-    http_transport: str, quiet: list[str]
-) -> None:
+def test_a_loop_closed_without_shutdown_is_swept_by_the_next_client(quiet: list[str]) -> None:
     loop = asyncio.new_event_loop()
     try:
         first = loop.run_until_complete(_one_loopback_request())
     finally:
         loop.close()  # no shutdown_asyncgens: the client's closer never ran
-    assert not all(s.closed for s in _sessions(first)) or http_transport == "httpx"
+    assert not all(s.closed for s in _sessions(first))
     second = asyncio.run(_one_loopback_request())  # its get_client sweeps the closed loop
     assert all(s.closed for s in _sessions(first) + _sessions(second))
     assert loop not in http_layer._closers
@@ -720,7 +703,6 @@ def test_nothing_is_left_unclosed_at_exit(ending: str, tmp_path: Path) -> None:
         """
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
-    env.pop(http_layer.TRANSPORT_ENV, None)
     done = subprocess.run(
         [sys.executable, "-W", "error", "-X", "dev", "-c", script],
         capture_output=True,

@@ -184,7 +184,7 @@ def test_the_model_describes_the_server(local_model: Model) -> None:
 
 @pytest.mark.local_llm
 def test_the_server_samples_with_penalties_and_caps_the_output(local_model: Model) -> None:
-    """Issue 11: with llama.cpp's defaults SmolLM2 looped one sentence for 2,048 tokens."""
+    """With llama.cpp's defaults SmolLM2 looped one sentence for 2,048 tokens."""
     base = local_model.base_url.removesuffix("/v1")
     props = httpx.get(base + "/props", timeout=30).json()
     params = props["default_generation_settings"]["params"]

@@ -1,7 +1,7 @@
 """The ``openai-completions`` provider over a real loopback HTTP server.
 
-Tests named ``test_pitfall_NN_…`` cover the items of spec/llm-wire.md §7 that concern Chat
-Completions; the parser's tolerance of server deviations is tested on parsed chunks directly.
+Tests named ``test_pitfall_NN_…`` cover the known pitfalls of Chat Completions streams (framing,
+content, errors); the parser's tolerance of server deviations is tested on parsed chunks directly.
 """
 
 from __future__ import annotations
@@ -35,8 +35,6 @@ from pi_notebook.ai.http import ProviderError
 from pi_notebook.ai.providers import openai_completions
 from pi_notebook.ai.providers.openai_completions import TRUNCATED_MESSAGE, CompletionsStreamParser
 from tests.loopback import LoopbackServer, Reply, sse_chunks
-
-pytestmark = pytest.mark.usefixtures("http_transport")  # aiohttp and httpx's own (conftest)
 
 HELLO = Context(system_prompt="Be brief.", messages=[UserMessage(content="Say hello.")])
 
@@ -452,7 +450,7 @@ async def test_key_from_the_environment_is_sent_and_never_leaks(
     assert "gsk-secret-value" not in json.dumps(message.to_json_dict())
 
 
-# --- §7 pitfalls: framing ------------------------------------------------------------------------
+# --- pitfalls: framing ---------------------------------------------------------------------------
 
 
 async def test_pitfall_01_lines_and_json_split_across_network_chunks() -> None:
@@ -569,7 +567,7 @@ async def test_pitfall_10_finish_reason_without_done_is_success() -> None:
     assert message.stop_reason == "stop" and message.usage.output == 14
 
 
-# --- §7 pitfalls: content ------------------------------------------------------------------------
+# --- pitfalls: content ---------------------------------------------------------------------------
 
 
 async def test_pitfall_11_and_12_parallel_tool_calls_split_anywhere_and_interleaved() -> None:
@@ -807,7 +805,7 @@ async def test_pitfall_20_invalid_tool_json_at_the_end_is_kept_for_an_error_resu
     assert events[-2].type == "toolcall_end"
 
 
-# --- §7 pitfalls: errors -------------------------------------------------------------------------
+# --- pitfalls: errors ----------------------------------------------------------------------------
 
 
 async def test_pitfall_21_mid_stream_error_after_http_200_keeps_partial_content() -> None:

@@ -33,8 +33,6 @@ from pi_notebook.ai.events import (
 )
 from tests.loopback import LoopbackServer, Reply, sse_chunks
 
-pytestmark = pytest.mark.usefixtures("http_transport")  # aiohttp and httpx's own (conftest)
-
 KEY = "sk-test-secret-4242"
 CTX = Context(system_prompt="Be brief.", messages=[UserMessage(content="hi")])
 

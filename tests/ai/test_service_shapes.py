@@ -1,4 +1,4 @@
-"""Streams in the shapes real services send (issue 11), over a real loopback server.
+"""Streams in the shapes real services send, over a real loopback server.
 
 The payloads copy the structure of recorded streams of each service: Mistral's reasoning models
 (``delta.content`` as a list of parts), xAI's and OpenAI's usage (reasoning tokens on top of, or

@@ -1,5 +1,6 @@
 """The bytes-level SSE decoder gives exactly the events httpx-sse gives for the same body, however
-the body is cut into reads (httpx-sse is the reference: it decoded every stream until now)."""
+the body is cut into reads (httpx-sse, a maintained implementation of the same rules, is the
+reference)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,6 @@ import functools
 import json
 from collections.abc import AsyncIterator
 from typing import Any
-from unittest import mock
 
 import httpx
 from hypothesis import HealthCheck, given, settings
@@ -28,7 +27,6 @@ from pi_notebook.ai import (
     UserMessage,
     stream,
 )
-from pi_notebook.ai import http as http_layer
 from pi_notebook.ai.builder import parse_partial_json
 from pi_notebook.ai.http import ProviderError
 from pi_notebook.ai.providers.openai_completions import CompletionsStreamParser
@@ -168,9 +166,8 @@ async def _serve(pieces: list[bytes], cut: bool = False) -> list[dict[str, Any]]
 
     client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
     try:
-        with mock.patch.object(http_layer, "get_client", lambda: client):
-            events = stream(MODEL, CONTEXT)
-            return [_summary(event) async for event in events]
+        events = stream(MODEL, CONTEXT, http_client=client)
+        return [_summary(event) async for event in events]
     finally:
         await client.aclose()
 

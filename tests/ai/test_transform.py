@@ -1,4 +1,4 @@
-"""Replay rules of ``transform_messages`` (spec §3.6)."""
+"""Replay rules of ``transform_messages`` (pi's transform-messages)."""
 
 from __future__ import annotations
 

@@ -542,7 +542,7 @@ async def test_provider_errors_are_replies(faux: FauxProvider) -> None:
 
 
 async def test_listener_failures(faux: FauxProvider) -> None:
-    """A failing listener no longer fails the run (tests/reliability/test_harness_listeners.py)."""
+    """A failing listener no longer fails the run (tests/harness/test_listeners.py)."""
     faux.set_responses([faux_assistant_message("hello there")])
     harness = make(faux)
 

@@ -240,7 +240,7 @@ def test_a_pending_reply_is_never_persisted(session: Session) -> None:
 
 
 def test_the_names_design_fixes_for_pi_1_6() -> None:
-    """DESIGN.md §2.5: tests outside the repository call these."""
+    """Public names for pi 1.6 sessions: tests outside the repository call these."""
     import inspect
 
     from pi_notebook.harness import SessionContext

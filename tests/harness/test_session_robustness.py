@@ -1,4 +1,4 @@
-"""Session robustness (issue 11): parent-id cycles, writes that fail mid-run, and a fuzz of the
+"""Session robustness: parent-id cycles, writes that fail mid-run, and a fuzz of the
 reader that it raises nothing but ``SessionFileError``."""
 
 from __future__ import annotations

@@ -186,7 +186,7 @@ def test_stop_cancels_the_call_and_kernel_shutdown_ends_the_server(tmp_path: Pat
         [
             setup(call("mcp__demo__hang", {}), "faux_assistant_message('stopped')")
             # loaded now, so that the call reaches the server before the abort below
-            + "\nimport pi_notebook.agent.validation",
+            + "\nimport pi_notebook.ai.validation",
             LOAD,
             f"%mcp add demo --env DEMO_MARK_FILE={mark} --env DEMO_PID_FILE={pid_file} "
             f"-- {sys.executable} demo_server.py stdio",

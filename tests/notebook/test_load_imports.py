@@ -1,5 +1,5 @@
 """``%load_ext pi_notebook`` stays light: what only a run, a tool call or a recording needs is
-imported on first use (issue 15; the time itself is measured by ``bench/kernel_bench.py``).
+imported on first use (the time itself is measured by ``bench/kernel_bench.py``).
 Checked in a fresh interpreter with a real IPython shell."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 DEFERRED = (
     "jsonschema",  # tool-argument validation: seconds where rfc3987-syntax is installed
-    "pi_notebook.agent.validation",
+    "pi_notebook.ai.validation",
     "pi_notebook.ai.cassette",  # PI_NOTEBOOK_RECORD / _REPLAY, %model --record / --replay
     "anywidget",  # the first run view
     "ipywidgets",

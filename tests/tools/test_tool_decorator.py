@@ -16,13 +16,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from pi_notebook.agent import (
-    AgentToolResult,
-    FunctionTool,
-    ToolArgumentsError,
-    tool,
-    validate_tool_arguments,
-)
+from pi_notebook.agent import AgentToolResult, FunctionTool, tool
 from pi_notebook.agent.agent import Agent
 from pi_notebook.ai import (
     AbortController,
@@ -30,9 +24,11 @@ from pi_notebook.ai import (
     FauxProvider,
     ImageContent,
     TextContent,
+    ToolArgumentsError,
     ToolResultMessage,
     faux_assistant_message,
     faux_tool_call,
+    validate_tool_arguments,
 )
 from pi_notebook.tools.docstrings import ParsedDocstring, parse_docstring
 from pi_notebook.tools.output import html_to_text, to_tool_result, truncate_text

@@ -27,7 +27,7 @@ import httpx
 
 from ..builder import MessageBuilder, loads_json
 from ..event_stream import AssistantMessageEventStream
-from ..http import ProviderError, open_sse, redact, resolve_api_key
+from ..http import ProviderError, open_sse, resolve_api_key
 from ..models import clamp_thinking_level
 from ..options import StreamOptions
 from ..producer import produce_stream
@@ -252,9 +252,8 @@ class GeminiStreamParser:
     the stop reason from the last ``finishReason`` (and fails a stream that never sent one).
     """
 
-    def __init__(self, builder: MessageBuilder, api_key: str | None = None) -> None:
+    def __init__(self, builder: MessageBuilder) -> None:
         self.builder = builder
-        self._api_key = api_key
         self._block: _Block | None = None
         self._call_ids: set[str] = set()
         self._finish_reason: str | None = None
@@ -386,7 +385,7 @@ class GeminiStreamParser:
         self._fail(f"{message} ({status})" if status else str(message))
 
     def _fail(self, message: str) -> None:
-        self.builder.fail(redact(message, self._api_key))
+        self.builder.fail(message)  # scrubbed of the request's credentials there
 
 
 # --- entry point ---------------------------------------------------------------------------------
@@ -400,7 +399,7 @@ def stream(model: Model, context: Context, options: StreamOptions) -> AssistantM
         payload = build_payload(model, context, options)
         headers = {"x-goog-api-key": api_key} if api_key else {}
         url = stream_url(model)
-        parser = GeminiStreamParser(builder, api_key)
+        parser = GeminiStreamParser(builder)
         async with open_sse(model, options, url, headers, payload, api_key=api_key) as events:
             builder.start()
             try:
@@ -411,9 +410,7 @@ def stream(model: Model, context: Context, options: StreamOptions) -> AssistantM
                     try:
                         chunk = loads_json(data)
                     except ValueError:
-                        raise ProviderError(
-                            redact(f"Malformed event from Gemini: {data[:200]}", api_key)
-                        ) from None
+                        raise ProviderError(f"Malformed event from Gemini: {data[:200]}") from None
                     if not isinstance(chunk, dict):
                         raise ProviderError("Malformed event from Gemini: not a JSON object")
                     parser.feed(chunk)
@@ -421,7 +418,7 @@ def stream(model: Model, context: Context, options: StreamOptions) -> AssistantM
                         return
             except httpx.TransportError as exc:
                 raise ProviderError(
-                    redact(f"The connection broke mid-stream: {exc or type(exc).__name__}", api_key)
+                    f"The connection broke mid-stream: {exc or type(exc).__name__}"
                 ) from None
         parser.finish()
 

@@ -140,9 +140,8 @@ class CompletionsStreamParser:
     after the partial content was written, so the caller's failure path keeps it.
     """
 
-    def __init__(self, builder: MessageBuilder, *, api_key: str | None = None) -> None:
+    def __init__(self, builder: MessageBuilder) -> None:
         self._builder = builder
-        self._api_key = api_key
         self._text: int | None = None
         self._thinking: int | None = None
         self._calls: list[_Call] = []
@@ -168,7 +167,7 @@ class CompletionsStreamParser:
             chunk = loads_json(stripped)
         except ValueError:
             if event == "error":
-                raise stream_error({"message": stripped[:500]}, self._api_key) from None
+                raise stream_error({"message": stripped[:500]}) from None
             raise ProviderError(
                 f"The provider sent invalid JSON in the stream: {stripped[:200]!r}"
             ) from None
@@ -183,7 +182,7 @@ class CompletionsStreamParser:
         """One parsed ``chat.completion.chunk`` (or an error payload)."""
         builder = self._builder
         if chunk.get("error"):
-            raise stream_error(chunk, self._api_key)
+            raise stream_error(chunk)
         # Set before ``start``: the builder's snapshots read these when a partial is materialised.
         # The checks run when they can change something, not on every chunk.
         if self._need_id and isinstance(chunk.get("id"), str):
@@ -207,8 +206,7 @@ class CompletionsStreamParser:
             delta = choice.get("delta")
             if type(delta) is dict and len(delta) == 1 and type(delta.get("content")) is str:
                 # ``{"content": "…"}``, spelled out: nearly every chunk of a reply is one, and
-                # ``_delta`` looks up five keys first (with the id checks above, 33.5k -> 25.0k
-                # instructions per parsed chunk under callgrind)
+                # ``_delta`` looks up five keys first (bench.stream_bench --instructions)
                 if text := delta["content"]:
                     if self._text is None:
                         self._content(text)
@@ -377,7 +375,7 @@ async def _produce(builder: MessageBuilder, context: Context, options: StreamOpt
     payload = build_payload(model, context, options, compat)
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
     url = completions_url(model.base_url)
-    parser = CompletionsStreamParser(builder, api_key=api_key)
+    parser = CompletionsStreamParser(builder)
     async with (
         open_sse(model, options, url, headers, payload, api_key=api_key) as events,
         aclosing(events),  # type: ignore[type-var]

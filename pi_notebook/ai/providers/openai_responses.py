@@ -27,7 +27,7 @@ import httpx
 
 from ..builder import MessageBuilder, loads_json, parse_tool_arguments
 from ..event_stream import AssistantMessageEventStream
-from ..http import ProviderError, open_sse, redact, resolve_api_key
+from ..http import ProviderError, open_sse, resolve_api_key
 from ..models import clamp_thinking_level
 from ..options import StreamOptions
 from ..producer import produce_stream
@@ -325,9 +325,8 @@ class ResponsesStreamParser:
     ``finished`` is true and later events are ignored.
     """
 
-    def __init__(self, builder: MessageBuilder, api_key: str | None = None) -> None:
+    def __init__(self, builder: MessageBuilder) -> None:
         self.builder = builder
-        self._api_key = api_key
         self._by_key: dict[Any, _OpenItem] = {}
         self._open: list[_OpenItem] = []
         self._closed: set[str] = set()
@@ -578,7 +577,7 @@ class ResponsesStreamParser:
         self._fail(_error_text(_mapping(error) if isinstance(error, Mapping) else event, "error"))
 
     def _fail(self, message: str) -> None:
-        self.builder.fail(redact(message, self._api_key))
+        self.builder.fail(message)  # scrubbed of the request's credentials there
 
     _handlers: ClassVar[dict[str, Callable[[ResponsesStreamParser, Mapping[str, Any]], None]]] = {
         "response.created": _on_created,
@@ -611,7 +610,7 @@ def stream(model: Model, context: Context, options: StreamOptions) -> AssistantM
         payload = build_payload(model, context, options)
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         url = responses_url(model)
-        parser = ResponsesStreamParser(builder, api_key)
+        parser = ResponsesStreamParser(builder)
         async with open_sse(model, options, url, headers, payload, api_key=api_key) as events:
             builder.start()
             try:
@@ -624,9 +623,7 @@ def stream(model: Model, context: Context, options: StreamOptions) -> AssistantM
                     try:
                         event = loads_json(data)
                     except ValueError:
-                        raise ProviderError(
-                            redact(f"Malformed event from {url}: {data[:200]}", api_key)
-                        ) from None
+                        raise ProviderError(f"Malformed event from {url}: {data[:200]}") from None
                     if not isinstance(event, dict):
                         raise ProviderError(f"Malformed event from {url}: not a JSON object")
                     if "type" not in event and sse.event != "message":
@@ -636,7 +633,7 @@ def stream(model: Model, context: Context, options: StreamOptions) -> AssistantM
                         return
             except httpx.TransportError as exc:
                 raise ProviderError(
-                    redact(f"The connection broke mid-stream: {exc or type(exc).__name__}", api_key)
+                    f"The connection broke mid-stream: {exc or type(exc).__name__}"
                 ) from None
         parser.finish()
 

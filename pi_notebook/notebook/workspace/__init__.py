@@ -2,38 +2,8 @@
 between turns (``summary``), the read tools, and (from the frontend side) the open document and
 the tools that write to it."""
 
-import typing as _typing
+import lazy_loader as _lazy
 
-from ..._lazy import lazy_exports as _lazy_exports
-
-if _typing.TYPE_CHECKING:
-    from .document import DocumentCell, DocumentError, NotebookDocument, NotebookNotConnected
-    from .edit_tools import WRITE_TOOL_NAMES, WriteTools
-    from .history import ErrorInfo, ExecutionHistory, ExecutionRecord, OutputSummary
-    from .reading_tools import READ_TOOL_NAMES, read_tools
-
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    ".document": ("DocumentCell", "DocumentError", "NotebookDocument", "NotebookNotConnected"),
-    ".edit_tools": ("WRITE_TOOL_NAMES", "WriteTools"),
-    ".history": ("ErrorInfo", "ExecutionHistory", "ExecutionRecord", "OutputSummary"),
-    ".reading_tools": ("READ_TOOL_NAMES", "read_tools"),
-}
-"""Where each public name lives: its submodule is imported when the name is first used
-(``pi_notebook._lazy``)."""
-
-__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "READ_TOOL_NAMES",
-    "WRITE_TOOL_NAMES",
-    "DocumentCell",
-    "DocumentError",
-    "ErrorInfo",
-    "ExecutionHistory",
-    "ExecutionRecord",
-    "NotebookDocument",
-    "NotebookNotConnected",
-    "OutputSummary",
-    "WriteTools",
-    "read_tools",
-]
+# The public names and their submodules are listed once, in __init__.pyi; each submodule is
+# imported when one of its names is first used, so importing the package loads none of them.
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from pi_notebook.agent import ToolArgumentsError, validate_tool_arguments
-from pi_notebook.ai import Tool
+from pi_notebook.ai import Tool, ToolArgumentsError, validate_tool_arguments
 from tests.paths import GOLDEN, read_jsonl
 
 CASES = read_jsonl(GOLDEN / "pi-1.6" / "agent" / "validation-cases.jsonl")

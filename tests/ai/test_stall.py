@@ -7,14 +7,10 @@ import asyncio
 import re
 from typing import Any
 
-import pytest
-
 from pi_notebook.agent import Agent
 from pi_notebook.ai import Context, Model, UserMessage, stream
 from pi_notebook.ai.options import StallNotice
 from tests.loopback import LoopbackServer, Reply, sse_chunks
-
-pytestmark = pytest.mark.usefixtures("http_transport")  # aiohttp and httpx's own (conftest)
 
 HELLO = Context(messages=[UserMessage(content="hi")])
 

@@ -1,197 +1,66 @@
-"""Tool-argument validation as pi 1.6 does it (pi-ai's ``validateToolArguments`` over pi-schema):
-coerce what the model obviously meant, check the result against the tool's JSON Schema, and
-report failures in pi-schema's words.
+"""pi-schema's coercion of tool arguments: what the model obviously meant, as the schema asks.
 
-``validate_tool_arguments(tool, arguments)`` works on a deep copy and returns the coerced
-arguments (the tool receives these; events and messages keep the raw ones). Coercion follows
-pi-schema's three passes: a ``null`` in an optional property whose schema rejects ``null`` is
-dropped; then TypeBox's conversions by keyword (``const``/``enum`` take the member the value
-converts to, unions keep a value a branch accepts or take the first branch's conversion the union
-accepts, numeric strings become numbers and integers are truncated, ``"true"``/``"1"`` become
-booleans, a single value becomes a one-item array …); then primitive coercion by ``type`` for
-what is left (type lists such as ``["integer", "null"]``).
-
-Checking is ``schema_check``: jsonschema for the boolean answer and a walk in pi-schema's order
-for the errors. References resolve within the schema only (never fetched); one that names nothing
-rejects only the values at its place, as pi compiles tool schemas (``unresolvedRefs: "reject"``).
-Compiled validators are cached per schema object, as pi caches per schema.
+Three passes, as pi-schema runs them: a ``null`` in an optional property whose schema rejects
+``null`` is dropped; then TypeBox's conversions by keyword (``const``/``enum`` take the member the
+value converts to, unions keep a value a branch accepts or take the first branch's conversion the
+union accepts, numeric strings become numbers and integers are truncated, ``"true"``/``"1"``
+become booleans, a single value becomes a one-item array …); then Ajv's primitive coercion by
+``type`` for what is left (type lists such as ``["integer", "null"]``).
 """
 
 from __future__ import annotations
 
 import copy
-import json
+import functools
 import math
 import re
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeGuard
 
-from jsonschema.protocols import Validator
-from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from ..ai.types import Tool, ToolCall
-from .schema_check import (
-    KNOWN_TYPES,
-    SchemaChecker,
-    SchemaIssue,
-    explain,
-    js_number,
-    pattern_matches,
-)
+from .js_json import js_number
 
-__all__ = [
-    "SchemaIssue",
-    "SchemaValidator",
-    "ToolArgumentsError",
-    "arguments_error_for",
-    "format_arguments",
-    "js_number",
-    "schema_validator",
-    "validate_tool_arguments",
-]
+__all__ = ["Coercion", "holds_float", "js_regex", "pattern_matches"]
 
-_RAW_ARGUMENTS_LIMIT: Final = 2_000
 _Resolver = Any  # referencing's Resolver (not exported by the package)
+_Passes = Callable[[Any, _Resolver, Any], bool]
+"""Whether a value passes a subschema, in a resolver's scope."""
+_ATOMS: Final = frozenset({str, int, float, bool, type(None)})
 
 
-# --- public API ----------------------------------------------------------------------------------
-
-
-class ToolArgumentsError(ValueError):
-    """The arguments of a tool call do not match the tool's schema.
-
-    ``str(error)`` is pi's message: ``Validation failed for tool "<name>":``, one ``  - path:
-    message`` line per issue (every issue, as pi-schema reports them), a blank line, ``Received
-    arguments:`` and the original arguments as 2-space-indented JSON.
-    """
-
-    def __init__(
-        self, tool_name: str, issues: Iterable[SchemaIssue], arguments: Mapping[str, Any]
-    ) -> None:
-        self.tool_name = tool_name
-        self.issues = tuple(issues)
-        self.arguments = arguments
-        lines = "\n".join(f"  - {i.location}: {i.message}" for i in self.issues)
-        super().__init__(
-            f'Validation failed for tool "{tool_name}":\n{lines or "Unknown validation error"}'
-            f"\n\nReceived arguments:\n{format_arguments(arguments)}"
-        )
-
-
-def validate_tool_arguments(tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """Coerce and check ``arguments`` against ``tool.parameters``; return the coerced copy.
-
-    Raises ``ToolArgumentsError`` (pi's message) when they do not validate, and ``ValueError`` when
-    the schema itself cannot be used (a ``type`` that is no JSON type).
-    """
-    validator = schema_validator(tool.parameters)
-    if type(arguments) is dict and not arguments and validator.accepts_empty_object():
-        return {}  # a call without arguments, the commonest of all: its answer is known already
-    given: Any = arguments
-    if isinstance(given, Mapping):
-        given = {key: _copy(value) for key, value in given.items()}
-    else:
-        given = _copy(given)
-    valid, coerced = validator.parse(given)
-    if not valid:
-        raise ToolArgumentsError(tool.name, validator.errors(coerced), arguments)
-    return coerced  # type: ignore[no-any-return]
-
-
-def arguments_error_for(tool_call: ToolCall) -> str | None:
-    """The error text for a tool call whose streamed arguments were not a JSON object, else None.
-
-    The agent loop checks this before validation: a call with ``parse_error`` set carries only
-    the part of its arguments that could be salvaged, so it must not run.
-    """
-    if tool_call.parse_error is None:
+@functools.lru_cache(maxsize=1024)
+def js_regex(pattern: str) -> re.Pattern[str] | None:
+    """A JavaScript pattern as a Python regex; ``None`` (keyword ignored) if Python rejects it."""
+    translated = re.sub(r"\(\?<(?![=!])", "(?P<", pattern)
+    try:
+        return re.compile(translated)
+    except re.error:
         return None
-    raw = tool_call.raw_arguments or ""
-    if len(raw) > _RAW_ARGUMENTS_LIMIT:
-        cut = len(raw) - _RAW_ARGUMENTS_LIMIT
-        raw = f"{raw[:_RAW_ARGUMENTS_LIMIT]}\n[... {cut} more characters not shown]"
-    return (
-        f'Invalid arguments for tool "{tool_call.name}": {tool_call.parse_error}'
-        f"\n\nReceived arguments:\n{raw}"
-    )
 
 
-def format_arguments(arguments: Any) -> str:
-    """Arguments as ``JSON.stringify(value, null, 2)`` prints them (``1.0`` prints as ``1``)."""
-    return json.dumps(_js_json_value(arguments), indent=2, ensure_ascii=False, default=repr)
+def pattern_matches(pattern: str, text: str) -> bool:
+    """Whether a JavaScript ``pattern`` finds a match in ``text`` (an unreadable one never does)."""
+    regex = js_regex(pattern)
+    return regex is not None and regex.search(text) is not None
 
 
-# --- the compiled validator ----------------------------------------------------------------------
+class Coercion:
+    """The three passes over one schema; ``passes`` checks a value against a subschema."""
 
+    __slots__ = ("_passes", "_resolver", "_schema")
 
-class SchemaValidator:
-    """A compiled JSON schema: ``coerce`` (pi-schema's coercion), ``errors`` and ``is_valid``.
+    def __init__(self, schema: Any, resolver: _Resolver, passes: _Passes) -> None:
+        self._schema = schema
+        self._resolver = resolver
+        self._passes = passes
 
-    Raises ``ValueError`` at construction when a ``type`` is not a JSON type.
-    """
-
-    __slots__ = ("_checker", "_checkers", "_empty_object_valid", "_resolver", "schema")
-
-    def __init__(self, schema: Mapping[str, Any] | bool) -> None:
-        self.schema = schema
-        self._resolver: _Resolver = _NO_FETCHING.resolver_with_root(
-            DRAFT202012.create_resource(schema)
-        )
-        _check_types(schema)
-        self._checker: Validator = SchemaChecker(
-            schema, registry=_NO_FETCHING, format_checker=SchemaChecker.FORMAT_CHECKER
-        )
-        self._checkers: dict[tuple[int, int], Validator] = {}
-        self._empty_object_valid: bool | None = None
-
-    def is_valid(self, value: Any) -> bool:
-        return self._checker.is_valid(value)
-
-    def accepts_empty_object(self) -> bool:
-        """Whether ``{}`` is valid as it is (checked once: a schema's answer for one value never
-        changes). Then no pass of ``parse`` changes ``{}`` either: it holds nothing to coerce."""
-        valid = self._empty_object_valid
-        if valid is None:
-            valid = self._empty_object_valid = bool(self._checker.is_valid({}))
-        return valid
-
-    def errors(self, value: Any) -> list[SchemaIssue]:
-        """The issues of ``value`` (empty when valid), in pi-schema's order."""
-        if self.is_valid(value):
-            return []
-        return explain(self._checker, self.schema, self._resolver, value)
-
-    def coerce(self, value: Any) -> Any:
-        """pi-schema's coercion of ``value``; containers in it may be changed in place."""
-        return self.parse(value)[1]
-
-    def parse(self, value: Any) -> tuple[bool, Any]:
-        """Coerce ``value``, then check it (pi-schema's ``parse``): whether the result is valid,
-        and the result.
-
-        A value that is already valid and holds no float comes back as it is without the three
-        passes: none of pi's rules changes such a value (a float may be an integral number an
-        ``integer`` schema accepts, which pi truncates to an int)."""
-        if not _holds_float(value) and self._checker.is_valid(value):
-            return True, value
-        value = self._drop_optional_nulls(self.schema, self._resolver, value)
-        value = self._convert(self.schema, self._resolver, value, ())
-        value = self._coerce_types(self.schema, self._resolver, value)
-        return self._checker.is_valid(value), value
-
-    # checks of subschemas, cached per (schema node, scope)
-
-    def _passes(self, node: Any, resolver: _Resolver, value: Any) -> bool:
-        key = (id(node), id(resolver))
-        checker = self._checkers.get(key)
-        if checker is None:
-            checker = self._checker.evolve(schema=node, _resolver=resolver)
-            self._checkers[key] = checker
-        return checker.is_valid(value)
+    def __call__(self, value: Any) -> Any:
+        """The coerced value; containers in ``value`` may be changed in place."""
+        value = self._drop_optional_nulls(self._schema, self._resolver, value)
+        value = self._convert(self._schema, self._resolver, value, ())
+        return self._coerce_types(self._schema, self._resolver, value)
 
     # pass 1: optional nulls
 
@@ -207,10 +76,7 @@ class SchemaValidator:
             return value
         if not isinstance(value, dict):
             return value
-        properties = _mapping(schema.get("properties"))
-        patterns = _mapping(schema.get("patternProperties"))
-        extra = schema.get("additionalProperties")
-        extra = extra if isinstance(extra, Mapping) else None
+        properties, patterns, extra = _member_schemas(schema)
         required = schema.get("required")
         required = set(required) if isinstance(required, list) else set()
         for key, sub in properties.items():
@@ -227,13 +93,8 @@ class SchemaValidator:
                 continue
             value[key] = self._drop_optional_nulls(sub, resolver, value[key])
         for key in list(value):
-            matched = key in properties
-            for pattern, sub in patterns.items():
-                if pattern_matches(pattern, key):
-                    matched = True
-                    value[key] = self._drop_optional_nulls(sub, resolver, value[key])
-            if not matched and extra is not None:
-                value[key] = self._drop_optional_nulls(extra, resolver, value[key])
+            for sub in _undeclared_member_schemas(key, properties, patterns, extra):
+                value[key] = self._drop_optional_nulls(sub, resolver, value[key])
         return value
 
     # pass 2: TypeBox's conversions
@@ -351,20 +212,12 @@ class SchemaValidator:
     ) -> Any:
         if not isinstance(value, dict):
             return value
-        properties = _mapping(node.get("properties"))
-        patterns = _mapping(node.get("patternProperties"))
-        extra = node.get("additionalProperties")
-        extra = extra if isinstance(extra, Mapping) else None
+        properties, patterns, extra = _member_schemas(node)
         for key, item in value.items():
-            matched = key in properties
-            if matched:
+            if key in properties:
                 item = self._convert(properties[key], resolver, item, entered)
-            for pattern, sub in patterns.items():
-                if pattern_matches(pattern, key):
-                    matched = True
-                    item = self._convert(sub, resolver, item, entered)
-            if not matched and extra is not None:
-                item = self._convert(extra, resolver, item, entered)
+            for sub in _undeclared_member_schemas(key, properties, patterns, extra):
+                item = self._convert(sub, resolver, item, entered)
             value[key] = item
         return value
 
@@ -388,21 +241,13 @@ class SchemaValidator:
                     value = candidate
                     break
         if "object" in types and isinstance(value, dict):
-            properties = _mapping(schema.get("properties"))
-            patterns = _mapping(schema.get("patternProperties"))
-            extra = schema.get("additionalProperties")
-            extra = extra if isinstance(extra, Mapping) else None
+            properties, patterns, extra = _member_schemas(schema)
             for key, sub in properties.items():
                 if key in value:
                     value[key] = self._coerce_types(sub, resolver, value[key])
             for key in list(value):
-                matched = key in properties
-                for pattern, sub in patterns.items():
-                    if pattern_matches(pattern, key):
-                        matched = True
-                        value[key] = self._coerce_types(sub, resolver, value[key])
-                if not matched and extra is not None:
-                    value[key] = self._coerce_types(extra, resolver, value[key])
+                for sub in _undeclared_member_schemas(key, properties, patterns, extra):
+                    value[key] = self._coerce_types(sub, resolver, value[key])
         if "array" in types and isinstance(value, list):
             for index, item in enumerate(value):
                 sub = _item_schema(schema, index)
@@ -421,73 +266,6 @@ class SchemaValidator:
 
 
 _Entered = tuple[tuple[int, Any], ...]
-_NO_FETCHING: Final[Registry[Any]] = Registry()
-"""References resolve within the schema; anything else rejects its values, never a download."""
-
-# Keywords whose values are data, not schemas.
-_DATA_KEYWORDS: Final = frozenset({"const", "enum", "default", "examples", "required"})
-
-
-def _check_types(schema: Any) -> None:
-    """Read every ``type`` now, so a broken schema is a clear error before any call."""
-    stack: list[Any] = [schema]
-    seen: set[int] = set()
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-            continue
-        if not isinstance(node, Mapping) or id(node) in seen:
-            continue
-        seen.add(id(node))
-        kind = node.get("type")
-        for name in [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else ():
-            if name not in KNOWN_TYPES:
-                raise ValueError(f"Unknown type {name!r} in the parameter schema")
-        stack.extend(v for k, v in node.items() if k not in _DATA_KEYWORDS)
-
-
-_CACHE_SIZE: Final = 512
-_cache: OrderedDict[int, SchemaValidator] = OrderedDict()
-_cache_lock = threading.Lock()
-
-
-def schema_validator(schema: Mapping[str, Any]) -> SchemaValidator:
-    """The compiled validator of ``schema``, cached per schema object (LRU of 512).
-
-    The cache holds the schema itself, so an id is never reused while its entry lives; a schema
-    dict that is changed after its first use keeps its old validator.
-    """
-    key = id(schema)
-    with _cache_lock:
-        cached = _cache.get(key)
-        if cached is not None and cached.schema is schema:
-            _cache.move_to_end(key)
-            return cached
-    validator = SchemaValidator(schema)
-    with _cache_lock:
-        _cache[key] = validator
-        if len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    return validator
-
-
-# --- helpers -------------------------------------------------------------------------------------
-
-_ATOMS: Final = frozenset({str, int, float, bool, type(None)})
-
-
-def _copy(value: Any) -> Any:
-    """A deep copy of JSON data (dicts, lists, atoms) without ``copy.deepcopy``'s memo, which
-    costs more than the copying; anything else is handed to ``copy.deepcopy``."""
-    kind = type(value)
-    if kind in _ATOMS:
-        return value
-    if kind is dict:
-        return {key: _copy(item) for key, item in value.items()}
-    if kind is list:
-        return [_copy(item) for item in value]
-    return copy.deepcopy(value)
 
 
 class _Nothing:
@@ -497,14 +275,14 @@ class _Nothing:
 _NO: Final = _Nothing()
 
 
-def _holds_float(value: Any) -> bool:
+def holds_float(value: Any) -> bool:
     kind = type(value)
     if kind is float:
         return True
     if kind is dict:
-        return any(_holds_float(item) for item in value.values())
+        return any(holds_float(item) for item in value.values())
     if kind is list:
-        return any(_holds_float(item) for item in value)
+        return any(holds_float(item) for item in value)
     return kind not in _ATOMS  # something else: take the full path
 
 
@@ -512,6 +290,28 @@ def _scope(node: Mapping[str, Any], resolver: _Resolver) -> _Resolver:
     if "$id" in node:
         return resolver.in_subresource(DRAFT202012.create_resource(node))
     return resolver
+
+
+def _member_schemas(node: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any], Any]:
+    """An object schema's ``properties``, ``patternProperties`` and ``additionalProperties``
+    (``None`` unless it is a schema)."""
+    extra = node.get("additionalProperties")
+    return (
+        _mapping(node.get("properties")),
+        _mapping(node.get("patternProperties")),
+        extra if isinstance(extra, Mapping) else None,
+    )
+
+
+def _undeclared_member_schemas(
+    key: str, properties: Mapping[str, Any], patterns: Mapping[str, Any], extra: Any
+) -> list[Any]:
+    """The schemas a member applies beyond ``properties``: those of the patterns its name
+    matches, else ``additionalProperties`` (when it is a schema) for a name nothing declares."""
+    matching = [sub for pattern, sub in patterns.items() if pattern_matches(pattern, key)]
+    if not matching and key not in properties and extra is not None:
+        return [extra]
+    return matching
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -699,17 +499,4 @@ def _coerce_primitive(value: Any, kind: str) -> Any:
             return _try_string(value) if isinstance(value, bool) or _finite(value) else value
     elif kind == "null" and (value == "" or value is False or (_is_number(value) and value == 0)):
         return None
-    return value
-
-
-def _js_json_value(value: Any) -> Any:
-    """``value`` with floats as JavaScript would print them in JSON (integral → int, NaN → null)."""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return None
-        return int(value) if value.is_integer() and abs(value) < 1e21 else value
-    if isinstance(value, Mapping):
-        return {str(k): _js_json_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_js_json_value(v) for v in value]
     return value

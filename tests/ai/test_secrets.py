@@ -23,8 +23,6 @@ from pi_notebook.ai.options import StreamOptions
 from pi_notebook.ai.redaction import Redactor, is_credential_header
 from tests.loopback import LoopbackServer, Reply, sse_chunks
 
-pytestmark = pytest.mark.usefixtures("http_transport")  # aiohttp and httpx's own (conftest)
-
 KEY = "sk-test-SECRET-4f9a2c7e1b"
 HEADER_SECRET = "azure-SECRET-77d1e0aa"
 CALL_SECRET = "percall-SECRET-31b5"

@@ -11,15 +11,14 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from pi_notebook.agent import ToolArgumentsError, validate_tool_arguments
-from pi_notebook.agent.validation import (
+from pi_notebook.ai import Tool, ToolArgumentsError, ToolCall, validate_tool_arguments
+from pi_notebook.ai.js_json import js_number
+from pi_notebook.ai.validation import (
     SchemaValidator,
     arguments_error_for,
     format_arguments,
-    js_number,
     schema_validator,
 )
-from pi_notebook.ai import Tool, ToolCall
 from tests.paths import GOLDEN, read_jsonl
 
 # The tools of pi's golden scenarios: Type.Object({text: Type.String()}) and

@@ -54,7 +54,7 @@ def test_a_big_trees_fallback_is_bounded(tmp_path: Path) -> None:
 
 
 def test_a_twenty_thousand_entry_tree_saves_one_bounded_page(tmp_path: Path) -> None:
-    """Issue 11/15: a 20,000-entry ``%tree`` saved 3.9 MB of widget state; now its state holds
+    """A 20,000-entry ``%tree`` saved 3.9 MB of widget state; now its state holds
     one page of rows (the top and the rows around the current leaf) whatever the size, and
     the rest is fetched from the kernel on demand (custom messages, not saved)."""
     make = (
