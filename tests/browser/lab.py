@@ -77,12 +77,16 @@ class LabServer:
     root: Path
     log: Path
 
-    def api(self, method: str, path: str) -> Any:
-        """Call the server's REST API (``/api/...``); the decoded JSON answer."""
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        """Call the server's REST API (``/api/...``) with ``body`` as JSON, if given; the
+        decoded JSON answer."""
+        headers = {"Authorization": f"token {self.token}"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
         request = urllib.request.Request(
-            f"{self.url}{path}",
-            method=method,
-            headers={"Authorization": f"token {self.token}"},
+            f"{self.url}{path}", data=data, method=method, headers=headers
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()

@@ -7,10 +7,12 @@
 // it never opens toward a frontend; this side looks for it with a comm_info request when it
 // meets a kernel and after each cell the notebook runs while it is not linked, and opens its
 // own comm once the marker is there (every view opens one, so two views never both apply one
-// request).
+// request). It also shows our widgets' static renditions where JupyterLab has no widget model
+// for them (a reopened notebook, a restarted kernel: static_outputs.js).
 import { INotebookTracker, NotebookActions } from "@jupyterlab/notebook";
 import { TARGET, WorkspaceLink } from "./protocol.js";
 import { notebookAdapter } from "./notebook_adapter.js";
+import { watchStaticOutputs } from "./static_outputs.js";
 
 function watch(panel, app) {
   const links = new WeakMap(); // kernel connection -> its open link comm
@@ -76,8 +78,12 @@ const plugin = {
   autoStart: true,
   requires: [INotebookTracker],
   activate(app, tracker) {
-    tracker.forEach((panel) => watch(panel, app));
-    tracker.widgetAdded.connect((_tracker, panel) => watch(panel, app));
+    const add = (panel) => {
+      watch(panel, app);
+      watchStaticOutputs(panel);
+    };
+    tracker.forEach(add);
+    tracker.widgetAdded.connect((_tracker, panel) => add(panel));
   },
 };
 

@@ -1,0 +1,167 @@
+"""A notebook closed and reopened in JupyterLab (default settings: no widget state is saved)
+shows every finished run's transcript and every ``%tree`` again: the labextension puts each
+view's static rendition where the widget renderer finds no model. With widget-state saving on,
+the views render live from the saved state instead."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from .lab import (
+    FAUX_IMPORTS,
+    LabNotebook,
+    LabServer,
+    close_notebook,
+    notebook_opener,
+    start_lab_with_labextension,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
+
+LABEXTENSION = Path(__file__).resolve().parents[2] / "pi_notebook" / "labextension"
+WIDGETS_PLUGIN = "/lab/api/settings/@jupyter-widgets/jupyterlab-manager:plugin"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+CELLS = [
+    "\n".join(
+        [
+            FAUX_IMPORTS,
+            "faux = register_faux_provider(tokens_per_second=400)",
+            "faux.set_responses([faux_assistant_message('First answer, kept.'),"
+            " faux_assistant_message('Second answer, kept.')])",
+            "%load_ext pi_notebook",
+            "%model faux/faux-1",
+        ]
+    ),
+    "%%agent\nFirst question",
+    "%%agent\nSecond question",
+    "%tree",
+]
+
+
+@pytest.fixture(scope="module")
+def reopen_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """A JupyterLab that loads this checkout's labextension."""
+    if not (LABEXTENSION / "package.json").exists():
+        pytest.fail("pi_notebook/labextension is missing: run `npm run build --prefix js`")
+    with start_lab_with_labextension(tmp_path_factory.mktemp("reopen-lab"), LABEXTENSION) as lab:
+        yield lab
+
+
+@pytest.fixture
+def open_nb(reopen_lab: LabServer, browser: Any) -> Iterator[Callable[..., LabNotebook]]:
+    with notebook_opener(browser, reopen_lab) as open_:
+        yield open_
+
+
+def save_widget_state(lab: LabServer, on: bool) -> None:
+    """Turn JupyterLab's "Save Widget State Automatically" on or off (read when a page loads)."""
+    lab.api("PUT", WIDGETS_PLUGIN, {"raw": f'{{"saveState": {"true" if on else "false"}}}'})
+
+
+def run_and_save(nb: LabNotebook) -> None:
+    """Run every cell (the agent cells without --wait, as a user would), wait for both runs and
+    the tree, and save."""
+    nb.run_and_wait(0, 1, 2, 3)
+    runs = nb.panel.locator(".pi-run")
+    nb.wait_until(
+        lambda: (
+            [runs.nth(i).locator(".pi-status").inner_text() for i in range(runs.count())]
+            == ["done", "done"]
+        ),
+        "both runs to finish",
+    )
+    nb.page.wait_for_function(
+        "() => document.querySelector('.pi-tree-window')?.textContent.includes('Second question')"
+    )
+    nb.page.evaluate(
+        "async (id) => { const app = window.jupyterapp;"
+        " const panel = Array.from(app.shell.widgets('main')).find((w) => w.id === id);"
+        " await panel.context.save(); }",
+        nb.panel_id,
+    )
+
+
+def saved_html(nb: LabNotebook, index: int) -> str:
+    """The text/html the saved file holds beside cell ``index``'s widget output."""
+    cell = nbformat.read(nb.path, as_version=4).cells[index]
+    (output,) = [o for o in cell.outputs if WIDGET_MIME in o.get("data", {})]
+    html: str = output["data"]["text/html"]
+    return html
+
+
+def assert_static_views(nb: LabNotebook) -> None:
+    """Both transcripts and the tree are on the page as static renditions, no widget error."""
+    statics = nb.panel.locator(".pi-run-static")
+    statics.nth(1).wait_for()
+    assert "First answer, kept." in statics.nth(0).inner_text()
+    assert "Second answer, kept." in statics.nth(1).inner_text()
+    tree = nb.panel.locator(".pi-tree-static")
+    tree.wait_for()
+    assert "Second question" in tree.inner_text()
+    assert "Error displaying widget" not in nb.panel.inner_text()
+
+
+def test_reopened_after_shutdown_shows_every_transcript_and_tree(
+    reopen_lab: LabServer, open_nb: Callable[..., LabNotebook]
+) -> None:
+    save_widget_state(reopen_lab, False)
+    nb = open_nb("reopen_shutdown.ipynb", CELLS)
+    run_and_save(nb)
+    assert "First answer, kept." in saved_html(nb, 1)
+    assert "Second answer, kept." in saved_html(nb, 2)
+    assert "done" in saved_html(nb, 2)
+    close_notebook(nb)  # "Close and Shut Down"
+
+    again = open_nb("reopen_shutdown.ipynb", None)
+    assert_static_views(again)
+
+
+def test_reopened_after_a_kernel_restart_shows_every_transcript_and_tree(
+    reopen_lab: LabServer, open_nb: Callable[..., LabNotebook]
+) -> None:
+    save_widget_state(reopen_lab, False)
+    nb = open_nb("reopen_restart.ipynb", CELLS)
+    run_and_save(nb)
+    (session,) = [s for s in reopen_lab.api("GET", "/api/sessions") if s["path"] == nb.name]
+    reopen_lab.api("POST", f"/api/kernels/{session['kernel']['id']}/restart")
+    nb.page.reload()
+    ready = nb.page.wait_for_function(
+        "(path) => Array.from(window.jupyterapp?.shell?.widgets('main') ?? []).find("
+        "(w) => w.context?.path === path && w.sessionContext?.session?.kernel?.status === 'idle')"
+        "?.id",
+        arg=nb.name,
+        timeout=120_000,
+    )
+    nb.panel_id = ready.json_value()
+    assert_static_views(nb)
+
+
+def test_with_widget_state_saving_the_views_come_back_live_from_the_saved_state(
+    reopen_lab: LabServer, open_nb: Callable[..., LabNotebook]
+) -> None:
+    save_widget_state(reopen_lab, True)
+    try:
+        nb = open_nb("reopen_saved_state.ipynb", CELLS)
+        run_and_save(nb)
+        close_notebook(nb)
+        assert nbformat.read(nb.path, as_version=4).metadata.get("widgets")
+
+        again = open_nb("reopen_saved_state.ipynb", None)
+        runs = again.panel.locator(".pi-run")
+        runs.nth(1).wait_for()
+        assert "First answer, kept." in runs.nth(0).inner_text()
+        assert "Second answer, kept." in runs.nth(1).inner_text()
+        again.page.wait_for_function(
+            "() => document.querySelector('.pi-tree-window')?.textContent"
+            ".includes('Second question')"
+        )
+        assert again.panel.locator(".pi-run-static").count() == 0
+        assert "Error displaying widget" not in again.panel.inner_text()
+    finally:
+        save_widget_state(reopen_lab, False)
