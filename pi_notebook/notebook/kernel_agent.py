@@ -25,6 +25,8 @@ from ..ai.thinking_levels import THINKING_LEVELS
 from .default_model import (
     LOCAL_ALIASES,
     NoModelError,
+    SessionModelMissing,
+    local_model_available,
     model_from_api_keys,
     resolve_default_model,
     resolve_model,
@@ -275,20 +277,63 @@ class NotebookAgent:
         return self._harness is not None or self._known_model() is not None
 
     def _known_model(self) -> Model | None:
-        """A model known without starting anything: the session's, the environment's. (A
-        session only started by ``%load_ext`` is not opened for this: it holds no entries.)"""
+        """A model known without starting anything: the session's, else the environment's. (A
+        session only started by ``%load_ext`` is not opened for this: it holds no entries.)
+        A session whose own model this kernel lacks raises :class:`SessionModelMissing`: a
+        run never goes on silently with another model. None when the session's model is the
+        embedded local one, not started yet (:meth:`ensure_harness` starts it)."""
         from ..ai.models import parse_model
 
-        ref = None if self._session is None else self._session.build_context().model
-        if ref is not None:
+        own = self.session_model_ref()
+        if own is not None:
             try:
-                return parse_model(f"{ref.provider}/{ref.model_id}")
+                return parse_model(own)
             except (KeyError, ValueError):
-                pass  # a model of another machine (or an unregistered faux one)
+                if own in LOCAL_ALIASES and local_model_available():
+                    return None
+                raise SessionModelMissing(own) from None
         configured = os.environ.get("PI_NOTEBOOK_MODEL", "").strip()
-        if configured and configured not in ("local", "local/smollm2-135m"):
+        if configured and configured not in LOCAL_ALIASES:
             return parse_model(configured)
         return model_from_api_keys()
+
+    def session_model_ref(self) -> str | None:
+        """The session's own model as ``provider/model-id``: the last one set on its branch
+        (pi restores the same after a restart); None for a session without one."""
+        if self._session is None:
+            return None
+        ref = self._session.build_context().model
+        return None if ref is None else f"{ref.provider}/{ref.model_id}"
+
+    def session_model_problem(self) -> str | None:
+        """Why a run cannot use the session's own model in this kernel (see
+        :class:`SessionModelMissing`); None when it can, or once a harness has a model."""
+        if self._harness is not None:
+            return None
+        try:
+            self._known_model()
+        except SessionModelMissing as exc:
+            return str(exc)
+        except (KeyError, ValueError):  # a bad PI_NOTEBOOK_MODEL: the run reports it
+            return None
+        return None
+
+    def pending_model_note(self) -> str | None:
+        """What the first run will use when no model is chosen yet and nothing needs
+        configuring: the embedded local model, started then. None otherwise."""
+        if self._harness is not None or not local_model_available():
+            return None
+        if self.session_model_ref() in LOCAL_ALIASES:
+            return (
+                "This session's model is the embedded local model (local/smollm2-135m); it "
+                "starts with the next run."
+            )
+        if self._known_model() is None:
+            return (
+                "No model chosen yet: the next run starts the embedded local model (SmolLM2 "
+                "135M). Choose another with `%model PROVIDER/MODEL-ID`."
+            )
+        return None
 
     def _new_harness(self, model: Model) -> AgentHarness:
         from ..harness.harness import AgentHarness
@@ -349,7 +394,9 @@ class NotebookAgent:
         event loop."""
         if self._harness is None:
             await self.prepare_run()
-            model = model or self._known_model() or await self.resolve_model()
+            own = self.session_model_ref()
+            local = own if own in LOCAL_ALIASES else None  # the session's, not the default
+            model = model or self._known_model() or await self.resolve_model(local)
             self._harness = self._new_harness(model)
         return self._harness
 
@@ -493,9 +540,10 @@ class NotebookAgent:
     ) -> AssistantMessage | None:
         if run.cancelled:
             return None
-        harness = await self.ensure_harness()
-        if model_ref:
-            harness.set_model(await self.resolve_model(model_ref))
+        chosen = await self.resolve_model(model_ref) if model_ref else None
+        harness = await self.ensure_harness(chosen)
+        if chosen is not None:
+            harness.set_model(chosen)
         if thinking:
             harness.set_thinking_level(thinking)
         self._branch_for_cell(cell_key)

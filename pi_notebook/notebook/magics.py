@@ -25,6 +25,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from ..ai.thinking_levels import THINKING_LEVELS, ThinkingLevel
 from .default_model import (
     NoModelError,
+    SessionModelMissing,
     check_model_ref,
     local_start_notice,
     will_start_local,
@@ -186,6 +187,8 @@ class PiMagics(Magics):
                 check_model_ref(args.model)
             except (KeyError, ValueError) as exc:
                 raise UsageError(_reason(exc)) from None
+        elif (problem := self.pi.session_model_problem()) is not None:
+            raise UsageError(problem)
         self.pi.refresh_function_tools()
         self._announce_local_start(args.model)
         run = self.pi.start_run(prompt, model_ref=args.model, thinking=args.thinking)
@@ -203,7 +206,7 @@ class PiMagics(Magics):
                     return
             except Exception:  # a bad PI_NOTEBOOK_MODEL, say: the run reports it
                 return
-        if will_start_local(model_ref):
+        if will_start_local(model_ref or self.pi.session_model_ref()):
             notice = local_start_notice()
             if notice is not None:
                 print(notice)
@@ -434,8 +437,11 @@ class PiMagics(Magics):
                 return
             try:
                 harness = self.pi.harness
-            except NoModelError as exc:
+            except SessionModelMissing as exc:
                 print(exc)
+                return
+            except NoModelError as exc:
+                print(self.pi.pending_model_note() or exc)
                 return
             m = harness.model
             print(
