@@ -314,10 +314,18 @@ class LabNotebook:
             self.run(index)
             self.wait_cell(index)
 
+    def save(self) -> None:
+        """Save the notebook (its file in the server's root)."""
+        self.page.evaluate(_JS_SAVE, self.panel_id)
+
     def save_and_reload(self) -> None:
         """Save the notebook, reload the page and wait for the kernel (the same one: outputs
         and widgets come back from the saved file and the kernel's widget state)."""
-        self.page.evaluate(_JS_SAVE, self.panel_id)
+        self.save()
+        self.reload()
+
+    def reload(self) -> None:
+        """Reload the page and wait for the notebook's kernel (whichever it is now)."""
         self.page.reload()
         handle = self.page.wait_for_function(
             _JS_KERNEL_READY, arg=self.name, timeout=120_000, polling=200

@@ -5,9 +5,8 @@ kernel the new path), the notebook keeps its session id in its metadata, and the
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import nbformat
 import pytest
@@ -16,13 +15,10 @@ from .lab import (
     FAUX_IMPORTS,
     LabNotebook,
     LabServer,
-    notebook_opener,
-    start_lab_with_labextension,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
-LABEXTENSION = Path(__file__).resolve().parents[2] / "pi_notebook" / "labextension"
 
 _JS_KEPT_SESSION = """
 (id) => {
@@ -41,20 +37,6 @@ async ([id, name]) => {
 """
 
 
-@pytest.fixture(scope="module")
-def rename_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    if not (LABEXTENSION / "package.json").exists():
-        pytest.fail("pi_notebook/labextension is missing: run `npm run build --prefix js`")
-    with start_lab_with_labextension(tmp_path_factory.mktemp("rename-lab"), LABEXTENSION) as lab:
-        yield lab
-
-
-@pytest.fixture
-def open_nb(rename_lab: LabServer, browser: Any) -> Iterator[Callable[..., LabNotebook]]:
-    with notebook_opener(browser, rename_lab) as open_:
-        yield open_
-
-
 def header_id(path: Path) -> str:
     first: str = json.loads(path.read_text(encoding="utf-8").splitlines()[0])["id"]
     return first
@@ -71,10 +53,10 @@ def user_texts(path: Path) -> list[str]:
 
 
 def test_a_renamed_notebook_takes_its_session_along(
-    rename_lab: LabServer, open_nb: Callable[..., LabNotebook]
+    extension_lab: LabServer, open_with_extension: Callable[..., LabNotebook]
 ) -> None:
-    root = rename_lab.root
-    nb = open_nb(
+    root = extension_lab.root
+    nb = open_with_extension(
         "Untitled.ipynb",
         [
             "\n".join(
@@ -109,7 +91,7 @@ def test_a_renamed_notebook_takes_its_session_along(
     saved = nbformat.read(root / "sales.ipynb", as_version=4)
     assert saved.metadata["pi_notebook"]["session_id"] == session_id
 
-    fresh = open_nb("Untitled.ipynb", ["%load_ext pi_notebook"])
+    fresh = open_with_extension("Untitled.ipynb", ["%load_ext pi_notebook"])
     fresh.run_and_wait(0)
     loaded = fresh.output_text(0)
     assert "session Untitled.pi.jsonl" in loaded and "restored" not in loaded, loaded

@@ -5,9 +5,7 @@ the views render live from the saved state instead."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
 import nbformat
 import pytest
@@ -17,13 +15,10 @@ from .lab import (
     LabNotebook,
     LabServer,
     close_notebook,
-    notebook_opener,
-    start_lab_with_labextension,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
 
-LABEXTENSION = Path(__file__).resolve().parents[2] / "pi_notebook" / "labextension"
 WIDGETS_PLUGIN = "/lab/api/settings/@jupyter-widgets/jupyterlab-manager:plugin"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -42,21 +37,6 @@ CELLS = [
     "%%agent\nSecond question",
     "%tree",
 ]
-
-
-@pytest.fixture(scope="module")
-def reopen_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    """A JupyterLab that loads this checkout's labextension."""
-    if not (LABEXTENSION / "package.json").exists():
-        pytest.fail("pi_notebook/labextension is missing: run `npm run build --prefix js`")
-    with start_lab_with_labextension(tmp_path_factory.mktemp("reopen-lab"), LABEXTENSION) as lab:
-        yield lab
-
-
-@pytest.fixture
-def open_nb(reopen_lab: LabServer, browser: Any) -> Iterator[Callable[..., LabNotebook]]:
-    with notebook_opener(browser, reopen_lab) as open_:
-        yield open_
 
 
 def save_widget_state(lab: LabServer, on: bool) -> None:
@@ -79,12 +59,7 @@ def run_and_save(nb: LabNotebook) -> None:
     nb.page.wait_for_function(
         "() => document.querySelector('.pi-tree-window')?.textContent.includes('Second question')"
     )
-    nb.page.evaluate(
-        "async (id) => { const app = window.jupyterapp;"
-        " const panel = Array.from(app.shell.widgets('main')).find((w) => w.id === id);"
-        " await panel.context.save(); }",
-        nb.panel_id,
-    )
+    nb.save()
 
 
 def saved_html(nb: LabNotebook, index: int) -> str:
@@ -108,51 +83,43 @@ def assert_static_views(nb: LabNotebook) -> None:
 
 
 def test_reopened_after_shutdown_shows_every_transcript_and_tree(
-    reopen_lab: LabServer, open_nb: Callable[..., LabNotebook]
+    extension_lab: LabServer, open_with_extension: Callable[..., LabNotebook]
 ) -> None:
-    save_widget_state(reopen_lab, False)
-    nb = open_nb("reopen_shutdown.ipynb", CELLS)
+    save_widget_state(extension_lab, False)
+    nb = open_with_extension("reopen_shutdown.ipynb", CELLS)
     run_and_save(nb)
     assert "First answer, kept." in saved_html(nb, 1)
     assert "Second answer, kept." in saved_html(nb, 2)
     assert "done" in saved_html(nb, 2)
     close_notebook(nb)  # "Close and Shut Down"
 
-    again = open_nb("reopen_shutdown.ipynb", None)
+    again = open_with_extension("reopen_shutdown.ipynb", None)
     assert_static_views(again)
 
 
 def test_reopened_after_a_kernel_restart_shows_every_transcript_and_tree(
-    reopen_lab: LabServer, open_nb: Callable[..., LabNotebook]
+    extension_lab: LabServer, open_with_extension: Callable[..., LabNotebook]
 ) -> None:
-    save_widget_state(reopen_lab, False)
-    nb = open_nb("reopen_restart.ipynb", CELLS)
+    save_widget_state(extension_lab, False)
+    nb = open_with_extension("reopen_restart.ipynb", CELLS)
     run_and_save(nb)
-    (session,) = [s for s in reopen_lab.api("GET", "/api/sessions") if s["path"] == nb.name]
-    reopen_lab.api("POST", f"/api/kernels/{session['kernel']['id']}/restart")
-    nb.page.reload()
-    ready = nb.page.wait_for_function(
-        "(path) => Array.from(window.jupyterapp?.shell?.widgets('main') ?? []).find("
-        "(w) => w.context?.path === path && w.sessionContext?.session?.kernel?.status === 'idle')"
-        "?.id",
-        arg=nb.name,
-        timeout=120_000,
-    )
-    nb.panel_id = ready.json_value()
+    (session,) = [s for s in extension_lab.api("GET", "/api/sessions") if s["path"] == nb.name]
+    extension_lab.api("POST", f"/api/kernels/{session['kernel']['id']}/restart")
+    nb.reload()
     assert_static_views(nb)
 
 
 def test_with_widget_state_saving_the_views_come_back_live_from_the_saved_state(
-    reopen_lab: LabServer, open_nb: Callable[..., LabNotebook]
+    extension_lab: LabServer, open_with_extension: Callable[..., LabNotebook]
 ) -> None:
-    save_widget_state(reopen_lab, True)
+    save_widget_state(extension_lab, True)
     try:
-        nb = open_nb("reopen_saved_state.ipynb", CELLS)
+        nb = open_with_extension("reopen_saved_state.ipynb", CELLS)
         run_and_save(nb)
         close_notebook(nb)
         assert nbformat.read(nb.path, as_version=4).metadata.get("widgets")
 
-        again = open_nb("reopen_saved_state.ipynb", None)
+        again = open_with_extension("reopen_saved_state.ipynb", None)
         runs = again.panel.locator(".pi-run")
         runs.nth(1).wait_for()
         assert "First answer, kept." in runs.nth(0).inner_text()
@@ -164,4 +131,4 @@ def test_with_widget_state_saving_the_views_come_back_live_from_the_saved_state(
         assert again.panel.locator(".pi-run-static").count() == 0
         assert "Error displaying widget" not in again.panel.inner_text()
     finally:
-        save_widget_state(reopen_lab, False)
+        save_widget_state(extension_lab, False)

@@ -52,6 +52,14 @@ def notebook_with(path: Path, session_id: str | None) -> None:
     nbformat.write(nb, path)
 
 
+def earlier_session(monkeypatch: pytest.MonkeyPatch, notebook: str, text: str) -> str:
+    """A session a kernel of ``notebook`` wrote ``text`` into, then ended; its id."""
+    first = agent_for(monkeypatch, notebook)
+    first.session.append_message(UserMessage(content=text))
+    first.session_lock.release()
+    return first.session.id
+
+
 def test_a_renamed_notebook_takes_its_session_file_along(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -89,10 +97,8 @@ def test_a_rename_never_overwrites_another_session_file(
 def test_a_notebook_moved_while_closed_reopens_its_own_session_by_id(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first = agent_for(monkeypatch, "Untitled.ipynb")
-    first.session.append_message(UserMessage(content="the sales question"))
-    session_id = first.session.id
-    first.session_lock.release()  # that kernel ended; the notebook was renamed in a file manager
+    session_id = earlier_session(monkeypatch, "Untitled.ipynb", "the sales question")
+    # that kernel ended; the notebook was renamed in a file manager
     notebook_with(folder / "sales.ipynb", session_id)
 
     agent = agent_for(monkeypatch, "sales.ipynb")
@@ -108,10 +114,7 @@ def test_a_notebook_moved_while_closed_reopens_its_own_session_by_id(
 def test_a_copied_notebook_continues_in_a_copy_of_the_session(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first = agent_for(monkeypatch, "sales.ipynb")
-    first.session.append_message(UserMessage(content="original"))
-    session_id = first.session.id
-    first.session_lock.release()
+    session_id = earlier_session(monkeypatch, "sales.ipynb", "original")
     notebook_with(folder / "sales.ipynb", session_id)
     notebook_with(folder / "sales-Copy1.ipynb", session_id)
 
@@ -129,10 +132,7 @@ def test_a_copied_notebook_continues_in_a_copy_of_the_session(
 def test_a_new_notebook_never_keeps_a_session_another_notebook_claims(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first = agent_for(monkeypatch, "Untitled.ipynb")
-    first.session.append_message(UserMessage(content="belongs to sales"))
-    session_id = first.session.id
-    first.session_lock.release()
+    session_id = earlier_session(monkeypatch, "Untitled.ipynb", "belongs to sales")
     notebook_with(folder / "sales.ipynb", session_id)  # renamed while closed, file left behind
 
     new = agent_for(monkeypatch, "Untitled.ipynb")
