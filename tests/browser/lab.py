@@ -135,28 +135,41 @@ def _lab_environment(base: Path, extra: dict[str, str] | None = None) -> dict[st
 
 @contextlib.contextmanager
 def start_lab(
-    base: Path, *, extra_args: Sequence[str] = (), env: dict[str, str] | None = None
+    base: Path,
+    *,
+    extra_args: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    notebook7: bool = False,
 ) -> Iterator[LabServer]:
     """Run ``jupyter lab`` with its files under ``base`` until the block ends; ``env`` is added
-    to the server's environment, which its kernels inherit."""
+    to the server's environment, which its kernels inherit. ``notebook7``: ``jupyter notebook``
+    (Notebook 7) instead."""
     root = base / "root"
     root.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     token = secrets.token_hex(24)
     log = base / "lab.log"
+    app = (
+        ["notebook", "--JupyterNotebookApp.expose_app_in_browser=True"]
+        if notebook7
+        else [
+            "jupyterlab",
+            "--LabApp.expose_app_in_browser=True",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.news_url=None",
+        ]
+    )
     command = [
         sys.executable,
         "-m",
-        "jupyterlab",
+        app[0],
         "--no-browser",
         "--ip=127.0.0.1",
         f"--port={port}",
         f"--IdentityProvider.token={token}",
         "--allow-root",
         f"--ServerApp.root_dir={root}",
-        "--LabApp.expose_app_in_browser=True",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.news_url=None",
+        *app[1:],
         *extra_args,
     ]
     with log.open("wb") as out:
@@ -178,7 +191,7 @@ def start_lab(
 
 @contextlib.contextmanager
 def start_lab_with_labextension(
-    base: Path, labextension: Path, env: dict[str, str] | None = None
+    base: Path, labextension: Path, env: dict[str, str] | None = None, *, notebook7: bool = False
 ) -> Iterator[LabServer]:
     """:func:`start_lab` with ``labextension`` (this checkout's build) first on
     ``JUPYTER_PATH`` (an editable install made elsewhere may hold another build, or none)."""
@@ -187,7 +200,9 @@ def start_lab_with_labextension(
     (data / "pi-notebook-widgets").symlink_to(labextension, target_is_directory=True)
     paths = [str(base / "data"), os.environ.get("JUPYTER_PATH", "")]
     with start_lab(
-        base, env={"JUPYTER_PATH": os.pathsep.join(p for p in paths if p), **(env or {})}
+        base,
+        env={"JUPYTER_PATH": os.pathsep.join(p for p in paths if p), **(env or {})},
+        notebook7=notebook7,
     ) as server:
         yield server
 

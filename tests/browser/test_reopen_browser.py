@@ -6,15 +6,22 @@ the views render live from the saved state instead."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import nbformat
 import pytest
+from nbformat.sign import NotebookNotary
 
+from tests.notebook.kernel_notebook import execute
+
+from .conftest import LABEXTENSION
 from .lab import (
     FAUX_IMPORTS,
+    WAIT_MS,
     LabNotebook,
     LabServer,
     close_notebook,
+    start_lab_with_labextension,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
@@ -132,3 +139,42 @@ def test_with_widget_state_saving_the_views_come_back_live_from_the_saved_state(
         assert "Error displaying widget" not in again.panel.inner_text()
     finally:
         save_widget_state(extension_lab, False)
+
+
+def test_notebook_7_shows_the_static_renditions_of_a_notebook_saved_without_widget_state(
+    tmp_path_factory: pytest.TempPathFactory, browser: Any
+) -> None:
+    """The same in Notebook 7, for a notebook executed headless and saved as JupyterLab saves
+    by default (no widget state)."""
+    base = tmp_path_factory.mktemp("nb7")
+    (base / "root").mkdir()
+    cells = [CELLS[0], *(c.replace("%%agent\n", "%%agent --wait\n") for c in CELLS[1:])]
+    nb = execute(cells, base / "root", name="nb7.ipynb", env={"JPY_SESSION_NAME": "nb7.ipynb"})
+    nb.metadata.pop("widgets", None)
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    NotebookNotary().sign(nb)  # as after the user ran it: trusted
+    nbformat.write(nb, base / "root" / "nb7.ipynb")
+    with start_lab_with_labextension(base, LABEXTENSION, notebook7=True) as server:
+        context = browser.new_context(viewport={"width": 1280, "height": 1000})
+        try:
+            page = context.new_page()
+            page.set_default_timeout(WAIT_MS)
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(f"{server.url}/notebooks/nb7.ipynb?token={server.token}")
+            statics = page.locator(".jp-Notebook .pi-run-static")
+            statics.nth(1).wait_for()
+            assert "First answer, kept." in statics.nth(0).inner_text()
+            assert "Second answer, kept." in statics.nth(1).inner_text()
+            page.locator(".jp-Notebook .pi-tree-static").wait_for()
+            assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
+            # Notebook 7 itself raises this one with the tests' isolated settings directory,
+            # with or without pi_notebook's extension
+            assert [e for e in errors if "reading 'schema'" not in e] == [], errors
+        finally:
+            context.close()
+            server.shut_down_sessions(["nb7.ipynb"])
