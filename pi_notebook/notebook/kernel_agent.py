@@ -1061,8 +1061,10 @@ class NotebookAgent:
             view.refresh()
 
     def shutdown(self) -> None:
-        """Abort what runs and stop the MCP servers (``%unload_ext``)."""
+        """Abort what runs, stop the MCP servers and let go of the session file
+        (``%unload_ext``)."""
         self.abort()
+        self.session_lock.release()
         if self._mcp is not None and len(self.mcp):
             try:
                 asyncio.get_running_loop()

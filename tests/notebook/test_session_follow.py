@@ -238,3 +238,18 @@ def test_a_second_kernel_on_a_held_session_is_told_and_chooses(tmp_path: Path) -
     forked = outputs_text(nb.cells[4])
     assert "Continuing shared.pi.jsonl in a copy" in forked, forked
     assert original.read_bytes() == before  # never written by the second kernel
+
+
+def test_reloading_the_extension_lets_go_of_the_lock_first(tmp_path: Path) -> None:
+    nb = execute(
+        [
+            "%load_ext pi_notebook",
+            "%unload_ext pi_notebook\n%load_ext pi_notebook",
+            "import pi_notebook\nprint(pi_notebook.current().session_path.name)",
+        ],
+        tmp_path,
+        name="reload.ipynb",
+        env={"JPY_SESSION_NAME": "reload.ipynb"},
+    )
+    assert "another kernel" not in outputs_text(nb.cells[1])
+    assert outputs_text(nb.cells[2]) == "reload.pi.jsonl\n"
