@@ -1007,26 +1007,22 @@ class NotebookAgent:
         held = lock_holder(found)
         owner = session_owner(found)
         is_copy = owner != self.notebook and owner.exists()
-        empty = not self.restored_entries and self._session is None
+        # the file opened by name holds nothing yet: the found session takes its place
+        empty = self.restored_entries == 0
+        if empty:
+            mine.unlink(missing_ok=True)
         if held is not None or is_copy:
             from ..harness.session import Session
 
             target = mine if empty else sibling_session_path(mine)
-            if empty:
-                mine.unlink(missing_ok=True)
             self.use_session(Session.open(found).fork(target))
             why = f"open in {held}" if held else f"{owner.name}'s session"
             return [f"{found.name} is {why}: this notebook continues in a copy, {target.name}"]
-        target = mine
+        target = found
         if empty:
-            mine.unlink(missing_ok=True)
-        else:
-            target = found
-        try:
-            if target != found:
-                move_no_clobber(found, target)
-        except OSError:
-            target = found
+            with contextlib.suppress(OSError):  # else it is used where it is
+                move_no_clobber(found, mine)
+                target = mine
         self.use_session(open_session(target))
         return [f"reopened this notebook's session ({len(self.session)} entries) from {found.name}"]
 
