@@ -142,3 +142,25 @@ describe("WorkspaceLink", () => {
     expect(notebook.state.map((cell) => [cell.id, cell.cell_type])).toEqual([["a", "code"], ["new-101", "markdown"]]);
   });
 });
+
+describe("the session follows the notebook", () => {
+  it("sends the new path, keeps the kernel's session id and shows its notices", async () => {
+    const kept = [];
+    const notices = [];
+    const sent = [];
+    const adapter = { keepSession: (id) => kept.push(id), notify: (text) => notices.push(text) };
+    const link = new WorkspaceLink(adapter, (data) => sent.push(data));
+    link.hello({ app: "JupyterLab", version: "4", path: "Untitled.ipynb", session_id: null });
+    link.pathChanged("sales.ipynb");
+    expect(sent).toEqual([
+      { type: "hello", protocol: 1, app: "JupyterLab", version: "4", path: "Untitled.ipynb", session_id: null },
+      { type: "path", path: "sales.ipynb" },
+    ]);
+    await link.handle({ type: "session", session_id: "0193-abc" });
+    await link.handle({ type: "notice", text: "pi_notebook: moved" });
+    await link.handle({ type: "session", session_id: 42 }); // not an id: ignored
+    expect(kept).toEqual(["0193-abc"]);
+    expect(notices).toEqual(["pi_notebook: moved"]);
+    expect(sent).toHaveLength(2); // no replies to these
+  });
+});

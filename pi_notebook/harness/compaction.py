@@ -61,7 +61,12 @@ from .prompts import (
     history_summary_prompt,
     turn_prefix_summary_prompt,
 )
-from .tokens import estimate_projected_context_tokens, estimate_tokens, js_json_stringify
+from .tokens import (
+    estimate_projected_context_tokens,
+    estimate_text_tokens,
+    estimate_tokens,
+    js_json_stringify,
+)
 
 __all__ = [
     "TOOL_RESULT_MAX_CHARS",
@@ -593,6 +598,28 @@ def _output_budget(fraction: float, settings: CompactionSettings, model: Model) 
     return min(budget, model.max_tokens) if model.max_tokens > 0 else budget
 
 
+def _check_fits(
+    model: Model,
+    system_prompt: str,
+    prompt: str,
+    settings: CompactionSettings,
+    fraction: float,
+    what: str,
+) -> None:
+    """Refuse a summary request the model's window cannot hold with its reply (pi's estimate,
+    ``chars / 4``), before any is sent: a small model given more than its window writes a
+    summary of what it could see, or nonsense, and that would replace the conversation."""
+    window = model.context_window
+    needed = estimate_text_tokens(system_prompt, prompt) + _output_budget(fraction, settings, model)
+    if window > 0 and needed > window:
+        raise CompactionError(
+            "summarization_failed",
+            f"{what} skipped: the request needs about {needed:,} tokens, more than "
+            f"{model.provider}/{model.id}'s {window:,}-token window; nothing was replaced. "
+            "Compact with a model that has a larger window.",
+        )
+
+
 def _summary_text(reply: AssistantMessage, what: str) -> str:
     if reply.stop_reason == "aborted":
         raise CompactionError("aborted", reply.error_message or f"{what} aborted")
@@ -644,10 +671,14 @@ async def compact(
         preparation.previous_summary,
         custom_instructions,
     )
-    if preparation.is_split_turn and preparation.turn_prefix_messages:
+    split = preparation.is_split_turn and bool(preparation.turn_prefix_messages)
+    if not split or preparation.messages_to_summarize:
+        _check_fits(model, system_prompt, history_prompt, settings, 0.8, "Summarization")
+    if split:
         prefix_prompt = turn_prefix_summary_prompt(
             serialize_conversation(convert_to_llm(preparation.turn_prefix_messages))
         )
+        _check_fits(model, system_prompt, prefix_prompt, settings, 0.5, "Turn prefix summarization")
         history_summary, prefix_summary = await _both(
             summarize(history_prompt, 0.8, "Summarization")
             if preparation.messages_to_summarize

@@ -160,6 +160,10 @@ class JsonlSessionStorage(SessionStorage):
     def __repr__(self) -> str:
         return f"JsonlSessionStorage({str(self._path)!r})"
 
+    def relocate(self, path: str | os.PathLike[str]) -> None:
+        """The file was moved to ``path`` (by its owner): write there from now on."""
+        self._path = Path(path)
+
     def create(self, header: SessionHeader, entries: Iterable[SessionEntry] = ()) -> None:
         data = b"".join([encode_record(header), *(encode_record(e) for e in entries)])
         create_file(self._path, data, fsync=self.fsync)

@@ -42,6 +42,7 @@ __all__ = [
     "calculate_context_tokens",
     "estimate_context_tokens",
     "estimate_projected_context_tokens",
+    "estimate_text_tokens",
     "estimate_tokens",
     "js_json_stringify",
     "js_length",
@@ -82,6 +83,11 @@ def _content_chars(content: str | Sequence[Any]) -> int:
 
 def _tokens(chars: int) -> int:
     return (chars + 3) // 4
+
+
+def estimate_text_tokens(*texts: str) -> int:
+    """pi's estimate for plain text: ``ceil(chars / 4)`` over all of ``texts``."""
+    return _tokens(sum(js_length(text) for text in texts))
 
 
 def estimate_tokens(message: object) -> int:

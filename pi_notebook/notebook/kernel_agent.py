@@ -25,12 +25,25 @@ from ..ai.thinking_levels import THINKING_LEVELS
 from .default_model import (
     LOCAL_ALIASES,
     NoModelError,
+    SessionModelMissing,
+    local_model_available,
     model_from_api_keys,
     resolve_default_model,
     resolve_model,
 )
+from .locations import notebook_location, session_path_beside, sibling_session_path
 from .repeat_guard import RepeatGuard
-from .session_files import open_notebook_session, start_notebook_session
+from .session_files import open_notebook_session, open_session, start_notebook_session
+from .session_follow import (
+    claimed_by,
+    find_session_file,
+    header_id,
+    move_no_clobber,
+    notebook_stem,
+    renamed_session_file,
+    session_owner,
+)
+from .session_lock import SessionLock, lock_holder
 from .workspace.document import NotebookDocument
 from .workspace.history import ExecutionHistory
 
@@ -154,6 +167,7 @@ class NotebookAgent:
         """What ran in this kernel (installed on the shell by ``%load_ext``)."""
         self.document = NotebookDocument(self.history)
         """The notebook open in a frontend (linked by the pi_notebook labextension)."""
+        self.document.follow = self._follow_notebook
         self._waiters = 0
         self._writes: WriteTools | None = None
         self._writer_tools: dict[str, AgentTool] | None = None
@@ -179,6 +193,17 @@ class NotebookAgent:
         (``None``: ``StreamOptions``' default, 5 s)."""
         self._unsaved_views: dict[RunView, str] = {}
         """Views showing a "not saved" notice, with its text (told when the retry succeeds)."""
+        self.notebook, self._root = notebook_location()
+        """The notebook's file (None: unknown) and the server root its frontend path is
+        relative to; the labextension says when the notebook is renamed or moved."""
+        self.read_only: Path | None = None
+        """A session file opened only to look at (``%session open --read-only``): runs and
+        other writes are refused."""
+        self.session_lock = SessionLock()
+        held = self.session_lock.acquire(self.session_path)
+        if held is not None:
+            copied = self._continue_in_copy(held)
+            self.load_notice = f"{notice}; {copied}" if notice else copied
 
     # --- built on first use ----------------------------------------------------------------------
     # %load_ext builds none of these: each needs the pydantic models of its layer (issue 15).
@@ -300,20 +325,63 @@ class NotebookAgent:
         return self._harness is not None or self._known_model() is not None
 
     def _known_model(self) -> Model | None:
-        """A model known without starting anything: the session's, the environment's. (A
-        session only started by ``%load_ext`` is not opened for this: it holds no entries.)"""
+        """A model known without starting anything: the session's, else the environment's. (A
+        session only started by ``%load_ext`` is not opened for this: it holds no entries.)
+        A session whose own model this kernel lacks raises :class:`SessionModelMissing`: a
+        run never goes on silently with another model. None when the session's model is the
+        embedded local one, not started yet (:meth:`ensure_harness` starts it)."""
         from ..ai.models import parse_model
 
-        ref = None if self._session is None else self._session.build_context().model
-        if ref is not None:
+        own = self.session_model_ref()
+        if own is not None:
             try:
-                return parse_model(f"{ref.provider}/{ref.model_id}")
+                return parse_model(own)
             except (KeyError, ValueError):
-                pass  # a model of another machine (or an unregistered faux one)
+                if own in LOCAL_ALIASES and local_model_available():
+                    return None
+                raise SessionModelMissing(own) from None
         configured = os.environ.get("PI_NOTEBOOK_MODEL", "").strip()
-        if configured and configured not in ("local", "local/smollm2-135m"):
+        if configured and configured not in LOCAL_ALIASES:
             return parse_model(configured)
         return model_from_api_keys()
+
+    def session_model_ref(self) -> str | None:
+        """The session's own model as ``provider/model-id``: the last one set on its branch
+        (pi restores the same after a restart); None for a session without one."""
+        if self._session is None:
+            return None
+        ref = self._session.build_context().model
+        return None if ref is None else f"{ref.provider}/{ref.model_id}"
+
+    def session_model_problem(self) -> str | None:
+        """Why a run cannot use the session's own model in this kernel (see
+        :class:`SessionModelMissing`); None when it can, or once a harness has a model."""
+        if self._harness is not None:
+            return None
+        try:
+            self._known_model()
+        except SessionModelMissing as exc:
+            return str(exc)
+        except (KeyError, ValueError):  # a bad PI_NOTEBOOK_MODEL: the run reports it
+            return None
+        return None
+
+    def pending_model_note(self) -> str | None:
+        """What the first run will use when no model is chosen yet and nothing needs
+        configuring: the embedded local model, started then. None otherwise."""
+        if self._harness is not None or not local_model_available():
+            return None
+        if self.session_model_ref() in LOCAL_ALIASES:
+            return (
+                "This session's model is the embedded local model (local/smollm2-135m); it "
+                "starts with the next run."
+            )
+        if self._known_model() is None:
+            return (
+                "No model chosen yet: the next run starts the embedded local model (SmolLM2 "
+                "135M). Choose another with `%model PROVIDER/MODEL-ID`."
+            )
+        return None
 
     def _new_harness(self, model: Model) -> AgentHarness:
         from ..harness.harness import AgentHarness
@@ -374,7 +442,9 @@ class NotebookAgent:
         event loop."""
         if self._harness is None:
             await self.prepare_run()
-            model = model or self._known_model() or await self.resolve_model()
+            own = self.session_model_ref()
+            local = own if own in LOCAL_ALIASES else None  # the session's, not the default
+            model = model or self._known_model() or await self.resolve_model(local)
             self._harness = self._new_harness(model)
         return self._harness
 
@@ -526,9 +596,10 @@ class NotebookAgent:
     ) -> AssistantMessage | None:
         if run.cancelled:
             return None
-        harness = await self.ensure_harness()
-        if model_ref:
-            harness.set_model(await self.resolve_model(model_ref))
+        chosen = await self.resolve_model(model_ref) if model_ref else None
+        harness = await self.ensure_harness(chosen)
+        if chosen is not None:
+            harness.set_model(chosen)
         if thinking:
             harness.set_thinking_level(thinking)
         self._branch_for_cell(cell_key)
@@ -918,9 +989,143 @@ class NotebookAgent:
 
         self.session.append_custom(BUDGET_CUSTOM_TYPE, settings.to_data())
 
+    # --- following the notebook ------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str | None:
+        """The session's id (read from the file's header while the session is not open)."""
+        if self._session is not None:
+            return self._session.id
+        return header_id(self._session_file)
+
+    def _continue_in_copy(self, held: str) -> str:
+        """Another kernel holds the session file: fork it into a file of this notebook's own
+        (the original is not written), and say so with the other choice."""
+        original = self.session_path
+        copy = sibling_session_path(original)
+        self.session = self.session.fork(copy)
+        self.session_lock.acquire(copy)
+        return (
+            f"{original.name} is open in {held}, so this notebook continues in a copy, "
+            f"{copy.name} (the original is not written). To look at the original instead: "
+            f"%session open {original} --read-only"
+        )
+
+    def _settled(self) -> bool:
+        """Nothing was run or queued in this kernel yet: switching the session loses nothing."""
+        return not self.runs and not self.busy
+
+    def _follow_notebook(
+        self, path: str, session_id: str | None, hello: bool
+    ) -> tuple[str | None, list[str]]:
+        notices = self.notebook_opened(path, session_id) if hello else self.notebook_moved(path)
+        return (None if self.read_only is not None else self.session_id), notices
+
+    def notebook_opened(self, path: str, session_id: str | None) -> list[str]:
+        """A notebook view said hello: its path (relative to the server root) and the session
+        id in its metadata. Follows a rename made while the kernel was away, reopens the
+        notebook's own session after a move or copy, and never keeps another notebook's
+        session. Returns what to tell the user."""
+        notices = self.notebook_moved(path)
+        own = self.session_id
+        if not self._settled() or self.read_only is not None:
+            return notices
+        if session_id and session_id != own:
+            notices += self._adopt(session_id)
+        elif not session_id and own is not None and self.restored_entries:
+            notices += self._leave_claimed(own)
+        return notices
+
+    def notebook_moved(self, path: str) -> list[str]:
+        """The notebook is at ``path`` now (relative to the server root): its session file
+        follows it when named for it, never over an existing file."""
+        if not path:
+            return []
+        notebook = self._root / path
+        old, self.notebook = self.notebook, notebook
+        if old is None or old == notebook or self.read_only is not None:
+            return []
+        current = self.session_path
+        renamed = renamed_session_file(current, notebook_stem(old), notebook_stem(notebook))
+        if renamed is None:
+            return []
+        target = session_path_beside(notebook).with_name(renamed.name)
+        if target == current:
+            return []
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            move_no_clobber(current, target)
+        except FileExistsError:
+            return [f"{target.name} exists already: this notebook's session stays in {current}"]
+        except OSError as exc:
+            why = exc.strerror or exc
+            return [f"could not move the session file ({why}); it stays in {current}"]
+        self._relocate(target)
+        return []
+
+    def _relocate(self, target: Path) -> None:
+        if self._session is not None:
+            from ..harness.storage import JsonlSessionStorage
+
+            storage = self._session.storage
+            if isinstance(storage, JsonlSessionStorage):
+                storage.relocate(target)
+        self._session_file = target
+        self.session_lock.move(target)
+
+    def _adopt(self, session_id: str) -> list[str]:
+        """The notebook's metadata names another session than the one opened by name: take
+        that one (it was moved or renamed while this notebook was closed), or a copy of it when
+        it is another notebook's (this notebook is a copy) or another kernel has it open."""
+        mine = self.session_path
+        found = find_session_file(mine.parent, session_id, skip=mine)
+        if found is None:
+            return [
+                f"this notebook's session ({session_id[:8]}) is not beside it any more: "
+                f"working in {mine.name}"
+            ]
+        held = lock_holder(found)
+        owner = session_owner(found)
+        is_copy = owner != self.notebook and owner.exists()
+        # the file opened by name holds nothing yet: the found session takes its place
+        empty = self.restored_entries == 0
+        if empty:
+            mine.unlink(missing_ok=True)
+        if held is not None or is_copy:
+            from ..harness.session import Session
+
+            target = mine if empty else sibling_session_path(mine)
+            self.use_session(Session.open(found).fork(target))
+            why = f"open in {held}" if held else f"{owner.name}'s session"
+            return [f"{found.name} is {why}: this notebook continues in a copy, {target.name}"]
+        target = found
+        if empty:
+            with contextlib.suppress(OSError):  # else it is used where it is
+                move_no_clobber(found, mine)
+                target = mine
+        self.use_session(open_session(target))
+        return [f"reopened this notebook's session ({len(self.session)} entries) from {found.name}"]
+
+    def _leave_claimed(self, own: str) -> list[str]:
+        """A notebook without a session id opened a session another notebook here claims (a
+        new ``Untitled`` finding an old ``Untitled.pi.jsonl``): start a session of its own."""
+        notebook = self.notebook
+        other = claimed_by(self.session_path.parent, own, skip=notebook)
+        if other is None:
+            return []
+        claimed = self.session_path
+        fresh = sibling_session_path(claimed)
+        self.use_session(open_session(fresh))
+        return [
+            f"{other.name} owns the session in {claimed.name}: this notebook starts its own, "
+            f"{fresh.name}"
+        ]
+
     def use_session(self, session: Session) -> None:
         """Work in another session from now on (``%session new`` / ``open``)."""
         model = self._harness.model if self._harness is not None else None
+        if session.path is not None and self.read_only != session.path:
+            self.session_lock.acquire(session.path)
         self.session = session
         self._cell_starts.clear()
         self._harness = self._new_harness(model) if model is not None else None
@@ -932,8 +1137,10 @@ class NotebookAgent:
             view.refresh()
 
     def shutdown(self) -> None:
-        """Abort what runs and stop the MCP servers (``%unload_ext``)."""
+        """Abort what runs, stop the MCP servers and let go of the session file
+        (``%unload_ext``)."""
         self.abort()
+        self.session_lock.release()
         if self._mcp is not None and len(self.mcp):
             try:
                 asyncio.get_running_loop()

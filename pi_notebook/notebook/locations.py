@@ -20,6 +20,8 @@ __all__ = [
     "DEFAULT_SESSION_NAME",
     "fallback_session_path",
     "latest_session_path",
+    "notebook_location",
+    "session_path_beside",
     "session_path_for",
     "sibling_session_path",
 ]
@@ -55,6 +57,32 @@ def session_path_for(environ: Mapping[str, str] | None = None, cwd: Path | None 
         # JPY_SESSION_NAME ("sub/dir/nb.ipynb") names a file in the working directory.
         directory = here
     return directory / f"{stem}.pi.jsonl"
+
+
+def notebook_location(
+    environ: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> tuple[Path | None, Path]:
+    """The notebook this kernel runs (absolute; None when unknown) and the server's root
+    directory, against which the labextension's paths are relative. jupyter_server starts the
+    kernel in the notebook's directory and names it relative to the root."""
+    env = os.environ if environ is None else environ
+    here = Path.cwd() if cwd is None else cwd
+    name = env.get("JPY_SESSION_NAME")
+    if not name:
+        return None, here
+    if Path(name).is_absolute():
+        return Path(name), here
+    root = here
+    for _ in Path(name).parent.parts:
+        root = root.parent
+    return here / Path(name).name, root
+
+
+def session_path_beside(notebook: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """The session file named for ``notebook`` (``PI_NOTEBOOK_SESSION_DIR`` respected)."""
+    env = dict(os.environ if environ is None else environ)
+    env["JPY_SESSION_NAME"] = str(notebook)
+    return session_path_for(env, notebook.parent)
 
 
 def fallback_session_path(default: Path) -> Path:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from ..ai.thinking_levels import THINKING_LEVELS, ThinkingLevel
 from .default_model import (
     NoModelError,
+    SessionModelMissing,
     check_model_ref,
     local_start_notice,
     will_start_local,
@@ -32,7 +32,9 @@ from .default_model import (
 from .guard_magics import budget_lines, cap_value
 from .input_rewrite import EMPTY_PROMPT
 from .interpolate import InterpolationError, interpolate
+from .locations import sibling_session_path
 from .session_files import open_session
+from .session_lock import lock_holder
 from .workspace.fix import fix_prompt
 
 if TYPE_CHECKING:
@@ -116,6 +118,12 @@ def _fill(text: str, namespace: dict[str, Any]) -> str:
         raise UsageError(str(exc)) from None
 
 
+READ_ONLY = (
+    "{name} is open read-only: nothing is written to it. %session fork continues from it in a "
+    "file of this notebook's own; %session new or %session open PATH works in another session."
+)
+
+
 @magics_class
 class PiMagics(Magics):
     """%%agent, %fix, %agent_context, %steer, %follow_up, %abort, %fork, %model, %thinking,
@@ -151,6 +159,11 @@ class PiMagics(Magics):
         """The ``post_run_cell`` hook's part: re-send finished outcomes (see :class:`Outcome`)."""
         self.outcomes = [outcome for outcome in self.outcomes if outcome.resync()]
 
+    def _writable(self) -> None:
+        """Refuse a change to a session opened read-only (``%session open --read-only``)."""
+        if self.pi.read_only is not None:
+            raise UsageError(READ_ONLY.format(name=self.pi.read_only.name))
+
     def _harness_or_usage(self) -> Any:
         try:
             return self.pi.harness
@@ -182,6 +195,7 @@ class PiMagics(Magics):
         waiting).
         """
         args = _parse(self.agent, line)
+        self._writable()
         prompt = _fill(cell, self.pi.namespace).strip()
         if not prompt:
             raise UsageError(EMPTY_PROMPT)
@@ -190,6 +204,8 @@ class PiMagics(Magics):
                 check_model_ref(args.model)
             except (KeyError, ValueError) as exc:
                 raise UsageError(_reason(exc)) from None
+        elif (problem := self.pi.session_model_problem()) is not None:
+            raise UsageError(problem)
         self.pi.refresh_function_tools()
         self._announce_local_start(args.model)
         budget = {
@@ -212,7 +228,7 @@ class PiMagics(Magics):
                     return
             except Exception:  # a bad PI_NOTEBOOK_MODEL, say: the run reports it
                 return
-        if will_start_local(model_ref):
+        if will_start_local(model_ref or self.pi.session_model_ref()):
             notice = local_start_notice()
             if notice is not None:
                 print(notice)
@@ -228,6 +244,7 @@ class PiMagics(Magics):
         write tools it edits the cell (asking for approval); otherwise it shows the fixed cell.
         Wait for it with `await pi_notebook.current().wait()`."""
         args = _parse(self.fix, line)
+        self._writable()
         record = self.pi.history.last_error()
         if record is None:
             print("No cell has failed since pi_notebook was loaded: nothing to fix.")
@@ -278,6 +295,7 @@ class PiMagics(Magics):
         text = _fill(line, self.pi.namespace).strip()
         if not text:
             raise UsageError("Usage: %follow_up TEXT")
+        self._writable()
         if self.pi.follow_up(text):
             print(f"Follow-up queued: {text}")
             return
@@ -305,6 +323,7 @@ class PiMagics(Magics):
     def fork(self, line: str) -> None:
         """Move the session to TARGET; the next %%agent continues from there as a new branch."""
         args = _parse(self.fork, line)
+        self._writable()
         now = not self.pi.busy  # else the target is the one there when the cells above are done
         target = self._resolve_target(args.target) if now else None
         if now:
@@ -359,6 +378,7 @@ class PiMagics(Magics):
     def label(self, line: str) -> None:
         """Label an entry of the session (to %fork back to it by name)."""
         args = _parse(self.label, line)
+        self._writable()
         if not self.pi.busy:  # else resolved when the cells above are done
             self._label_target(args.target)
 
@@ -398,6 +418,8 @@ class PiMagics(Magics):
             view.notice = f"Forked into {path.name}; open it with %session open {path}"
 
         def label(entry_id: str, text: str) -> None:
+            if self.pi.read_only is not None:
+                raise RuntimeError(READ_ONLY.format(name=self.pi.read_only.name))
             self.pi.session.append_label(entry_id, text or None)
             view.refresh()
 
@@ -443,8 +465,11 @@ class PiMagics(Magics):
                 return
             try:
                 harness = self.pi.harness
-            except NoModelError as exc:
+            except SessionModelMissing as exc:
                 print(exc)
+                return
+            except NoModelError as exc:
+                print(self.pi.pending_model_note() or exc)
                 return
             m = harness.model
             print(
@@ -457,6 +482,7 @@ class PiMagics(Magics):
                 print(f"{self.pi.cassette.mode}ing model replies: {self.pi.cassette.path}")
             return
         ref = args.model
+        self._writable()
         try:
             check_model_ref(ref)
         except (KeyError, ValueError) as exc:
@@ -511,6 +537,7 @@ class PiMagics(Magics):
             print(f"thinking: {harness.thinking_level} (this model supports: {levels})")
             return
         wanted: ThinkingLevel = args.level
+        self._writable()
 
         def put() -> str:
             harness = self._harness_or_usage()
@@ -598,6 +625,7 @@ class PiMagics(Magics):
     def compact(self, line: str) -> None:
         """Summarise older turns to free the context window (nothing is deleted from the file)."""
         instructions = line.strip() or None
+        self._writable()
         if not self.pi.busy:
             self._harness_or_usage()
 
@@ -611,11 +639,18 @@ class PiMagics(Magics):
     # --- sessions --------------------------------------------------------------------------------
 
     @magic_arguments()
-    @argument("action", nargs="?", default="info", choices=("info", "new", "open", "name"))
+    @argument("action", nargs="?", default="info", choices=("info", "new", "open", "fork", "name"))
     @argument("value", nargs="*", help="PATH for open, NAME for name.")
+    @argument(
+        "--read-only",
+        action="store_true",
+        help="open: only look at the session (runs and other changes are refused), e.g. one "
+        "another kernel is writing.",
+    )
     @line_magic
     def session(self, line: str) -> None:
-        """Show the session, start a new one, open a session file, or name the session."""
+        """Show the session, start a new one, open a session file, continue the session in a
+        copy of this notebook's own (fork), or name the session."""
         args = _parse(self.session, line)
         value = " ".join(args.value).strip()
         if args.action == "info":
@@ -636,13 +671,25 @@ class PiMagics(Magics):
         elif args.action == "name":
             if not value:
                 raise UsageError("Usage: %session name NAME")
+            self._writable()
             self.pi.session.append_session_info(value)
             print(f"Named the session {value!r}.")
+        elif args.action == "fork":
+            path = Path(value).expanduser() if value else self._new_session_path()
+            if path.exists():
+                raise UsageError(f"{path} already exists: give another PATH")
+            original = self.pi.session
+            self._switch(
+                original.fork(path),
+                f"Continuing {original.path.name if original.path else 'the session'} in a "
+                f"copy: {path}",
+                read_only=False,
+            )
         elif args.action == "new":
             path = Path(value).expanduser() if value else self._new_session_path()
             if path.exists():
                 raise UsageError(f"{path} already exists: use %session open {path}")
-            self._switch(open_session(path), f"New session: {path}")
+            self._switch(open_session(path), f"New session: {path}", read_only=False)
         else:
             if not value:
                 raise UsageError("Usage: %session open PATH")
@@ -651,20 +698,27 @@ class PiMagics(Magics):
                 raise UsageError(f"No session file at {path}")
             from ..harness.session import Session
 
+            held = None if path == self.pi.session_lock.path else lock_holder(path)
+            if held is not None and not args.read_only:
+                raise UsageError(
+                    f"{path.name} is open in {held}: look at it with "
+                    f"%session open {path} --read-only (then %session fork continues from it "
+                    "in a file of this notebook's own)."
+                )
             try:
                 session = Session.open(path)
             except Exception as exc:
                 raise UsageError(f"Cannot open {path}: {exc}") from None
-            self._switch(session, f"Opened {path} ({len(session)} entries)")
+            how = ", read-only" if args.read_only else ""
+            message = f"Opened {path} ({len(session)} entries{how})"
+            self._switch(session, message, read_only=args.read_only)
 
     def _new_session_path(self) -> Path:
-        current = self.pi.session_path
-        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-        stem = current.name.removesuffix(".pi.jsonl")
-        return current.with_name(f"{stem}.{stamp}.pi.jsonl")
+        return sibling_session_path(self.pi.session_path)
 
-    def _switch(self, session: Session, message: str) -> None:
+    def _switch(self, session: Session, message: str, *, read_only: bool) -> None:
         if self.pi.busy:
             raise UsageError("A run is in progress: wait for it or %abort it first.")
+        self.pi.read_only = session.path if read_only else None
         self.pi.use_session(session)
         print(message)

@@ -14,6 +14,7 @@ loaded.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +25,11 @@ from .lab import (
     launch_chromium,
     notebook_opener,
     start_lab,
+    start_lab_with_labextension,
 )
+
+LABEXTENSION = Path(__file__).resolve().parents[2] / "pi_notebook" / "labextension"
+"""This checkout's build of the labextension."""
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 pytest.importorskip("jupyterlab")
@@ -55,4 +60,22 @@ def browser() -> Iterator[Any]:
 def open_notebook(lab: LabServer, browser: Any) -> Iterator[Callable[..., LabNotebook]]:
     """``open_notebook(name, cells)`` → a :class:`LabNotebook` whose kernel is idle."""
     with notebook_opener(browser, lab) as open_:
+        yield open_
+
+
+@pytest.fixture(scope="module")
+def extension_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """A JupyterLab that loads this checkout's labextension (one per test module)."""
+    if not (LABEXTENSION / "package.json").exists():
+        pytest.fail("pi_notebook/labextension is missing: run `npm run build --prefix js`")
+    with start_lab_with_labextension(tmp_path_factory.mktemp("ext-lab"), LABEXTENSION) as server:
+        yield server
+
+
+@pytest.fixture
+def open_with_extension(
+    extension_lab: LabServer, browser: Any
+) -> Iterator[Callable[..., LabNotebook]]:
+    """``open_notebook`` for :func:`extension_lab`."""
+    with notebook_opener(browser, extension_lab) as open_:
         yield open_

@@ -77,12 +77,16 @@ class LabServer:
     root: Path
     log: Path
 
-    def api(self, method: str, path: str) -> Any:
-        """Call the server's REST API (``/api/...``); the decoded JSON answer."""
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        """Call the server's REST API (``/api/...``) with ``body`` as JSON, if given; the
+        decoded JSON answer."""
+        headers = {"Authorization": f"token {self.token}"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
         request = urllib.request.Request(
-            f"{self.url}{path}",
-            method=method,
-            headers={"Authorization": f"token {self.token}"},
+            f"{self.url}{path}", data=data, method=method, headers=headers
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()
@@ -131,28 +135,41 @@ def _lab_environment(base: Path, extra: dict[str, str] | None = None) -> dict[st
 
 @contextlib.contextmanager
 def start_lab(
-    base: Path, *, extra_args: Sequence[str] = (), env: dict[str, str] | None = None
+    base: Path,
+    *,
+    extra_args: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    notebook7: bool = False,
 ) -> Iterator[LabServer]:
     """Run ``jupyter lab`` with its files under ``base`` until the block ends; ``env`` is added
-    to the server's environment, which its kernels inherit."""
+    to the server's environment, which its kernels inherit. ``notebook7``: ``jupyter notebook``
+    (Notebook 7) instead."""
     root = base / "root"
     root.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     token = secrets.token_hex(24)
     log = base / "lab.log"
+    app = (
+        ["notebook", "--JupyterNotebookApp.expose_app_in_browser=True"]
+        if notebook7
+        else [
+            "jupyterlab",
+            "--LabApp.expose_app_in_browser=True",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.news_url=None",
+        ]
+    )
     command = [
         sys.executable,
         "-m",
-        "jupyterlab",
+        app[0],
         "--no-browser",
         "--ip=127.0.0.1",
         f"--port={port}",
         f"--IdentityProvider.token={token}",
         "--allow-root",
         f"--ServerApp.root_dir={root}",
-        "--LabApp.expose_app_in_browser=True",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.news_url=None",
+        *app[1:],
         *extra_args,
     ]
     with log.open("wb") as out:
@@ -174,7 +191,7 @@ def start_lab(
 
 @contextlib.contextmanager
 def start_lab_with_labextension(
-    base: Path, labextension: Path, env: dict[str, str] | None = None
+    base: Path, labextension: Path, env: dict[str, str] | None = None, *, notebook7: bool = False
 ) -> Iterator[LabServer]:
     """:func:`start_lab` with ``labextension`` (this checkout's build) first on
     ``JUPYTER_PATH`` (an editable install made elsewhere may hold another build, or none)."""
@@ -183,7 +200,9 @@ def start_lab_with_labextension(
     (data / "pi-notebook-widgets").symlink_to(labextension, target_is_directory=True)
     paths = [str(base / "data"), os.environ.get("JUPYTER_PATH", "")]
     with start_lab(
-        base, env={"JUPYTER_PATH": os.pathsep.join(p for p in paths if p), **(env or {})}
+        base,
+        env={"JUPYTER_PATH": os.pathsep.join(p for p in paths if p), **(env or {})},
+        notebook7=notebook7,
     ) as server:
         yield server
 
@@ -310,10 +329,18 @@ class LabNotebook:
             self.run(index)
             self.wait_cell(index)
 
+    def save(self) -> None:
+        """Save the notebook (its file in the server's root)."""
+        self.page.evaluate(_JS_SAVE, self.panel_id)
+
     def save_and_reload(self) -> None:
         """Save the notebook, reload the page and wait for the kernel (the same one: outputs
         and widgets come back from the saved file and the kernel's widget state)."""
-        self.page.evaluate(_JS_SAVE, self.panel_id)
+        self.save()
+        self.reload()
+
+    def reload(self) -> None:
+        """Reload the page and wait for the notebook's kernel (whichever it is now)."""
         self.page.reload()
         handle = self.page.wait_for_function(
             _JS_KERNEL_READY, arg=self.name, timeout=120_000, polling=200

@@ -491,3 +491,21 @@ async def test_thinking_level_only_for_reasoning_models(faux: FauxProvider) -> N
     )
     assert captured[0][2].reasoning is None
     assert captured[0][2].max_tokens == 1000  # capped by the model's output limit
+
+
+async def test_a_summary_the_models_window_cannot_hold_is_refused(faux: FauxProvider) -> None:
+    """A small model asked to summarise more than its window would write a summary of what it
+    could see (or nonsense) over the conversation: the request is refused before it is sent."""
+    session = Session.create(InMemorySessionStorage())
+    chain(session, ["word " * 400, "more " * 400, "last"])
+    preparation = prepare_compaction(session.get_branch(), CompactionSettings(keep_recent_tokens=5))
+    assert preparation is not None
+    small = faux.get_model().model_copy(update={"context_window": 600, "max_tokens": 100})
+    captured: Captured = []
+    with pytest.raises(CompactionError, match="600-token window") as info:
+        await compact(preparation, small, stream_fn=capturing(faux, lambda _: "s", captured))
+    assert info.value.code == "summarization_failed"
+    assert captured == []  # nothing was sent
+    roomy = small.model_copy(update={"context_window": 50_000})
+    result = await compact(preparation, roomy, stream_fn=capturing(faux, lambda _: "s", captured))
+    assert result.summary.startswith("s") and len(captured) == 2  # a split turn: two requests

@@ -7,10 +7,13 @@
 // it never opens toward a frontend; this side looks for it with a comm_info request when it
 // meets a kernel and after each cell the notebook runs while it is not linked, and opens its
 // own comm once the marker is there (every view opens one, so two views never both apply one
-// request).
+// request). The hello names the notebook's path and the session id kept in its metadata, and a
+// rename or move is told as it happens: the kernel's session file follows the notebook. It also shows our widgets' static renditions where JupyterLab has no widget model
+// for them (a reopened notebook, a restarted kernel: static_outputs.js).
 import { INotebookTracker, NotebookActions } from "@jupyterlab/notebook";
 import { TARGET, WorkspaceLink } from "./protocol.js";
-import { notebookAdapter } from "./notebook_adapter.js";
+import { keptSession, notebookAdapter } from "./notebook_adapter.js";
+import { watchStaticOutputs } from "./static_outputs.js";
 
 function watch(panel, app) {
   const links = new WeakMap(); // kernel connection -> its open link comm
@@ -22,7 +25,14 @@ function watch(panel, app) {
     links.set(kernel, comm);
     const link = new WorkspaceLink(notebookAdapter(panel), (data) => comm.send(data));
     comm.onMsg = (msg) => link.handle(msg.content.data);
-    comm.onClose = () => links.delete(kernel);
+    const moved = (_context, path) => {
+      if (!comm.isDisposed) link.pathChanged(path);
+    };
+    panel.context.pathChanged.connect(moved);
+    comm.onClose = () => {
+      links.delete(kernel);
+      panel.context.pathChanged.disconnect(moved);
+    };
     comm.open({ type: "open" });
     // Tell the kernel when this view goes away, so it stops sending it requests.
     const close = () => {
@@ -30,7 +40,12 @@ function watch(panel, app) {
     };
     panel.disposed.connect(close);
     window.addEventListener("pagehide", close, { once: true });
-    link.hello({ app: app.name, version: app.version, path: panel.context.path });
+    link.hello({
+      app: app.name,
+      version: app.version,
+      path: panel.context.path,
+      session_id: keptSession(panel),
+    });
   };
 
   const openIfLoaded = async (kernel) => {
@@ -76,8 +91,12 @@ const plugin = {
   autoStart: true,
   requires: [INotebookTracker],
   activate(app, tracker) {
-    tracker.forEach((panel) => watch(panel, app));
-    tracker.widgetAdded.connect((_tracker, panel) => watch(panel, app));
+    const add = (panel) => {
+      watch(panel, app);
+      watchStaticOutputs(panel);
+    };
+    tracker.forEach(add);
+    tracker.widgetAdded.connect((_tracker, panel) => add(panel));
   },
 };
 

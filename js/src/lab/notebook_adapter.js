@@ -2,7 +2,16 @@
 // notebook's cell models (what the view shows and the file saves) and changed through its shared
 // model, the way the editor's own commands change it; a cell is run with CodeCell.execute, the
 // path Shift+Enter takes, so the kernel sees an ordinary execute_request carrying the cell's id.
+import { Notification } from "@jupyterlab/apputils";
 import { CodeCell } from "@jupyterlab/cells";
+
+export const METADATA_KEY = "pi_notebook";
+
+// The session id the notebook keeps in its metadata (null without one).
+export function keptSession(panel) {
+  const kept = panel.content.model?.getMetadata(METADATA_KEY);
+  return kept && typeof kept.session_id === "string" ? kept.session_id : null;
+}
 
 function notebookModel(panel) {
   const model = panel.content.model;
@@ -25,6 +34,14 @@ function cellIndex(panel, id) {
 
 export function notebookAdapter(panel) {
   return {
+    keepSession(id) {
+      const model = notebookModel(panel);
+      const kept = model.getMetadata(METADATA_KEY) || {};
+      if (kept.session_id !== id) model.setMetadata(METADATA_KEY, { ...kept, session_id: id });
+    },
+    notify(text) {
+      Notification.warning(text, { autoClose: false });
+    },
     cells() {
       return cellModels(panel).map((cell) => {
         const json = cell.toJSON();

@@ -103,7 +103,22 @@ export class WorkspaceLink {
     this.send({ type: "hello", protocol: PROTOCOL_VERSION, ...info });
   }
 
+  // The notebook was renamed or moved: its session file follows it.
+  pathChanged(path) {
+    this.send({ type: "path", path });
+  }
+
   async handle(data) {
+    if (data && data.type === "session" && typeof data.session_id === "string") {
+      // the session this notebook works in: kept in its metadata, so a moved or copied
+      // notebook finds its own session again
+      this.adapter.keepSession(data.session_id);
+      return;
+    }
+    if (data && data.type === "notice" && typeof data.text === "string") {
+      this.adapter.notify(data.text);
+      return;
+    }
     if (!data || data.type !== "request") return;
     const id = data.id;
     try {

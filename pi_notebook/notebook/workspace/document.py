@@ -20,13 +20,17 @@ request raises :class:`NotebookNotConnected`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from .history import OutputSummary
+
+_log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from .history import ExecutionHistory
@@ -65,6 +69,10 @@ class NotebookNotConnected(RuntimeError):
 
 class DocumentError(RuntimeError):
     """The frontend could not do what was asked (no such cell, not a code cell, ...)."""
+
+
+Follow = Callable[[str, "str | None", bool], "tuple[str | None, list[str]]"]
+"""``follow(path, session_id, hello)`` (see :attr:`NotebookDocument.follow`)."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +175,10 @@ class NotebookDocument:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._marker: _Marker | None = None
         self._manager: Any = None
+        self.follow: Follow | None = None
+        """Told the notebook's path and its metadata's session id when a view says hello, and
+        the new path when the notebook is renamed or moved; returns the session id the
+        notebook should keep in its metadata and what to tell the user."""
 
     # --- the comm --------------------------------------------------------------------------------
 
@@ -237,6 +249,12 @@ class NotebookDocument:
             # the newest view is the one the user is looking at
             self._links.remove(link)
             self._links.append(link)
+            session_id = data.get("session_id")
+            sid = session_id if isinstance(session_id, str) and session_id else None
+            self._follow(link, link.info.path, sid, hello=True)
+        elif kind == "path" and link.info is not None:
+            link.info = dataclasses.replace(link.info, path=str(data.get("path", "")))
+            self._follow(link, link.info.path, None, hello=False)
         elif kind == "reply":
             pending = self._pending.pop(data.get("id"), None)  # type: ignore[arg-type]
             if pending is None or pending[1].done():
@@ -245,6 +263,19 @@ class NotebookDocument:
                 pending[1].set_result(data.get("result"))
             else:
                 pending[1].set_exception(DocumentError(str(data.get("error") or "failed")))
+
+    def _follow(self, link: _Link, path: str, session_id: str | None, *, hello: bool) -> None:
+        if self.follow is None:
+            return
+        try:
+            keep, notices = self.follow(path, session_id, hello)
+        except Exception:  # the notebook keeps working in the session it has
+            _log.exception("following the notebook to %s failed", path)
+            return
+        if keep is not None:
+            link.comm.send({"type": "session", "session_id": keep})
+        for text in notices:
+            link.comm.send({"type": "notice", "text": f"pi_notebook: {text}"})
 
     def _drop(self, link: _Link, why: str) -> None:
         if link in self._links:
