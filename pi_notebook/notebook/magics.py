@@ -176,6 +176,10 @@ class PiMagics(Magics):
         Re-running a cell starts a new sibling branch where the cell's first run started.
         Stop a run with %abort or the view's Stop button (the interrupt button only stops
         waiting).
+
+        The other magics, each with its own help (%model? …): %model, %thinking, %tools, %mcp,
+        %tree, %fork, %label, %compact, %session, %steer, %follow_up, %abort, %fix and
+        %agent_context.
         """
         args = _parse(self.agent, line)
         prompt = _fill(cell, self.pi.namespace).strip()
