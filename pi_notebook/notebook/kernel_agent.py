@@ -343,6 +343,30 @@ class NotebookAgent:
                     return recorded
         return await (resolve_model(ref) if ref else resolve_default_model())
 
+    def resolve_model_now(self, ref: str) -> Model | None:
+        """``ref`` as a ``Model`` when nothing has to start for it (as :meth:`resolve_model`
+        would give it), else None: the embedded local model starts in the background."""
+        from ..ai.local import MODEL_ID as LOCAL_MODEL_ID
+        from ..ai.models import parse_model
+
+        ref = ref.strip()
+        if ref not in LOCAL_ALIASES:
+            return parse_model(ref)
+        cassette = self.cassette
+        if cassette is not None and cassette.mode == "replay":
+            return cassette.recorded_model(f"local/{LOCAL_MODEL_ID}")
+        return None
+
+    def use_model_now(self, model: Model) -> AgentHarness:
+        """Switch to ``model`` in the calling cell (nothing queued): the harness is made now if
+        there is none yet, so the code after ``%model`` sees it whether the magic was typed or
+        called with ``run_line_magic``."""
+        self.prepare_now()
+        if self._harness is None:
+            self._harness = self._new_harness(model)
+        self._harness.set_model(model)
+        return self._harness
+
     async def ensure_harness(self, model: Model | None = None) -> AgentHarness:
         """The harness, created on first use with ``model`` (else the known or default one),
         after :meth:`prepare_run`: the queued operations (a run, ``%model``) make it on the

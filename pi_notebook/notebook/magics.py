@@ -5,9 +5,11 @@ a ``UsageError`` — one line, no traceback — and changes nothing.
 change the harness, so they go through the agent's queue: behind a run still streaming ("Run
 All") they take effect — and resolve their target — when their turn comes, as if the cells above
 had finished. Their output is a display in the cell that ran them (:class:`Outcome`), filled in
-when the operation ends. With nothing queued they run at once, and the cell waits for them (see
-``input_rewrite``), so code after ``%model X`` in the same cell sees model X (``%thinking`` and
-``%tools`` do their synchronous work in the magic itself then).
+when the operation ends. With nothing queued, ``%model`` (unless it starts the local model),
+``%label``, ``%thinking`` and ``%tools`` do their work in the magic itself, so code after them
+sees the change also when it called them with ``run_line_magic``; ``%compact``, ``%fork`` (and a
+local model's start) begin at once and a typed line is followed by a wait for them (see
+``input_rewrite``).
 """
 
 from __future__ import annotations
@@ -354,15 +356,13 @@ class PiMagics(Magics):
     def label(self, line: str) -> None:
         """Label an entry of the session (to %fork back to it by name)."""
         args = _parse(self.label, line)
-        if not self.pi.busy:  # else resolved when the cells above are done
-            self._label_target(args.target)
 
-        async def put() -> str:
+        def put() -> str:  # resolved now, or when the cells above are done
             target = self._label_target(args.target)
             self.pi.session.append_label(target, args.name)
             return f"Labelled {target} as {args.name!r}."
 
-        self._report("%label", put)
+        self._now_or_queued("%label", put)
 
     def _label_target(self, target: str | None) -> str:
         entry = self._resolve_target(target) if target else self.pi.session.leaf_id
@@ -456,8 +456,13 @@ class PiMagics(Magics):
             check_model_ref(ref)
         except (KeyError, ValueError) as exc:
             raise UsageError(_reason(exc)) from None
-        if not self.pi.busy:  # the switch is made at once: with the harness's layers ready
-            self.pi.prepare_now()
+        if not self.pi.busy:  # the switch is made at once, also when called from code
+            chosen = self.pi.resolve_model_now(ref)
+            if chosen is not None:
+                self.pi.use_model_now(chosen)
+                print(f"Model: {chosen.provider}/{chosen.id}")
+                return
+            self.pi.prepare_now()  # the local model starts: the cell waits for it (settled)
 
         async def switch() -> str:
             chosen = await self.pi.resolve_model(ref)
