@@ -14,6 +14,7 @@ local model's start) begin at once and a typed line is followed by a wait for th
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from ..harness.session import Session
     from .kernel_agent import NotebookAgent
 
-__all__ = ["PiMagics"]
+__all__ = ["PiMagics", "first_sentence"]
 
 
 def _parse(magic: Callable[..., Any], line: str) -> Any:
@@ -108,6 +109,13 @@ def _check_recordable(path: Path) -> None:
         raise UsageError(f"--record {path}: cannot write it ({exc.strerror or exc})") from None
     if not existed:
         path.unlink(missing_ok=True)
+
+
+def first_sentence(text: str) -> str:
+    """A tool description's first sentence, its wrapped lines joined (a listing line)."""
+    paragraph = " ".join(text.strip().split("\n\n")[0].split())
+    found = re.match(r"(.+?[.!?])(?=\s+[A-Z]|$)", paragraph)
+    return found.group(1) if found else paragraph
 
 
 def _fill(text: str, namespace: dict[str, Any]) -> str:
@@ -534,10 +542,16 @@ class PiMagics(Magics):
         if args.action == "list":
             if args.names:
                 raise UsageError("Usage: %tools list")
+            offered = {t.name for t in self.pi.offered_tools()}
             for name, kind, active, description in self.pi.tool_listing():
-                mark = "on " if active else "off"
-                summary = description.splitlines()[0] if description else ""
-                print(f"[{mark}] {name} ({kind}) {summary}")
+                mark = "on " if name in offered else "off"
+                why = ""
+                if active and name not in offered:
+                    why = (
+                        " (not offered: no notebook frontend is connected; "
+                        f"%tools add {name} offers it anyway)"
+                    )
+                print(f"[{mark}] {name} ({kind}) {first_sentence(description)}{why}")
             return
         if not args.names:
             raise UsageError(f"Usage: %tools {args.action} NAME [NAME ...]")

@@ -22,6 +22,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 
 from ..mcp.paths import config_paths
+from .magics import first_sentence
 
 if TYPE_CHECKING:
     from ..mcp.config import McpServerConfig
@@ -211,8 +212,7 @@ class McpMagics(Magics):
             if mine:
                 for t in mine:
                     mark = "on " if self.pi.mcp.is_enabled(t.name) else "off"
-                    summary = t.description.splitlines()[0] if t.description else ""
-                    print(f"    [{mark}] {t.name} {summary}")
+                    print(f"    [{mark}] {t.name} {first_sentence(t.description)}")
             elif connection.state == "stopped":
                 print("    (tools are listed once it starts: with the next run)")
 
