@@ -628,10 +628,10 @@ class Session:
         )
 
     def append_label(self, target_id: str, label: str | None) -> LabelEntry:
-        """Label an entry; ``None``, ``""`` or only white space clears its label (as pi)."""
+        """Label an entry; ``None`` or ``""`` clears its label. Written as given, as pi's
+        ``appendLabelChange`` does: a label of white space is a label for pi too (an input
+        box trims what the user typed first, as pi's label input does)."""
         self._require(target_id)
-        if label is not None and not label.strip():
-            label = None
         return self._append(LabelEntry(**self._base(), target_id=target_id, label=label))
 
     def append_session_info(self, name: str) -> SessionInfoEntry:

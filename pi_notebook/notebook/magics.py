@@ -365,10 +365,12 @@ class PiMagics(Magics):
         """Label an entry of the session (to %fork back to it by name)."""
         args = _parse(self.label, line)
 
+        text = args.name.strip()  # typed text is trimmed, as pi's label input trims it
+
         def put() -> str:  # resolved now, or when the cells above are done
             target = self._label_target(args.target)
-            self.pi.session.append_label(target, args.name)
-            return f"Labelled {target} as {args.name!r}."
+            self.pi.session.append_label(target, text or None)
+            return f"Labelled {target} as {text!r}." if text else f"Cleared the label of {target}."
 
         self._now_or_queued("%label", put)
 
