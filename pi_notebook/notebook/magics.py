@@ -451,9 +451,13 @@ class PiMagics(Magics):
             except NoModelError as exc:
                 print(exc)
                 return
+            from ..ai.redaction import request_redactor
+
             m = harness.model
+            # where requests go, without credentials (a URL password, a key in the query)
+            where = f" at {request_redactor(m).scrub(m.base_url)}" if m.base_url else ""
             print(
-                f"{m.provider}/{m.id} ({m.name}) via {m.api}\n"
+                f"{m.provider}/{m.id} ({m.name}) via {m.api}{where}\n"
                 f"context window: {m.context_window:,} tokens, max output {m.max_tokens:,}\n"
                 f"thinking: {harness.thinking_level}\n"
                 f"session cost so far: ${self.pi.session_cost():.4f}"

@@ -32,3 +32,19 @@ def test_model_and_label_from_code_act_at_once(tmp_path: Path) -> None:
     assert "Model: faux/faux-1" in outputs_text(nb.cells[2])
     assert "%model: …" not in outputs_text(nb.cells[2])
     assert "Labelled" in outputs_text(nb.cells[4])
+
+
+def test_model_shows_the_base_url_without_its_password(tmp_path: Path) -> None:
+    custom = (
+        "from pi_notebook.ai import Model, faux_assistant_message, register_faux_provider\n"
+        "url = 'http://reader:s3cr3t-pw@127.0.0.1:8080/v1'\n"
+        "model = Model(id='faux-1', name='Faux', api='faux-url', provider='faux', base_url=url,\n"
+        "              reasoning=False, input=['text'], context_window=8192, max_tokens=512)\n"
+        "faux = register_faux_provider(api='faux-url', models=[model])"
+    )
+    nb = execute(
+        [custom, "%load_ext pi_notebook", "%model faux/faux-1", "%model"], tmp_path, env=ENV
+    )
+    shown = outputs_text(nb.cells[3])
+    assert "via faux-url at http://***@127.0.0.1:8080/v1" in shown, shown
+    assert "s3cr3t-pw" not in shown and "reader" not in shown
