@@ -30,6 +30,7 @@ __all__ = [
     "SavePointEvent",
     "SessionCompactEvent",
     "SessionTreeEvent",
+    "SessionWriteErrorEvent",
     "SettledEvent",
     "ThinkingLevelUpdateEvent",
     "ToolsUpdateEvent",
@@ -96,6 +97,17 @@ class SessionTreeEvent(PiModel):
     from_hook: bool = False
 
 
+class SessionWriteErrorEvent(PiModel):
+    """Writing to the session file failed: the entry is kept in memory with the others not saved
+    yet (``Session.unsaved_entries``) and written with the next entry that can be written (or
+    ``Session.flush()``). Also logged as a warning: nothing is lost, but nothing is on disk."""
+
+    type: Literal["session_write_error"] = "session_write_error"
+    error_message: str
+    unsaved: int
+    """How many entries are in memory only."""
+
+
 class CompactionStartEvent(PiModel):
     """A compaction begins: asked for (``manual``), or automatic at the ``threshold`` or after a
     context ``overflow``."""
@@ -154,6 +166,7 @@ HarnessOwnEvent: TypeAlias = Annotated[
     | AfterProviderResponseEvent
     | SessionCompactEvent
     | SessionTreeEvent
+    | SessionWriteErrorEvent
     | CompactionStartEvent
     | CompactionEndEvent
     | ModelUpdateEvent
