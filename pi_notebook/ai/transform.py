@@ -150,12 +150,16 @@ def transform_messages(
     answered: set[str] = set()
     out: list[Message] = []
 
+    held: list[SystemMessage] = []  # between a tool call and its result: sent after the results
+
     def close_pending() -> None:
         for call in pending:
             if call.id not in answered:
                 out.append(_synthetic_result(call))
         pending.clear()
         answered.clear()
+        out.extend(held)
+        held.clear()
 
     for message in messages:
         if isinstance(message, AssistantMessage):
@@ -184,7 +188,8 @@ def transform_messages(
             answered.add(result.tool_call_id)
             out.append(result)
         elif isinstance(message, SystemMessage):
-            continue  # pi 1.6 system messages: folded into the prompt by collapse_system_messages
+            # kept only for an API that takes them in mid-conversation (keep_system_messages)
+            (held if pending else out).append(message)
         else:
             close_pending()
             if not supports_images and isinstance(message.content, list):
