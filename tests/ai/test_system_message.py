@@ -167,17 +167,23 @@ def test_collapse_folds_context_prompt_first_and_leaves_plain_contexts_alone() -
     assert len(context.messages) == 2  # the input is untouched
 
 
-def test_transform_messages_keeps_system_messages_in_order_after_pending_results() -> None:
-    # as pi 1.6's transformMessages: kept in place (collapse_system_messages has folded them away
-    # for every API that does not take them), and one between a call and its result follows it
+def test_transform_messages_drops_system_messages_or_keeps_them_in_order() -> None:
     model = Model(id="m", api="openai-completions", provider="p")
     out = transform_messages([SystemMessage(content="s"), UserMessage(content="u")], model)
-    assert [m.role for m in out] == ["system", "user"]
+    assert [m.role for m in out] == ["user"]
+    # kept (an API that takes them in mid-conversation), as pi 1.6's transformMessages: one
+    # between a call and its result follows the result
+    kept = transform_messages(
+        [SystemMessage(content="s"), UserMessage(content="u")], model, keep_system=True
+    )
+    assert [m.role for m in kept] == ["system", "user"]
     call = ToolCall(id="c1", name="f", arguments={})
     reply = AssistantMessage(api=model.api, provider="p", model="m", content=[call])
     result = ToolResultMessage(tool_call_id="c1", tool_name="f", content=[])
-    out = transform_messages([reply, SystemMessage(content="later"), result], model)
-    assert [m.role for m in out] == ["assistant", "toolResult", "system"]
+    kept = transform_messages(
+        [reply, SystemMessage(content="later"), result], model, keep_system=True
+    )
+    assert [m.role for m in kept] == ["assistant", "toolResult", "system"]
 
 
 def _text_sse(api: str) -> list[bytes]:

@@ -244,7 +244,12 @@ def convert_messages(
     role = "developer" if model.reasoning and compat.supports_developer_role else "system"
     if context.system_prompt:
         out.append({"role": role, "content": context.system_prompt})
-    messages: list[Message] = transform_messages(context.messages, model, normalize_tool_call_id)
+    messages: list[Message] = transform_messages(
+        context.messages,
+        model,
+        normalize_tool_call_id,
+        keep_system=compat.supports_mid_convo_system_messages,
+    )
     last_role = ""
     i = 0
     while i < len(messages):
