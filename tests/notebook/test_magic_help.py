@@ -25,8 +25,10 @@ def _execute(client: Any, code: str) -> tuple[str, list[dict[str, Any]]]:
             streams.append(f"{msg['content']['ename']}: {msg['content']['evalue']}")
         elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
             break
-    reply = client.get_shell_msg(timeout=60)
-    return "".join(streams), reply["content"].get("payload", [])
+    while True:
+        reply = client.get_shell_msg(timeout=60)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return "".join(streams), reply["content"].get("payload", [])
 
 
 def test_the_help_the_banner_names_shows_the_magics_usage(tmp_path: Path) -> None:
