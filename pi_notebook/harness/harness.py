@@ -1340,7 +1340,7 @@ class AgentHarness:
             new_leaf, editor_text = target.parent_id, _text_of(target.message.content)
         elif isinstance(target, CustomMessageEntry):
             new_leaf, editor_text = target.parent_id, _text_of(target.content)
-        self._persist(lambda: session.set_leaf(new_leaf))
+        session.set_leaf(new_leaf)  # written by what follows: the summary, or the next prompt
         summary_entry: BranchSummaryEntry | None = None
         if summary_text:
             text = summary_text
