@@ -488,7 +488,8 @@ class RunView(PiWidget):
         if reason == "aborted":
             self._end("aborted", "")
         elif reason == "error":
-            self._end("error", f"The model request failed: {self._last_reply_error()}")
+            # the failed reply shows the model's error in the transcript: not again below it
+            self._end("error", "")
         else:
             self._end("done", "")
 
@@ -542,10 +543,6 @@ class RunView(PiWidget):
     def _last_reply_stop_reason(self) -> str | None:
         reply = self._last_reply()
         return reply["stop_reason"] if reply is not None else None
-
-    def _last_reply_error(self) -> str:
-        reply = self._last_reply()
-        return (reply["error_message"] if reply is not None else None) or "unknown error"
 
     def _origin(self, message: Mapping[str, Any]) -> Origin:
         text = content_text(message.get("content"))
