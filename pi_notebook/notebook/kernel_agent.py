@@ -573,6 +573,7 @@ class NotebookAgent:
         harness = self.harness
         run.state = "running"
         run.view.set_model(harness.model, harness.thinking_level)
+        run.view.set_context_tokens(_request_size(harness, text))
         unsubscribe = harness.subscribe(run.view.handle)
         unwatch = harness.subscribe(lambda event: self._watch_writes(run, event))
         self._active = run
@@ -885,3 +886,14 @@ class NotebookAgent:
                 asyncio.run(self.mcp.aclose())
             else:
                 self._mcp_closing = asyncio.ensure_future(self.mcp.aclose())
+
+
+def _request_size(harness: AgentHarness, prompt: str) -> int:
+    """About how many tokens the run's first request holds: the session's context as pi
+    estimates it (the last reply's usage and what came after) plus the prompt."""
+    from ..ai.types import UserMessage
+    from ..harness.tokens import estimate_context_tokens, estimate_tokens
+
+    messages = harness.session.build_context().messages
+    asked = estimate_tokens(UserMessage(content=prompt, timestamp=0))
+    return estimate_context_tokens(messages).tokens + asked

@@ -267,6 +267,12 @@ class RunView(PiWidget):
             self._thinking_level = thinking_level
         self._sync.mark("header")
 
+    def set_context_tokens(self, tokens: int) -> None:
+        """The context's size before a reply reports it (an estimate of what the request
+        holds), so the context bar does not read 0 while the first reply streams."""
+        self._context_tokens = tokens
+        self._sync.mark("header")
+
     def note_queued(self, kind: str, text: str) -> None:
         """Show a steering or follow-up message as queued until the run injects it (the steer box
         does this itself; ``%steer`` and friends should call it too)."""

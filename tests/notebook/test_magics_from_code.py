@@ -48,3 +48,28 @@ def test_model_shows_the_base_url_without_its_password(tmp_path: Path) -> None:
     shown = outputs_text(nb.cells[3])
     assert "via faux-url at http://***@127.0.0.1:8080/v1" in shown, shown
     assert "s3cr3t-pw" not in shown and "reader" not in shown
+
+
+def test_the_context_bar_has_a_size_while_the_first_reply_streams(tmp_path: Path) -> None:
+    nb = execute(
+        [
+            FAUX_SETUP.format(tps=20)
+            + "faux.set_responses([faux_assistant_message('slow words ' * 60)])",
+            "%load_ext pi_notebook\n%model faux/faux-1",
+            "%%agent\n" + "Tell me a long story about kernels. " * 20,
+            "import asyncio, pi_notebook\n"
+            "await asyncio.sleep(0.5)\n"
+            "view = pi_notebook.current().last_run.view\n"
+            "view.flush()\n"
+            "header = view.header\n"
+            "print('bar:', view.status, header['context_tokens'], header['context_window'])\n"
+            "await pi_notebook.current().wait()",
+        ],
+        tmp_path,
+        env=ENV,
+    )
+    line = next(t for t in outputs_text(nb.cells[3]).splitlines() if t.startswith("bar:"))
+    status, used, window = line.split()[1:]
+    assert status == "streaming", status
+    # about the prompt's size (pi's estimate: 4 characters a token), not 0
+    assert 150 <= int(used) <= 400 and int(window) > int(used), (used, window)
