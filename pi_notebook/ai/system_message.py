@@ -92,16 +92,7 @@ def collapse_system_messages(context: Context) -> Context:
     """
     if not any(isinstance(m, SystemMessage) for m in context.messages):
         return context
-    leading: list[Message] = []
-    if context.system_prompt or context.tools:
-        leading.append(
-            SystemMessage(
-                content=context.system_prompt or "",
-                tools_added=list(context.tools) if context.tools else None,
-                timestamp=0,
-            )
-        )
-    replayed = current_system_message([*leading, *context.messages])
+    replayed = current_system_message(_with_leading(context))
     prompt = system_message_text(replayed) if replayed is not None else ""
     tools = list(replayed.tools_added or ()) if replayed is not None else []
     return context.model_copy(
@@ -111,6 +102,19 @@ def collapse_system_messages(context: Context) -> Context:
             "messages": [m for m in context.messages if not isinstance(m, SystemMessage)],
         }
     )
+
+
+def _with_leading(context: Context) -> list[Message]:
+    """The context's messages after a leading system message made of ``system_prompt`` and
+    ``tools`` (none when both are empty), as pi counts them."""
+    if not (context.system_prompt or context.tools):
+        return list(context.messages)
+    leading = SystemMessage(
+        content=context.system_prompt or "",
+        tools_added=list(context.tools) if context.tools else None,
+        timestamp=0,
+    )
+    return [leading, *context.messages]
 
 
 def render_system_message_update(message: SystemMessage) -> str:
@@ -132,16 +136,7 @@ def keep_system_messages(context: Context) -> Context:
     1.6 without mid-conversation tool additions). Without system messages: ``context`` as is."""
     if not any(isinstance(m, SystemMessage) for m in context.messages):
         return context
-    leading: list[Message] = []
-    if context.system_prompt or context.tools:
-        leading.append(
-            SystemMessage(
-                content=context.system_prompt or "",
-                tools_added=list(context.tools) if context.tools else None,
-                timestamp=0,
-            )
-        )
-    messages = [*leading, *context.messages]
+    messages = _with_leading(context)
     return context.model_copy(
         update={
             "system_prompt": None,
