@@ -274,12 +274,7 @@ async def length_with_tool_calls(rec: Recorder) -> Agent:
 @scenario("abort-before-later-calls-sequential")
 async def abort_before_later_calls(rec: Recorder) -> Agent:
     agent = rec.agent(tools=[SLEEP, ECHO], tool_execution="sequential")
-
-    def on_event(event: AgentEvent) -> None:
-        if event.type == "tool_execution_update":
-            agent.abort()
-
-    agent.subscribe(on_event)
+    old.abort_on_first_tool_update(agent)
     await agent.prompt("sleep then echo")
     return agent
 
