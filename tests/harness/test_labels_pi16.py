@@ -6,17 +6,13 @@ truthy); only pi's label input box trims what the user typed."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from pi_notebook.harness import Session
+from tests.harness.pi16_live import run_pi
 from tests.harness.test_session_tree import _walk, assistant, user
-from tests.paths import GOLDEN
-
-PI16 = GOLDEN / "pi-1.6" / "sessions"
-NODE = PI16 / "node_modules" / ".bin" / "node"
 
 
 def _ours(path: Path) -> Session:
@@ -45,19 +41,9 @@ def test_a_label_of_white_space_is_written_and_kept(tmp_path: Path) -> None:
 
 @pytest.mark.pi_node
 def test_pi_and_we_read_white_space_labels_alike(tmp_path: Path) -> None:
-    if not NODE.exists():
-        pytest.skip("pi 1.6 is not installed (npm ci in tests/golden/pi-1.6/sessions)")
     ours = tmp_path / "ours.jsonl"
     _ours(ours)
-    done = subprocess.run(
-        [str(NODE), str(PI16 / "labels.mjs"), str(tmp_path), str(ours)],
-        check=True,
-        cwd=PI16,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    pi = json.loads(done.stdout)
+    pi = run_pi("labels.mjs", tmp_path, ours)
     theirs = tmp_path / "pi-labels.jsonl"
     assert list(pi[str(theirs)]["labels"].values()) == ["   "]  # pi keeps its own "   "
     assert _labels(Session.open(theirs)) == pi[str(theirs)]

@@ -8,18 +8,13 @@ and the file never holds a child whose parent is missing. A deliberate differenc
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from pi_notebook.harness import Session, SessionWriteError
+from tests.harness.pi16_live import run_pi
 from tests.harness.test_session_tree import assistant, user
-from tests.paths import GOLDEN
-
-PI16 = GOLDEN / "pi-1.6" / "sessions"
-NODE = PI16 / "node_modules" / ".bin" / "node"
 
 
 def test_we_keep_the_entry_and_write_it_when_the_file_is_writable_again(tmp_path: Path) -> None:
@@ -43,17 +38,7 @@ def test_we_keep_the_entry_and_write_it_when_the_file_is_writable_again(tmp_path
 
 @pytest.mark.pi_node
 def test_pi_16_drops_an_entry_whose_write_failed(tmp_path: Path) -> None:
-    if not NODE.exists():
-        pytest.skip("pi 1.6 is not installed (npm ci in tests/golden/pi-1.6/sessions)")
-    done = subprocess.run(
-        [str(NODE), str(PI16 / "write-failure.mjs"), str(tmp_path)],
-        check=True,
-        cwd=PI16,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    pi = json.loads(done.stdout)
+    pi = run_pi("write-failure.mjs", tmp_path)
     assert pi["error"] == "EISDIR"
     assert pi["entries"] == ["hi", [{"type": "text", "text": "hello"}]]  # "lost?" is gone
     assert pi["leafIsLastWritten"] is True

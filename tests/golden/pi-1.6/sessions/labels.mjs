@@ -8,21 +8,12 @@
 
 import { join } from "node:path";
 
+import { smallSession } from "./small-session.mjs";
+
 const { SessionManager } = await import("@earendil-works/pi-coding-agent");
 
 const [dir, ...files] = process.argv.slice(2);
-const manager = SessionManager.create(dir, dir);
-const first = manager.appendMessage({ role: "user", content: "hi", timestamp: 1 });
-manager.appendMessage({
-	role: "assistant",
-	content: [{ type: "text", text: "hello" }],
-	api: "faux",
-	provider: "faux",
-	model: "faux-1",
-	usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-	stopReason: "stop",
-	timestamp: 2,
-});
+const { manager, question: first } = smallSession(dir);
 manager.appendLabelChange(first, "   ");
 const written = join(dir, "pi-labels.jsonl");
 const { renameSync } = await import("node:fs");

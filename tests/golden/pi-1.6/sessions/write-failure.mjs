@@ -8,22 +8,10 @@
 
 import { rmSync, mkdirSync } from "node:fs";
 
-const { SessionManager } = await import("@earendil-works/pi-coding-agent");
+import { smallSession } from "./small-session.mjs";
 
 const [dir] = process.argv.slice(2);
-const manager = SessionManager.create(dir, dir);
-const reply = (text) => ({
-	role: "assistant",
-	content: [{ type: "text", text }],
-	api: "faux",
-	provider: "faux",
-	model: "faux-1",
-	usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-	stopReason: "stop",
-	timestamp: 2,
-});
-manager.appendMessage({ role: "user", content: "hi", timestamp: 1 });
-const kept = manager.appendMessage(reply("hello"));
+const { manager, reply: kept } = smallSession(dir);
 const file = manager.getSessionFile();
 rmSync(file);
 mkdirSync(file);
