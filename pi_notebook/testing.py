@@ -188,12 +188,9 @@ class ExecutedNotebook:
 
     @property
     def failed_runs(self) -> list[str]:
-        """The error text of each run view that ended in an error."""
-        return [
-            str(s.get("error") or "failed without a message")
-            for s in self.run_views
-            if s.get("status") in _FAILED_RUN_STATES
-        ]
+        """The error text of each run view that ended in an error: the run's own, or the
+        failed model request's (which its last reply carries)."""
+        return [_run_error(s) for s in self.run_views if s.get("status") in _FAILED_RUN_STATES]
 
     # --- the session -----------------------------------------------------------------------------
 
@@ -496,3 +493,12 @@ def _run_all(args: argparse.Namespace, env: dict[str, str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _run_error(state: dict[str, Any]) -> str:
+    if state.get("error"):
+        return str(state["error"])
+    replies = [m for m in state.get("messages") or () if m.get("stop_reason") == "error"]
+    if replies and replies[-1].get("error_message"):
+        return f"The model request failed: {replies[-1]['error_message']}"
+    return "failed without a message"

@@ -24,8 +24,9 @@ With ``AgentLoopConfig.tool_call_stops`` set, each call has its own signal too: 
 (``ToolCallStops.stop``) ends it the same way with a ``CANCELLED_TOOL_MESSAGE`` error result, and
 the other calls and the run go on.
 A sync tool's worker thread cannot be stopped: it finishes on its own and its late result is
-ignored. Once the signal fired, no further call starts (those already prepared end with
-"Operation aborted") and the remaining calls of the reply are skipped. ``before_tool_call`` (a
+ignored. Once the signal fired, no further call runs: those already prepared and those not
+prepared yet each end with an "Operation aborted" result, as in pi 1.6, so every call of the
+reply has its result. ``before_tool_call`` (a
 confirmation prompt, say) is abandoned the same way. A tool and the hook run in the task that
 runs the call, not in a task of their own (``abortable`` says how, and why).
 
@@ -201,6 +202,8 @@ class _Batch:
 
     async def prepare(self, call: ToolCall) -> _Prepared | _Outcome:
         """Everything before execution; an ``_Outcome`` means the call will not run."""
+        if self.aborted:  # no call is left without a result, nor runs (as pi 1.6)
+            return _error(ABORTED_TOOL_MESSAGE)
         if self.stops is None:
             return await self._prepare(call, self.signal)
         try:
@@ -413,8 +416,6 @@ class _Batch:
                 outcome = await self.execute(prepared)
             await self.ended(call, outcome)
             finished.append((outcome, await self.result_message(call, outcome)))
-            if self.aborted:
-                break
         return finished
 
     async def run_parallel(self, calls: Sequence[ToolCall]) -> list[_Finished]:
@@ -430,8 +431,6 @@ class _Batch:
                 await self.ended(call, prepared)
             else:
                 runnable.append((index, prepared))
-            if self.aborted:
-                break
 
         async def run(index: int, prepared: _Prepared) -> None:
             outcome = await self.execute(prepared)

@@ -253,14 +253,15 @@ class FauxProvider:
         self, out: MessageBuilder, prompt: str, output_chars: int, options: StreamOptions
     ) -> None:
         prompt_tokens = _estimate_tokens(prompt)
-        cache_read = cache_write = 0
+        uncached, cache_read, cache_write = prompt_tokens, 0, 0
         if options.session_id and options.cache_retention != "none":
             previous = self._prompts.get(options.session_id, "")
             cache_read = _estimate_tokens(prompt[: _common_prefix(previous, prompt)])
             cache_write = max(0, prompt_tokens - cache_read)
+            uncached = 0  # every prompt token is read from or written to the simulated cache
             self._prompts[options.session_id] = prompt
         out.set_usage(
-            input=max(0, prompt_tokens - cache_read),
+            input=uncached,
             output=(output_chars + 3) // 4,
             cache_read=cache_read,
             cache_write=cache_write,

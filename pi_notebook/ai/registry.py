@@ -10,7 +10,7 @@ from typing import Any
 
 from .event_stream import AssistantMessageEventStream
 from .options import StreamOptions
-from .system_message import collapse_system_messages
+from .system_message import collapse_system_messages, keep_system_messages
 from .types import AssistantMessage, Context, Model, ThinkingLevel
 
 __all__ = [
@@ -75,8 +75,22 @@ def stream(model: Model, context: Context, **options: Any) -> AssistantMessageEv
     Raises only for an unknown ``model.api``; every other failure is an ``error`` event.
     """
     provider = get_api_provider(model.api)
-    context = collapse_system_messages(context)  # pi 1.6 system messages → prompt and tools
+    if _takes_system_messages_in_place(model):
+        context = keep_system_messages(context)
+    else:
+        context = collapse_system_messages(context)  # pi 1.6 system messages → prompt and tools
     return provider.stream(model, context, StreamOptions.from_kwargs(options))
+
+
+def _takes_system_messages_in_place(model: Model) -> bool:
+    """Whether ``model`` gets pi 1.6 system messages in mid-conversation: on the Chat
+    Completions API, when its compat says the server takes them (as pi-ai 1.6 decides)."""
+    compat = model.compat
+    return (
+        model.api == "openai-completions"
+        and compat is not None
+        and compat.get("supportsMidConvoSystemMessages") is True
+    )
 
 
 async def complete(model: Model, context: Context, **options: Any) -> AssistantMessage:

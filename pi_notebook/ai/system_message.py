@@ -9,7 +9,10 @@ removals apply before additions, and redefining a tool keeps its position.
 The providers of this package take the prompt and tools outside the message list, so
 ``collapse_system_messages`` folds them back into ``Context.system_prompt``/``Context.tools``
 before a request (pi's ``collapseSystemMessages`` for APIs without mid-conversation system
-messages).
+messages). A model whose compat says its API takes them mid-conversation
+(``supportsMidConvoSystemMessages``, Chat Completions) gets them in place instead
+(``keep_system_messages``): the first renders as the whole prompt, a later one as the update it
+makes (``render_system_message_update``), and the request declares every tool they add.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ __all__ = [
     "collapse_system_messages",
     "current_system_message",
     "current_tools",
+    "keep_system_messages",
+    "render_system_message_update",
     "system_message_patch",
     "system_message_text",
 ]
@@ -87,16 +92,7 @@ def collapse_system_messages(context: Context) -> Context:
     """
     if not any(isinstance(m, SystemMessage) for m in context.messages):
         return context
-    leading: list[Message] = []
-    if context.system_prompt or context.tools:
-        leading.append(
-            SystemMessage(
-                content=context.system_prompt or "",
-                tools_added=list(context.tools) if context.tools else None,
-                timestamp=0,
-            )
-        )
-    replayed = current_system_message([*leading, *context.messages])
+    replayed = current_system_message(_with_leading(context))
     prompt = system_message_text(replayed) if replayed is not None else ""
     tools = list(replayed.tools_added or ()) if replayed is not None else []
     return context.model_copy(
@@ -104,6 +100,48 @@ def collapse_system_messages(context: Context) -> Context:
             "system_prompt": prompt or None,
             "tools": tools or None,
             "messages": [m for m in context.messages if not isinstance(m, SystemMessage)],
+        }
+    )
+
+
+def _with_leading(context: Context) -> list[Message]:
+    """The context's messages after a leading system message made of ``system_prompt`` and
+    ``tools`` (none when both are empty), as pi counts them."""
+    if not (context.system_prompt or context.tools):
+        return list(context.messages)
+    leading = SystemMessage(
+        content=context.system_prompt or "",
+        tools_added=list(context.tools) if context.tools else None,
+        timestamp=0,
+    )
+    return [leading, *context.messages]
+
+
+def render_system_message_update(message: SystemMessage) -> str:
+    """A later system message as sent in mid-conversation: its content, then each section it
+    sets or removes, named so the model can relate it to the leading prompt (pi's wording)."""
+    parts = [message.text] if message.text else []
+    for name, value in (message.sections or {}).items():
+        if value is None:
+            parts.append(f'Removed system prompt section "{name}".')
+        else:
+            parts.append(f'Updated system prompt section "{name}":\n\n{value}')
+    return "\n\n".join(parts)
+
+
+def keep_system_messages(context: Context) -> Context:
+    """``context`` for an API that takes system messages in mid-conversation: the system
+    messages stay where they are (``system_prompt`` and ``tools`` become a leading one, as in
+    :func:`collapse_system_messages`), and the request declares the tools of all of them (pi
+    1.6 without mid-conversation tool additions). Without system messages: ``context`` as is."""
+    if not any(isinstance(m, SystemMessage) for m in context.messages):
+        return context
+    messages = _with_leading(context)
+    return context.model_copy(
+        update={
+            "system_prompt": None,
+            "tools": current_tools(messages) or None,
+            "messages": messages,
         }
     )
 

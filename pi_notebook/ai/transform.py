@@ -141,8 +141,12 @@ def transform_messages(
     messages: Sequence[Message],
     model: Model,
     normalize_tool_call_id: Callable[[str], str] | None = None,
+    *,
+    keep_system: bool = False,
 ) -> list[Message]:
-    """The messages to send to ``model``, following the replay rules of this module."""
+    """The messages to send to ``model``, following the replay rules of this module. System
+    messages are dropped (``collapse_system_messages`` folded them into the prompt), unless
+    ``keep_system`` (an API that takes them in mid-conversation: ``keep_system_messages``)."""
     supports_images = "image" in model.input
     renamed: dict[str, str] = {}  # original → normalised tool-call id, for the results
     dropped_calls: set[str] = set()
@@ -150,12 +154,16 @@ def transform_messages(
     answered: set[str] = set()
     out: list[Message] = []
 
+    held: list[SystemMessage] = []  # between a tool call and its result: sent after the results
+
     def close_pending() -> None:
         for call in pending:
             if call.id not in answered:
                 out.append(_synthetic_result(call))
         pending.clear()
         answered.clear()
+        out.extend(held)
+        held.clear()
 
     for message in messages:
         if isinstance(message, AssistantMessage):
@@ -184,7 +192,8 @@ def transform_messages(
             answered.add(result.tool_call_id)
             out.append(result)
         elif isinstance(message, SystemMessage):
-            continue  # pi 1.6 system messages: folded into the prompt by collapse_system_messages
+            if keep_system:  # one between a call and its results follows the results
+                (held if pending else out).append(message)
         else:
             close_pending()
             if not supports_images and isinstance(message.content, list):

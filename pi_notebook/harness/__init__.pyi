@@ -61,6 +61,7 @@ from .harness_events import (
     SavePointEvent as SavePointEvent,
     SessionCompactEvent as SessionCompactEvent,
     SessionTreeEvent as SessionTreeEvent,
+    SessionWriteErrorEvent as SessionWriteErrorEvent,
     SettledEvent as SettledEvent,
     ThinkingLevelUpdateEvent as ThinkingLevelUpdateEvent,
     ToolsUpdateEvent as ToolsUpdateEvent,

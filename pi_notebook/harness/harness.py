@@ -125,6 +125,7 @@ from .harness_events import (
     SavePointEvent,
     SessionCompactEvent,
     SessionTreeEvent,
+    SessionWriteErrorEvent,
     SettledEvent,
     ThinkingLevelUpdateEvent,
     ToolsUpdateEvent,
@@ -1438,7 +1439,7 @@ class AgentHarness:
             new_leaf, editor_text = target.parent_id, _text_of(target.message.content)
         elif isinstance(target, CustomMessageEntry):
             new_leaf, editor_text = target.parent_id, _text_of(target.content)
-        self._persist(lambda: session.set_leaf(new_leaf))
+        session.set_leaf(new_leaf)  # written by what follows: the summary, or the next prompt
         summary_entry: BranchSummaryEntry | None = None
         if summary_text:
             text = summary_text
@@ -1502,7 +1503,7 @@ class AgentHarness:
         except SessionWriteError as exc:
             kept = self._session.unsaved_entries
             if len(kept) > kept_before:  # kept in memory (``Session.write_error``): go on
-                _log.debug("kept in memory: %s", exc)
+                self._report_unsaved(exc, len(kept), first=kept_before == 0)
                 return cast(_E, kept[-1])
             raise AgentHarnessError(
                 "session", f"Could not write the session: {describe_error(exc)}"
@@ -1511,6 +1512,17 @@ class AgentHarness:
             raise AgentHarnessError(
                 "session", f"Could not write the session: {describe_error(exc)}"
             ) from exc
+
+    def _report_unsaved(self, exc: SessionWriteError, unsaved: int, *, first: bool) -> None:
+        """Say that entries are in memory only: a warning when that starts (not again for each
+        entry while the file stays unwritable), and an event for every one, which a listener
+        can show (the notebook's run view says "Not saved")."""
+        reason = describe_error(exc)
+        if first:
+            _log.warning("the session could not be written; kept in memory: %s", reason)
+        else:
+            _log.debug("kept in memory (%d entries): %s", unsaved, reason)
+        self._events.post(SessionWriteErrorEvent(error_message=reason, unsaved=unsaved))
 
     def _write_or_defer(self, write: Callable[[], object]) -> None:
         """Persist a setting change now when idle, at the next save point when busy."""

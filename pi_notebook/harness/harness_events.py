@@ -31,6 +31,7 @@ __all__ = [
     "SavePointEvent",
     "SessionCompactEvent",
     "SessionTreeEvent",
+    "SessionWriteErrorEvent",
     "SettledEvent",
     "ThinkingLevelUpdateEvent",
     "ToolsUpdateEvent",
@@ -95,6 +96,17 @@ class SessionTreeEvent(PiModel):
     new_leaf_id: str | None
     summary_entry: BranchSummaryEntry | None = None
     from_hook: bool = False
+
+
+class SessionWriteErrorEvent(PiModel):
+    """Writing to the session file failed: the entry is kept in memory with the others not saved
+    yet (``Session.unsaved_entries``) and written with the next entry that can be written (or
+    ``Session.flush()``). Also logged as a warning: nothing is lost, but nothing is on disk."""
+
+    type: Literal["session_write_error"] = "session_write_error"
+    error_message: str
+    unsaved: int
+    """How many entries are in memory only."""
 
 
 class CompactionStartEvent(PiModel):
@@ -168,6 +180,7 @@ HarnessOwnEvent: TypeAlias = Annotated[
     | AfterProviderResponseEvent
     | SessionCompactEvent
     | SessionTreeEvent
+    | SessionWriteErrorEvent
     | CompactionStartEvent
     | CompactionEndEvent
     | ModelUpdateEvent

@@ -628,10 +628,10 @@ class Session:
         )
 
     def append_label(self, target_id: str, label: str | None) -> LabelEntry:
-        """Label an entry; ``None``, ``""`` or only white space clears its label (as pi)."""
+        """Label an entry; ``None`` or ``""`` clears its label. Written as given, as pi's
+        ``appendLabelChange`` does: a label of white space is a label for pi too (an input
+        box trims what the user typed first, as pi's label input does)."""
         self._require(target_id)
-        if label is not None and not label.strip():
-            label = None
         return self._append(LabelEntry(**self._base(), target_id=target_id, label=label))
 
     def append_session_info(self, name: str) -> SessionInfoEntry:
@@ -649,20 +649,17 @@ class Session:
     def leaf_entry(self) -> SessionEntry | None:
         return None if self._leaf_id is None else self.get_entry(self._leaf_id)
 
-    def set_leaf(self, entry_id: str | None) -> LeafEntry | None:
+    def set_leaf(self, entry_id: str | None) -> None:
         """Move the leaf; the next append becomes a child of ``entry_id`` (a root for ``None``).
 
-        Persisted as a ``leaf`` entry parented at the target, so a reopened session resumes here,
-        in pi_notebook and in pi 1.6 (which takes the last line as its leaf). Moving to where the
-        leaf already is writes nothing and returns ``None``.
+        Nothing is written, as pi 1.6 writes nothing when it moves (``SessionManager.branch``):
+        the entries appended next record the move. A reopened file resumes at its last line,
+        here as in pi, so a move followed by nothing is not remembered. (Files that pi's 0.79
+        harness or pi_notebook wrote before may hold ``leaf`` entries: they are still read.)
         """
         if entry_id is not None and isinstance(self._require(entry_id), LeafEntry):
             raise ValueError(f"Entry {entry_id} is a leaf move, not a position in the tree")
-        if entry_id == self._leaf_id:
-            return None
-        base = self._base()
-        base["parent_id"] = entry_id
-        return self._append(LeafEntry(**base, target_id=entry_id))
+        self._leaf_id = entry_id
 
     # --- reading ---------------------------------------------------------------------------------
 
@@ -999,7 +996,10 @@ class Session:
         store = _storage(target)
         header = _new_header(self.cwd, None if self.path is None else str(self.path))
         store.create(header, copied)
-        return Session(store, header, copied)
+        forked = Session(store, header, copied)
+        if entry_id is None:
+            forked.set_leaf(self._leaf_id)  # where this one stands (a move is not written)
+        return forked
 
 
 def _replacement(value: object) -> ContextEditReplacement | None:

@@ -15,6 +15,9 @@ from .mcp_magics import McpMagics, load_configured_servers
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
+HELP = "%%agent?"
+"""What the banner names for help: ``%%agent`` is a cell magic, so ``%agent?`` finds nothing."""
+
 _MAGIC_NAMES = {
     "cell": ("agent",),
     "line": (
@@ -95,7 +98,7 @@ def load_ipython_extension(ip: Any) -> None:
     ip.events.register("post_run_cell", _hooks.post_run_cell)
     entries = agent.restored_entries
     restored = f", restored {entries} entries" if entries else ""
-    print(f"pi_notebook: session {path.name}{restored}. Start with %%agent; help: %agent?")
+    print(f"pi_notebook: session {path.name}{restored}. Start with %%agent; help: {HELP}")
 
 
 def unload_ipython_extension(ip: Any) -> None:

@@ -436,6 +436,30 @@ class NotebookAgent:
                     return recorded
         return await (resolve_model(ref) if ref else resolve_default_model())
 
+    def resolve_model_now(self, ref: str) -> Model | None:
+        """``ref`` as a ``Model`` when nothing has to start for it (as :meth:`resolve_model`
+        would give it), else None: the embedded local model starts in the background."""
+        from ..ai.local import MODEL_ID as LOCAL_MODEL_ID
+        from ..ai.models import parse_model
+
+        ref = ref.strip()
+        if ref not in LOCAL_ALIASES:
+            return parse_model(ref)
+        cassette = self.cassette
+        if cassette is not None and cassette.mode == "replay":
+            return cassette.recorded_model(f"local/{LOCAL_MODEL_ID}")
+        return None
+
+    def use_model_now(self, model: Model) -> AgentHarness:
+        """Switch to ``model`` in the calling cell (nothing queued): the harness is made now if
+        there is none yet, so the code after ``%model`` sees it whether the magic was typed or
+        called with ``run_line_magic``."""
+        self.prepare_now()
+        if self._harness is None:
+            self._harness = self._new_harness(model)
+        self._harness.set_model(model)
+        return self._harness
+
     async def ensure_harness(self, model: Model | None = None) -> AgentHarness:
         """The harness, created on first use with ``model`` (else the known or default one),
         after :meth:`prepare_run`: the queued operations (a run, ``%model``) make it on the
@@ -653,6 +677,7 @@ class NotebookAgent:
         harness = self.harness
         run.state = "running"
         run.view.set_model(harness.model, harness.thinking_level)
+        run.view.set_context_tokens(_request_size(harness, text))
         unsubscribe = harness.subscribe(run.view.handle)
         unwatch = harness.subscribe(lambda event: self._watch_writes(run, event))
         self._active = run
@@ -1148,3 +1173,14 @@ class NotebookAgent:
                 asyncio.run(self.mcp.aclose())
             else:
                 self._mcp_closing = asyncio.ensure_future(self.mcp.aclose())
+
+
+def _request_size(harness: AgentHarness, prompt: str) -> int:
+    """About how many tokens the run's first request holds: the session's context as pi
+    estimates it (the last reply's usage and what came after) plus the prompt."""
+    from ..ai.types import UserMessage
+    from ..harness.tokens import estimate_context_tokens, estimate_tokens
+
+    messages = harness.session.build_context().messages
+    asked = estimate_tokens(UserMessage(content=prompt, timestamp=0))
+    return estimate_context_tokens(messages).tokens + asked

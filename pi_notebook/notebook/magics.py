@@ -5,13 +5,16 @@ a ``UsageError`` — one line, no traceback — and changes nothing.
 change the harness, so they go through the agent's queue: behind a run still streaming ("Run
 All") they take effect — and resolve their target — when their turn comes, as if the cells above
 had finished. Their output is a display in the cell that ran them (:class:`Outcome`), filled in
-when the operation ends. With nothing queued they run at once, and the cell waits for them (see
-``input_rewrite``), so code after ``%model X`` in the same cell sees model X (``%thinking`` and
-``%tools`` do their synchronous work in the magic itself then).
+when the operation ends. With nothing queued, ``%model`` (unless it starts the local model),
+``%label``, ``%thinking`` and ``%tools`` do their work in the magic itself, so code after them
+sees the change also when it called them with ``run_line_magic``; ``%compact``, ``%fork`` (and a
+local model's start) begin at once and a typed line is followed by a wait for them (see
+``input_rewrite``).
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -41,7 +44,7 @@ if TYPE_CHECKING:
     from ..harness.session import Session
     from .kernel_agent import NotebookAgent
 
-__all__ = ["PiMagics"]
+__all__ = ["PiMagics", "first_sentence"]
 
 
 def _parse(magic: Callable[..., Any], line: str) -> Any:
@@ -109,6 +112,13 @@ def _check_recordable(path: Path) -> None:
         raise UsageError(f"--record {path}: cannot write it ({exc.strerror or exc})") from None
     if not existed:
         path.unlink(missing_ok=True)
+
+
+def first_sentence(text: str) -> str:
+    """A tool description's first sentence, its wrapped lines joined (a listing line)."""
+    paragraph = " ".join(text.strip().split("\n\n")[0].split())
+    found = re.match(r"(.+?[.!?])(?=\s+[A-Z]|$)", paragraph)
+    return found.group(1) if found else paragraph
 
 
 def _fill(text: str, namespace: dict[str, Any]) -> str:
@@ -193,6 +203,10 @@ class PiMagics(Magics):
         Re-running a cell starts a new sibling branch where the cell's first run started.
         Stop a run with %abort or the view's Stop button (the interrupt button only stops
         waiting).
+
+        The other magics, each with its own help (%model? …): %model, %thinking, %tools, %mcp,
+        %tree, %fork, %label, %compact, %session, %steer, %follow_up, %abort, %fix and
+        %agent_context.
         """
         args = _parse(self.agent, line)
         self._writable()
@@ -379,15 +393,15 @@ class PiMagics(Magics):
         """Label an entry of the session (to %fork back to it by name)."""
         args = _parse(self.label, line)
         self._writable()
-        if not self.pi.busy:  # else resolved when the cells above are done
-            self._label_target(args.target)
 
-        async def put() -> str:
+        text = args.name.strip()  # typed text is trimmed, as pi's label input trims it
+
+        def put() -> str:  # resolved now, or when the cells above are done
             target = self._label_target(args.target)
-            self.pi.session.append_label(target, args.name)
-            return f"Labelled {target} as {args.name!r}."
+            self.pi.session.append_label(target, text or None)
+            return f"Labelled {target} as {text!r}." if text else f"Cleared the label of {target}."
 
-        self._report("%label", put)
+        self._now_or_queued("%label", put)
 
     def _label_target(self, target: str | None) -> str:
         entry = self._resolve_target(target) if target else self.pi.session.leaf_id
@@ -471,9 +485,13 @@ class PiMagics(Magics):
             except NoModelError as exc:
                 print(self.pi.pending_model_note() or exc)
                 return
+            from ..ai.redaction import request_redactor
+
             m = harness.model
+            # where requests go, without credentials (a URL password, a key in the query)
+            where = f" at {request_redactor(m).scrub(m.base_url)}" if m.base_url else ""
             print(
-                f"{m.provider}/{m.id} ({m.name}) via {m.api}\n"
+                f"{m.provider}/{m.id} ({m.name}) via {m.api}{where}\n"
                 f"context window: {m.context_window:,} tokens, max output {m.max_tokens:,}\n"
                 f"thinking: {harness.thinking_level}\n"
                 f"session cost so far: ${self.pi.session_cost():.4f}"
@@ -487,8 +505,13 @@ class PiMagics(Magics):
             check_model_ref(ref)
         except (KeyError, ValueError) as exc:
             raise UsageError(_reason(exc)) from None
-        if not self.pi.busy:  # the switch is made at once: with the harness's layers ready
-            self.pi.prepare_now()
+        if not self.pi.busy:  # the switch is made at once, also when called from code
+            chosen = self.pi.resolve_model_now(ref)
+            if chosen is not None:
+                self.pi.use_model_now(chosen)
+                print(f"Model: {chosen.provider}/{chosen.id}")
+                return
+            self.pi.prepare_now()  # the local model starts: the cell waits for it (settled)
 
         async def switch() -> str:
             chosen = await self.pi.resolve_model(ref)
@@ -561,10 +584,16 @@ class PiMagics(Magics):
         if args.action == "list":
             if args.names:
                 raise UsageError("Usage: %tools list")
+            offered = {t.name for t in self.pi.offered_tools()}
             for name, kind, active, description in self.pi.tool_listing():
-                mark = "on " if active else "off"
-                summary = description.splitlines()[0] if description else ""
-                print(f"[{mark}] {name} ({kind}) {summary}")
+                mark = "on " if name in offered else "off"
+                why = ""
+                if active and name not in offered:
+                    why = (
+                        " (not offered: no notebook frontend is connected; "
+                        f"%tools add {name} offers it anyway)"
+                    )
+                print(f"[{mark}] {name} ({kind}) {first_sentence(description)}{why}")
             return
         if not args.names:
             raise UsageError(f"Usage: %tools {args.action} NAME [NAME ...]")

@@ -22,6 +22,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 
 from ..mcp.paths import config_paths
+from .magics import first_sentence
 
 if TYPE_CHECKING:
     from ..mcp.config import McpServerConfig
@@ -29,13 +30,17 @@ if TYPE_CHECKING:
 
 __all__ = ["McpMagics", "load_configured_servers", "notebook_dir"]
 
-USAGE = """\
-Usage:
-  %mcp add NAME -- COMMAND [ARGS ...]   [--env K=V] [--cwd DIR] [--timeout MS] [--ask]
-  %mcp add NAME URL [--header K=V ...]   [--timeout MS] [--ask]
-  %mcp list
-  %mcp remove NAME
-  %mcp restart NAME"""
+USAGE = (
+    "Usage: %mcp add NAME -- COMMAND [ARGS ...] | add NAME URL | list | remove NAME | "
+    "restart NAME (options: see %mcp?)"
+)
+"""One line, as every magic's usage error is; ``%mcp?`` has the whole usage."""
+
+
+ADD_USAGE = (
+    "Usage: %mcp add NAME -- COMMAND [ARGS ...] (stdio) or %mcp add NAME URL (HTTP); "
+    "options: see %mcp?"
+)
 
 
 def notebook_dir() -> Path:
@@ -92,21 +97,21 @@ def parse_add(tokens: list[str]) -> McpServerConfig:
             ask = True
         elif token in options:
             if i + 1 >= len(tokens):
-                raise UsageError(f"{token} needs a value.\n{USAGE}")
+                raise UsageError(f"{token} needs a value.")
             options[token].append(tokens[i + 1])
             i += 1
         elif token.startswith("--"):
-            raise UsageError(f"Unknown option {token}.\n{USAGE}")
+            raise UsageError(f"Unknown option {token}: see %mcp? for the options.")
         else:
             positional.append(token)
         i += 1
     if not positional:
-        raise UsageError(USAGE)
+        raise UsageError(ADD_USAGE)
     name, rest = positional[0], positional[1:]
     entry: dict[str, Any] = {"name": name, "source": "%mcp add", "requireApproval": ask}
     if command is not None:
         if rest:
-            raise UsageError(f"Put the command after --, not {' '.join(rest)!r}.\n{USAGE}")
+            raise UsageError(f"Put the command after --, not {' '.join(rest)!r}.")
         if options["--header"]:
             raise UsageError("--header is for HTTP servers; use --env for a stdio server.")
         entry |= {"command": command[0], "args": command[1:]}
@@ -115,7 +120,7 @@ def parse_add(tokens: list[str]) -> McpServerConfig:
             entry["cwd"] = options["--cwd"][-1]
     else:
         if len(rest) != 1:
-            raise UsageError(f"Give either a URL or -- COMMAND.\n{USAGE}")
+            raise UsageError(f"Give either a URL or -- COMMAND. {ADD_USAGE}")
         if options["--env"] or options["--cwd"]:
             raise UsageError("--env and --cwd are for stdio servers (-- COMMAND).")
         entry |= {"url": rest[0], "headers": _pairs(options["--header"], "--header")}
@@ -147,12 +152,21 @@ class McpMagics(Magics):
     @no_var_expand  # ${VAR} must reach the configuration as written, not as a notebook variable
     @line_magic
     def mcp(self, line: str) -> None:
-        """MCP servers as tools: %mcp add NAME -- COMMAND ARGS… | add NAME URL [--header K=V]…
-        | list | remove NAME | restart NAME. Servers start with the next run."""
+        """MCP servers as tools; they start with the next run.
+
+        %mcp add NAME -- COMMAND [ARGS ...]  [--env K=V] [--cwd DIR] [--timeout MS] [--ask]
+        %mcp add NAME URL  [--header K=V ...] [--timeout MS] [--ask]
+        %mcp list
+        %mcp remove NAME
+        %mcp restart NAME
+
+        --ask asks for approval before every call; ${VAR} in a value is filled in from the
+        environment when the server starts and never shown.
+        """
         try:
             tokens = shlex.split(line)
         except ValueError as exc:
-            raise UsageError(f"{exc}.\n{USAGE}") from None
+            raise UsageError(f"{exc}. {USAGE}") from None
         action, args = (tokens[0], tokens[1:]) if tokens else ("list", [])
         if action == "add":
             self._add(args)
@@ -167,7 +181,7 @@ class McpMagics(Magics):
                 raise UsageError(f"No MCP server named {args[0]!r} (see %mcp list)")
             (self._remove if action == "remove" else self._restart)(args[0])
         else:
-            raise UsageError(f"Unknown action {action!r}.\n{USAGE}")
+            raise UsageError(f"Unknown action {action!r}. {USAGE}")
 
     def _add(self, args: list[str]) -> None:
         config = parse_add(args)
@@ -198,8 +212,7 @@ class McpMagics(Magics):
             if mine:
                 for t in mine:
                     mark = "on " if self.pi.mcp.is_enabled(t.name) else "off"
-                    summary = t.description.splitlines()[0] if t.description else ""
-                    print(f"    [{mark}] {t.name} {summary}")
+                    print(f"    [{mark}] {t.name} {first_sentence(t.description)}")
             elif connection.state == "stopped":
                 print("    (tools are listed once it starts: with the next run)")
 

@@ -276,6 +276,12 @@ class RunView(PiWidget):
             self._thinking_level = thinking_level
         self._sync.mark("header")
 
+    def set_context_tokens(self, tokens: int) -> None:
+        """The context's size before a reply reports it (an estimate of what the request
+        holds), so the context bar does not read 0 while the first reply streams."""
+        self._context_tokens = tokens
+        self._sync.mark("header")
+
     def note_queued(self, kind: str, text: str) -> None:
         """Show a steering or follow-up message as queued until the run injects it (the steer box
         does this itself; ``%steer`` and friends should call it too)."""
@@ -590,7 +596,8 @@ class RunView(PiWidget):
         if reason == "aborted":
             self._end("aborted", "")
         elif reason == "error":
-            self._end("error", f"The model request failed: {self._last_reply_error()}")
+            # the failed reply shows the model's error in the transcript: not again below it
+            self._end("error", "")
         else:
             self._end("done", "")
 
@@ -668,10 +675,6 @@ class RunView(PiWidget):
     def _last_reply_stop_reason(self) -> str | None:
         reply = self._last_reply()
         return reply["stop_reason"] if reply is not None else None
-
-    def _last_reply_error(self) -> str:
-        reply = self._last_reply()
-        return (reply["error_message"] if reply is not None else None) or "unknown error"
 
     def _origin(self, message: Mapping[str, Any]) -> Origin:
         text = content_text(message.get("content"))

@@ -483,15 +483,20 @@ async def aborted_while_streaming(rec: Recorder) -> Agent:
     return agent
 
 
-@scenario("abort-during-tool")
-async def aborted_during_tool(rec: Recorder) -> Agent:
-    agent = rec.agent(tools=[SLEEP])
+def abort_on_first_tool_update(agent: Agent) -> None:
+    """Abort ``agent`` when a tool first reports progress (the sleep tool does at once)."""
 
     def abort_while_sleeping(event: AgentEvent) -> None:
         if event.type == "tool_execution_update":
             agent.abort()
 
     agent.subscribe(abort_while_sleeping)
+
+
+@scenario("abort-during-tool")
+async def aborted_during_tool(rec: Recorder) -> Agent:
+    agent = rec.agent(tools=[SLEEP])
+    abort_on_first_tool_update(agent)
     await agent.prompt("sleep")
     return agent
 

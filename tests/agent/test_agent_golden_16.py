@@ -271,6 +271,25 @@ async def length_with_tool_calls(rec: Recorder) -> Agent:
     return agent
 
 
+@scenario("abort-before-later-calls-sequential")
+async def abort_before_later_calls(rec: Recorder) -> Agent:
+    agent = rec.agent(tools=[SLEEP, ECHO], tool_execution="sequential")
+    old.abort_on_first_tool_update(agent)
+    await agent.prompt("sleep then echo")
+    return agent
+
+
+@scenario("abort-in-before-tool-call")
+async def abort_in_before_tool_call(rec: Recorder) -> Agent:
+    def before(ctx: BeforeToolCallContext, signal: AbortSignal | None) -> None:
+        rec.hook("before_tool_call", ctx.tool_call.id)
+        agent.abort()
+
+    agent = rec.agent(tools=[ECHO], before_tool_call=before)
+    await agent.prompt("echo three")
+    return agent
+
+
 @scenario("peek-queued-messages")
 async def peek_queued_messages(rec: Recorder) -> Agent:
     agent = rec.agent(tools=[ECHO])

@@ -951,7 +951,7 @@ async def test_a_listener_failing_on_an_update_fails_the_run(faux: FauxProvider)
 # --- abort ---------------------------------------------------------------------------------------
 
 
-async def test_abort_during_a_sequential_batch_skips_the_remaining_calls(
+async def test_abort_during_a_sequential_batch_ends_the_remaining_calls_unrun(
     faux: FauxProvider,
 ) -> None:
     controller = AbortController()
@@ -974,8 +974,11 @@ async def test_abort_during_a_sequential_batch_skips_the_remaining_calls(
         controller.signal,
         stream_fn=faux.stream,
     )
-    assert emit.tool_order() == ["start:a", "end:a", "result:a"]
-    assert [m.role for m in new] == ["user", "assistant", "toolResult", "assistant"]
+    # as pi 1.6: the call not started yet is not run, and still gets its result
+    assert emit.tool_order() == ["start:a", "end:a", "result:a", "start:b", "end:b", "result:b"]
+    roles = [m.role for m in new]
+    assert roles == ["user", "assistant", "toolResult", "toolResult", "assistant"]
+    assert new[3].content[0].text == "Operation aborted"  # type: ignore[union-attr]
     assert new[-1].stop_reason == "aborted"  # type: ignore[union-attr]
     assert new[-1].error_message == "Request was aborted"  # type: ignore[union-attr]
 
@@ -1000,8 +1003,10 @@ async def test_abort_in_before_tool_call_stops_the_batch(faux: FauxProvider) -> 
         stream_fn=faux.stream,
     )
     assert ran == []
-    assert emit.tool_order() == ["start:a", "end:a", "result:a"]
-    assert result_text(new[2]) == "Operation aborted"  # type: ignore[arg-type]
+    # as pi 1.6: every call of the reply ends unrun with its own result
+    order = ["start:a", "end:a", "start:b", "end:b", "result:a", "result:b"]
+    assert emit.tool_order() == order
+    assert result_text(new[2]) == result_text(new[3]) == "Operation aborted"  # type: ignore[arg-type]
 
 
 async def test_parallel_tools_all_see_the_abort(faux: FauxProvider) -> None:

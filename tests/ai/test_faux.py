@@ -129,12 +129,20 @@ async def test_tokens_per_second_paces_in_real_time() -> None:
 
 
 async def test_session_id_simulates_prompt_caching(faux: FauxProvider) -> None:
-    faux.set_responses([faux_assistant_message("a"), faux_assistant_message("b")])
+    faux.set_responses([faux_assistant_message(t) for t in "abc"])
     first = await complete(faux.get_model(), CTX, session_id="s1")
     assert first.usage.cache_read == 0 and first.usage.cache_write > 0
     longer = Context(messages=[*CTX.messages, UserMessage(content="more words here")])
     second = await complete(faux.get_model(), longer, session_id="s1")
     assert second.usage.cache_read > 0
+    # as pi 1.6's faux: a prompt token is read from or written to the cache, never also input
+    uncached = await complete(faux.get_model(), longer)
+    assert uncached.usage.input > 0 and uncached.usage.cache_read == 0
+    for cached in (first, second):
+        assert cached.usage.input == 0
+    prompt = second.usage.cache_read + second.usage.cache_write
+    assert prompt == uncached.usage.input
+    assert second.usage.total_tokens == prompt + second.usage.output
 
 
 async def test_on_response_is_called_first(faux: FauxProvider) -> None:

@@ -16,7 +16,9 @@ from pi_notebook.ai import (
     Model,
     SystemMessage,
     Tool,
+    ToolCall,
     ToolReference,
+    ToolResultMessage,
     UserMessage,
     collapse_system_messages,
     complete,
@@ -165,10 +167,23 @@ def test_collapse_folds_context_prompt_first_and_leaves_plain_contexts_alone() -
     assert len(context.messages) == 2  # the input is untouched
 
 
-def test_transform_messages_drops_system_messages() -> None:
+def test_transform_messages_drops_system_messages_or_keeps_them_in_order() -> None:
     model = Model(id="m", api="openai-completions", provider="p")
     out = transform_messages([SystemMessage(content="s"), UserMessage(content="u")], model)
     assert [m.role for m in out] == ["user"]
+    # kept (an API that takes them in mid-conversation), as pi 1.6's transformMessages: one
+    # between a call and its result follows the result
+    kept = transform_messages(
+        [SystemMessage(content="s"), UserMessage(content="u")], model, keep_system=True
+    )
+    assert [m.role for m in kept] == ["system", "user"]
+    call = ToolCall(id="c1", name="f", arguments={})
+    reply = AssistantMessage(api=model.api, provider="p", model="m", content=[call])
+    result = ToolResultMessage(tool_call_id="c1", tool_name="f", content=[])
+    kept = transform_messages(
+        [reply, SystemMessage(content="later"), result], model, keep_system=True
+    )
+    assert [m.role for m in kept] == ["assistant", "toolResult", "system"]
 
 
 def _text_sse(api: str) -> list[bytes]:

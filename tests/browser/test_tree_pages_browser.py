@@ -26,12 +26,13 @@ from pi_notebook.ai import UserMessage
 from pi_notebook.harness import Session
 session = Session.create("pages.pi.jsonl", cwd=".")
 line = [session.append_message(UserMessage(content=f"main {i}", timestamp=0)).id
-        for i in range(3000)]
-for at in range(50, 3000, 100):
+        for i in range(2999)]
+for at in range(50, 2999, 100):
     session.set_leaf(line[at])
     for i in range(30):
         session.append_message(UserMessage(content=f"side {at}.{i}", timestamp=0))
-session.set_leaf(line[-1])
+session.set_leaf(line[-1])  # a move writes nothing: the last entry, written last, is the leaf
+session.append_message(UserMessage(content="main 2999", timestamp=0))
 del session"""
 
 
@@ -81,12 +82,13 @@ def test_unfold_search_and_continue_from_an_entry_not_in_the_first_page(
     detail.locator(".pi-detail-body", has_text="side 1250.7").wait_for()
     nb.screenshot(tree, "tree_view_paged.png")
 
-    # Continue from it: it becomes the current leaf, in the widget and in the session file.
+    # Continue from it: it becomes the current leaf (a move writes nothing, as in pi 1.6: the
+    # next prompt hangs under it).
     detail.locator(".pi-navigate").click()
     tree.locator(".pi-node.pi-node-leaf", has_text="side 1250.7").wait_for()
     entries = nb.session_entries()
-    target = next(e["id"] for e in entries if e.get("message", {}).get("content") == "side 1250.7")
-    assert entries[-1]["type"] == "leaf" and entries[-1]["targetId"] == target
+    assert entries[-1].get("message", {}).get("content") == "main 2999"
+    assert all(e["type"] != "leaf" for e in entries)
     assert PAGE_ROWS < 3000  # the entries found were never in the synced page
 
 

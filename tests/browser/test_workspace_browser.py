@@ -606,3 +606,32 @@ def test_the_change_summary_reads_the_document(open_ws: Callable[..., LabNoteboo
     assert "assert total == 20" not in summary
     # what the kernel really ran is there too: the old source of the edited cell
     assert "rate = 0.1" in summary
+
+
+def test_the_change_summary_holds_a_cells_output_once(
+    open_ws: Callable[..., LabNotebook],
+) -> None:
+    """A cell's stdout appears once in the change summary (with the cell's record; the
+    document's listing holds sources only), and the run view does not repeat it."""
+    nb = open_ws(
+        "ws_stdout.ipynb",
+        [
+            LOAD,
+            faux_setup('[faux_assistant_message("Noted.")]'),
+            "print('printed by the cell')",
+            "%%agent\nWhat ran?",
+        ],
+    )
+    nb.run_and_wait(0, 1, 2)
+    nb.run(3)
+    nb.cell(3).locator(".pi-run .pi-transcript .pi-assistant", has_text="Noted.").wait_for()
+    changes = [
+        e
+        for e in nb.session_entries()
+        if e.get("type") == "custom_message" and e.get("customType") == "notebook_changes"
+    ]
+    summary = changes[-1]["content"]
+    summary = summary if isinstance(summary, str) else " ".join(b["text"] for b in summary)
+    assert summary.count("[stdout] printed by the cell") == 1, summary
+    view = nb.cell(3).locator(".pi-run").inner_text()
+    assert "printed by the cell" not in view, view  # the run view does not repeat it either

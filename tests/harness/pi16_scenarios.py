@@ -86,7 +86,7 @@ def _user(text: str, at: int) -> UserMessage:
 
 def system_and_edits(path: Path) -> None:
     """System messages, new fields, usage entries, context edits, a compaction (checkpoint) and
-    a final leaf move back to an earlier reply."""
+    a final move back to an earlier reply, recorded by the thinking level written there."""
     with _deterministic(1) as now:
         session = Session.create(path, cwd="/work/notebook")
         session.append_model_change("faux", "faux-1")
@@ -143,7 +143,8 @@ def system_and_edits(path: Path) -> None:
         )
         session.append_message(_user("And now?", now()))
         session.append_message(_assistant("Now we plot.", now()))
-        session.set_leaf(reply.id)  # must survive a reopen in pi 1.6
+        session.set_leaf(reply.id)  # nothing written, as pi 1.6: the next entry records it
+        session.append_thinking_level_change("low")
 
 
 def branches_and_retain_none(path: Path) -> None:
@@ -168,12 +169,14 @@ def branches_and_retain_none(path: Path) -> None:
 
 
 def reset_leaf(path: Path) -> None:
-    """A final move before the first entry: pi 1.6 reads an empty context too."""
+    """A move before the first entry, then a new root (what pi 1.6 writes after ``resetLeaf``):
+    pi reads the new root's context too."""
     with _deterministic(3) as now:
         session = Session.create(path, cwd="/work/notebook")
         session.append_message(_user("a", now()))
         session.append_message(_assistant("b", now()))
         session.set_leaf(None)
+        session.append_message(_user("again", now()))
 
 
 def copy_of_pi(path: Path) -> None:

@@ -107,3 +107,28 @@ async def test_the_harness_compacts_above_the_threshold_as_pi_does(faux: FauxPro
     assert tokens > 0 and not compacted
     assert await _run_with_window(faux, tokens + 100) == (tokens, False)
     assert await _run_with_window(faux, tokens + 99) == (tokens, True)
+
+
+async def test_a_cached_prompt_is_counted_once_against_the_threshold(faux: FauxProvider) -> None:
+    """The harness sends its session id, so the faux model simulates a prompt cache: its prompt
+    tokens are cache reads and writes, not input as well (as pi 1.6's faux reports them), and
+    the threshold sees the context's real size."""
+    settings = CompactionSettings(reserve_tokens=100, keep_recent_tokens=10)
+
+    async def run(model: Any) -> tuple[Any, bool]:
+        harness = AgentHarness(Session.create(InMemorySessionStorage()), model, compaction=settings)
+        faux.set_responses(
+            [faux_assistant_message("an answer " * 30), faux_assistant_message("## Goal\nsummary")]
+        )
+        reply = await harness.prompt("a question " * 30)
+        compacted = any(isinstance(e, CompactionEntry) for e in harness.session.get_entries())
+        return reply.usage, compacted
+
+    usage, _ = await run(faux.get_model())
+    prompt = usage.cache_read + usage.cache_write
+    assert usage.input == 0 and prompt > 0
+    assert calculate_context_tokens(usage) == prompt + usage.output
+    # a window whose threshold lies above the real size, below the prompt counted twice
+    window = settings.reserve_tokens + prompt + usage.output + prompt // 2
+    _, compacted = await run(faux.get_model().model_copy(update={"context_window": window}))
+    assert not compacted

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -555,7 +556,9 @@ async def test_listener_failures(faux: FauxProvider) -> None:
     assert harness.phase == "idle"
 
 
-async def test_session_write_failures(faux: FauxProvider, tmp_path: Path) -> None:
+async def test_session_write_failures(
+    faux: FauxProvider, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     class Failing(InMemorySessionStorage):
         fail = False
 
@@ -574,8 +577,21 @@ async def test_session_write_failures(faux: FauxProvider, tmp_path: Path) -> Non
     # Messages are kept in memory when their write fails (Session.unsaved_entries): the run
     # goes on and ends with its reply; the next write that works puts them in the file.
     faux.set_responses([faux_assistant_message("x")])
-    reply = await harness.prompt("hi")
+    seen: list[Any] = []
+    harness.subscribe(
+        lambda event: seen.append(event) if event.type.startswith("session_w") else None
+    )
+    with caplog.at_level(logging.WARNING, logger="pi_notebook.harness"):
+        reply = await harness.prompt("hi")
     assert reply.stop_reason == "stop" and harness.phase == "idle"
+    # not silent in plain Python: one warning when saving stops, an event for each kept entry
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "disk full" in warnings[0], warnings
+    assert [(e.type, e.unsaved) for e in seen] == [
+        ("session_write_error", 1),
+        ("session_write_error", 2),
+    ]
+    assert "disk full" in seen[0].error_message
     session = harness.session
     assert session.write_error is not None and "disk full" in str(session.write_error)
     kept = [entry.message.role for entry in session.unsaved_entries]  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ thinking levels "high" then "low", pi's leading system message) is opened in our
   the live one first records the live level (pi's ``_recordSelection``), so the branch reopens
   at the level it runs at.
 
-Our ``leaf`` entries (pi 1.6 writes none) are left out of the comparison.
+A navigation itself writes nothing, as in pi 1.6: every entry we append is one pi appended.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pi_notebook.ai import FauxProvider, faux_assistant_message
-from pi_notebook.harness import AgentHarness, LeafEntry, Session
+from pi_notebook.harness import AgentHarness, Session
 from tests.paths import GOLDEN, read_jsonl
 
 HERE = GOLDEN / "pi-1.6" / "sessions" / "navigation"
@@ -70,21 +70,11 @@ async def test_navigation_appends_what_pi_16_appends(faux: FauxProvider, tmp_pat
         else:
             reply = await harness.prompt(step["text"])
             assert reply.text == step["reply"]
-        ours = [
-            e
-            for e in session.get_entries()
-            if e.id not in before and e.id not in ids.values() and not isinstance(e, LeafEntry)
-        ]
+        ours = [e for e in session.get_entries() if e.id not in before and e.id not in ids.values()]
         theirs = LINES[theirs_at : theirs_at + len(ours)]
         theirs_at += len(ours)
         for mine, pi in zip(ours, theirs, strict=True):
             ids[pi["id"]] = mine.id
-            mine_json = mine.to_json_dict()
-            # our entries after a leaf move hang under the move's target, as pi's hang there
-            parent = mine_json["parentId"]
-            moved = session.get_entry(parent) if parent is not None else None
-            if isinstance(moved, LeafEntry):
-                mine_json["parentId"] = moved.target_id
-            assert _shape(mine_json, {v: v for v in ids.values()}) == _shape(pi, ids)
+            assert _shape(mine.to_json_dict(), {v: v for v in ids.values()}) == _shape(pi, ids)
         assert session.leaf_id == ids.get(step["leafId"], step["leafId"]), step
     assert theirs_at == len(LINES)  # everything pi appended, we appended

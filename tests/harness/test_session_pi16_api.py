@@ -19,7 +19,6 @@ from pi_notebook.ai import (
 )
 from pi_notebook.harness import (
     ContextEditEntry,
-    LeafEntry,
     Session,
     UnknownEntry,
     UsageEntry,
@@ -121,7 +120,7 @@ def test_context_edits_are_checked(session: Session) -> None:
         session.append_context_edit(other.id, {"text": "no content key"})
     with pytest.raises(ValueError, match="Invalid context edit replacement"):
         session.append_context_edit(other.id, [{"type": "nonsense"}])  # type: ignore[list-item]
-    assert session.leaf_id == other.id and len(session) == 5  # nothing was written
+    assert session.leaf_id == other.id and len(session) == 4  # nothing was written
 
 
 def test_usage_entries_count_in_the_totals_but_not_the_context(session: Session) -> None:
@@ -166,28 +165,21 @@ def test_compaction_snapshots_the_system_message_and_retain_none(session: Sessio
     assert plain.append_compaction("s", None, 1).system_message is None
 
 
-def test_a_leaf_move_is_the_last_line_and_parented_at_its_target(session: Session) -> None:
+def test_a_leaf_move_writes_nothing_as_in_pi_16(session: Session) -> None:
+    """pi 1.6 writes nothing when it moves (``SessionManager.branch``): what is appended next
+    hangs under the target, and a file reopened before that resumes at its last line."""
     a = session.append_message(user("a"))
-    session.append_message(assistant("b"))
-    move = session.set_leaf(a.id)
-    assert isinstance(move, LeafEntry) and move.parent_id == a.id
-    last = json.loads(session.path.read_text().splitlines()[-1])  # type: ignore[union-attr]
-    assert last["parentId"] == a.id  # what pi 1.6 walks up from
-    # pi appends after the move (its leaf): that entry hangs under the move; we show it under a
+    b = session.append_message(assistant("b"))
     path = session.path
     assert path is not None
-    with path.open("a") as file:
-        file.write(
-            json.dumps(
-                {"type": "message", "id": "pi1", "parentId": move.id,
-                 "timestamp": "2026-11-20T12:00:00.000Z",
-                 "message": user("from pi").to_json_dict()},
-                separators=(",", ":"),
-            ) + "\n"
-        )  # fmt: skip
+    before = path.read_bytes()
+    assert session.set_leaf(a.id) is None
+    assert path.read_bytes() == before and session.leaf_id == a.id
+    assert Session.open(path).leaf_id == b.id  # as pi: the last line
+    c = session.append_message(user("c"))
+    assert c.parent_id == a.id
     reopened = Session.open(path)
-    assert reopened.leaf_id == "pi1"
-    assert [e.id for e in reopened.get_children(a.id)][-1] == "pi1"
+    assert reopened.leaf_id == c.id
     assert [m.role for m in reopened.build_context().messages] == ["user", "user"]
 
 

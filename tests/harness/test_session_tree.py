@@ -21,7 +21,6 @@ from pi_notebook.harness import (
     CompactionSummaryMessage,
     CustomMessage,
     InMemorySessionStorage,
-    LeafEntry,
     Session,
     convert_to_llm,
 )
@@ -68,15 +67,13 @@ def test_appends_chain_from_the_leaf(session: Session) -> None:
     assert session.get_entry(b.id) == b and session.get_entry("nope") is None
 
 
-def test_set_leaf_branches_and_is_persisted_as_a_leaf_entry(session: Session) -> None:
+def test_set_leaf_branches_and_writes_nothing_as_pi_16(session: Session) -> None:
     a = session.append_message(user("a"))
     b = session.append_message(assistant("b"))
-    move = session.set_leaf(a.id)
-    assert isinstance(move, LeafEntry)
-    # parented at its target, so pi 1.6 (last line = leaf) reopens on the same branch
-    assert (move.parent_id, move.target_id, session.leaf_id) == (a.id, a.id, a.id)
-    line = json.loads(session.path.read_text().split("\n")[-2])  # type: ignore[union-attr]
-    assert list(line) == ["type", "id", "parentId", "timestamp", "targetId"]
+    before = session.path.read_bytes()  # type: ignore[union-attr]
+    assert session.set_leaf(a.id) is None and session.leaf_id == a.id
+    assert session.path.read_bytes() == before  # type: ignore[union-attr]
+    assert texts(session) == ["a"]
     c = session.append_message(assistant("c"))
     assert c.parent_id == a.id
     assert [e.id for e in session.get_children(a.id)] == [b.id, c.id]
@@ -87,9 +84,7 @@ def test_set_leaf_branches_and_is_persisted_as_a_leaf_entry(session: Session) ->
 
 def test_leaf_none_starts_a_new_root_and_empties_the_context(session: Session) -> None:
     session.append_message(user("a"))
-    move = session.set_leaf(None)
-    assert move is not None and move.target_id is None
-    assert '"targetId":null' in session.path.read_text()  # type: ignore[union-attr]
+    assert session.set_leaf(None) is None and session.leaf_id is None
     context = session.build_context()
     assert context.messages == [] and context.model is None and context.thinking_level == "off"
     root = session.append_message(user("fresh"))
@@ -98,27 +93,24 @@ def test_leaf_none_starts_a_new_root_and_empties_the_context(session: Session) -
     assert Session.open(session.path).leaf_id == root.id  # type: ignore[arg-type]
 
 
-def test_set_leaf_rejects_unknown_ids_and_ignores_no_moves(session: Session) -> None:
+def test_set_leaf_rejects_unknown_ids_and_older_leaf_moves(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    session = Session.create(path, cwd="/p")
     a = session.append_message(user("a"))
     with pytest.raises(ValueError, match="Entry zz not found"):
         session.set_leaf("zz")
-    assert session.set_leaf(a.id) is None and len(session) == 1
-    move = session.set_leaf(None)
-    assert move is not None
-    with pytest.raises(ValueError, match="leaf move"):
-        session.set_leaf(move.id)
     with pytest.raises(ValueError, match="not found"):
         session.get_branch("zz")
-
-
-def test_leaf_moves_are_not_tree_nodes_or_children(session: Session) -> None:
-    a = session.append_message(user("a"))
-    b = session.append_message(assistant("b"))
-    session.set_leaf(a.id)
-    assert [e.id for e in session.get_children(b.id)] == []
-    (root,) = session.get_tree()
-    assert root.entry == a and [n.entry for n in root.children] == [b]
-    assert len(session.get_entries()) == 3
+    move = {"type": "leaf", "id": "leaf0001", "parentId": a.id}  # as pi's 0.79 harness wrote it
+    move |= {"timestamp": "2026-11-20T12:00:00.000Z", "targetId": a.id}
+    with path.open("a") as file:
+        file.write(json.dumps(move, separators=(",", ":")) + "\n")
+    reopened = Session.open(path)
+    assert reopened.leaf_id == a.id
+    with pytest.raises(ValueError, match="leaf move"):
+        reopened.set_leaf("leaf0001")
+    assert [n.entry.id for n in reopened.get_tree()] == [a.id]  # a move is no tree node
+    assert len(reopened.get_entries()) == 2
 
 
 def test_tree_sorts_children_by_time_and_keeps_orphans_as_roots() -> None:
@@ -157,15 +149,15 @@ def test_labels_latest_wins_and_empty_clears(session: Session) -> None:
     session.append_label(b.id, "again")
     assert session.labels == {b.id: "again"}
     session.append_label(a.id, "keep")
-    cleared = session.append_label(a.id, "   ")  # only white space clears, as in pi
-    assert cleared.label is None and session.get_label(a.id) is None
-    assert session.labels == {b.id: "again"}
+    spaces = session.append_label(a.id, "   ")  # a label for pi 1.6 too (JS: "   " is truthy)
+    assert spaces.label == "   " and session.get_label(a.id) == "   "
+    assert session.labels == {a.id: "   ", b.id: "again"}
     with pytest.raises(ValueError, match="not found"):
         session.append_label("zz", "x")
     reopened = Session.open(session.path)  # type: ignore[arg-type]
-    assert reopened.get_label(b.id) == "again" and reopened.get_label(a.id) is None
+    assert reopened.get_label(b.id) == "again" and reopened.get_label(a.id) == "   "
     labels = {node.entry.id: node.label for node in _walk(reopened.get_tree())}
-    assert labels[b.id] == "again" and labels[a.id] is None
+    assert labels[b.id] == "again" and labels[a.id] == "   "
 
 
 def test_label_entries_are_appended_on_the_branch(session: Session) -> None:
@@ -330,7 +322,7 @@ def test_fork_everything_copies_every_entry(session: Session, tmp_path: Path) ->
     session.set_leaf(a.id)
     forked = session.fork(tmp_path / "all.jsonl")
     assert forked.get_entries() == session.get_entries()
-    assert forked.leaf_id == session.leaf_id and forked.id != session.id
+    assert forked.leaf_id == session.leaf_id == a.id and forked.id != session.id
     assert forked.header.parent_session == str(session.path)
     assert Session.open(tmp_path / "all.jsonl").get_entries() == session.get_entries()
 

@@ -281,3 +281,23 @@ def test_a_card_stop_from_the_front_end_stops_one_call(tmp_path: Path) -> None:
     assert lines[0].startswith("slow cancelled after ")
     assert lines[1] == "count True Tool call aborted by the user"
     assert lines[2] == "done The count was stopped."
+
+
+def test_every_mcp_usage_error_is_one_line(tmp_path: Path) -> None:
+    bad = [
+        "%mcp add",
+        "%mcp add --ask",
+        "%mcp add name",
+        "%mcp add name --timeout",
+        "%mcp add name --bogus http://x",
+        "%mcp add name http://x extra",
+        "%mcp add broken http://x -- cmd",
+        "%mcp frobnicate",
+        "%mcp add 'unclosed",
+        "%mcp remove",
+    ]
+    nb = execute([setup(), LOAD, *bad], tmp_path, env=ENV, allow_errors=True)
+    for cell, text in zip(bad, (outputs_text(c) for c in nb.cells[2:]), strict=True):
+        assert text.startswith("UsageError: "), (cell, text)
+        assert len(text.strip().splitlines()) == 1, (cell, text)
+    assert "%mcp add NAME -- COMMAND" in outputs_text(nb.cells[2])

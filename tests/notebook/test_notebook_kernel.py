@@ -211,6 +211,13 @@ def test_tools_magic_lists_and_enables_builtins(tmp_path: Path) -> None:
     assert "[off] run_python (built-in)" in outputs_text(nb.cells[2])
     assert "[on ] describe_variable (built-in)" in outputs_text(nb.cells[2])  # read-only: on
     assert "[off] describe_variable (built-in)" in outputs_text(nb.cells[4])
+    listed = outputs_text(nb.cells[2]).splitlines()
+    # the write tools are active but not offered without a frontend: the listing says so
+    insert = next(line for line in listed if " insert_cell " in line)
+    assert insert.startswith("[off] insert_cell (built-in)") and "not offered" in insert, insert
+    # a description's first sentence, whole (its docstring wraps it over three lines)
+    cells = next(line for line in listed if " list_cells " in line)
+    assert cells.endswith("otherwise every cell the kernel ran, with its status."), cells
 
 
 @pytest.mark.parametrize(

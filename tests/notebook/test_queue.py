@@ -98,7 +98,7 @@ def test_model_is_in_effect_for_the_rest_of_its_cell(tmp_path: Path) -> None:
         env=ENV,
     )
     text = outputs_text(nb.cells[2])
-    assert text == "Model: faux/faux-1harness: faux faux-1\n", text
+    assert text == "Model: faux/faux-1\nharness: faux faux-1\n", text
 
 
 def test_record_refuses_a_path_it_cannot_write(tmp_path: Path) -> None:

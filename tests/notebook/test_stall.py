@@ -38,7 +38,7 @@ def test_a_stalled_stream_shows_the_wait_and_the_timeout_says_how_long(tmp_path:
             "print('during:', view.stalled_ms, view.transcript_text().splitlines()[0])",
             "await agent.wait()\n"
             "print('after:', view.stalled_ms, view.status)\n"
-            "print('error:', view.error)\n"
+            "print('error:', view.messages[-1]['error_message'], view.error or '')\n"
             "await server.__aexit__(None, None, None)",
         ],
         tmp_path,

@@ -75,25 +75,30 @@ def test_an_edit_appended_later_flags_a_row_already_sent(tmp_path: Path) -> None
     assert view.page["segments"][0][1][0][6] == "omitted"
 
 
-def test_what_pi_appends_after_our_leaf_move_hangs_under_the_target(tmp_path: Path) -> None:
+def test_what_pi_appends_after_an_older_leaf_move_hangs_under_the_target(tmp_path: Path) -> None:
+    """A ``leaf`` entry (pi's 0.79 harness wrote them, and pi_notebook before it wrote what pi 1.6
+    writes), with pi 1.6's next entry under it: shown under the move's target."""
     session = Session.create(tmp_path / "s.jsonl", cwd="/p")
     first = session.append_message(UserMessage(content=[TextContent(text="a")]))
     session.append_message(UserMessage(content=[TextContent(text="b")]))
-    move = session.set_leaf(first.id)
-    assert move is not None and session.path is not None
+    assert session.path is not None
+    stamp = "2026-11-20T12:00:00.000Z"
+    move = {"type": "leaf", "id": "leaf0001", "parentId": first.id, "timestamp": stamp}
+    move["targetId"] = first.id
     line = {
         "type": "message",
         "id": "pi000001",
-        "parentId": move.id,
-        "timestamp": "2026-11-20T12:00:00.000Z",
+        "parentId": "leaf0001",
+        "timestamp": stamp,
         "message": UserMessage(content=[TextContent(text="from pi")], timestamp=1).to_json_dict(),
     }
     with session.path.open("a") as file:
-        file.write(json.dumps(line, separators=(",", ":")) + "\n")
+        for record in (move, line):
+            file.write(json.dumps(record, separators=(",", ":")) + "\n")
     view = TreeView(Session.open(session.path))
     parents = {row[0]: row[1] for row in view.rows}
     assert parents["pi000001"] == first.id
-    assert move.id not in parents
+    assert "leaf0001" not in parents
     lines = view.tree_lines()
     assert any("from pi" in line and "*current" in line for line in lines)
 

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from ..models import clamp_thinking_level
 from ..options import StreamOptions
+from ..system_message import render_system_message_update, system_message_text
 from ..transform import transform_messages
 from ..types import (
     AssistantMessage,
@@ -70,6 +71,7 @@ class CompletionsCompat:
     requires_assistant_after_tool_result: bool = False
     requires_thinking_as_text: bool = False
     thinking_format: ThinkingFormat = "openai"
+    supports_mid_convo_system_messages: bool = False
 
 
 _CAMEL_KEYS = {
@@ -83,6 +85,7 @@ _CAMEL_KEYS = {
     "requiresAssistantAfterToolResult": "requires_assistant_after_tool_result",
     "requiresThinkingAsText": "requires_thinking_as_text",
     "thinkingFormat": "thinking_format",
+    "supportsMidConvoSystemMessages": "supports_mid_convo_system_messages",
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "max_tokens_field": ("max_completion_tokens", "max_tokens"),
@@ -238,10 +241,15 @@ def convert_messages(
     """The ``messages`` array of a request: system prompt first, then the context's messages after
     the replay rules (``transform_messages``)."""
     out: list[dict[str, Any]] = []
+    role = "developer" if model.reasoning and compat.supports_developer_role else "system"
     if context.system_prompt:
-        role = "developer" if model.reasoning and compat.supports_developer_role else "system"
         out.append({"role": role, "content": context.system_prompt})
-    messages: list[Message] = transform_messages(context.messages, model, normalize_tool_call_id)
+    messages: list[Message] = transform_messages(
+        context.messages,
+        model,
+        normalize_tool_call_id,
+        keep_system=compat.supports_mid_convo_system_messages,
+    )
     last_role = ""
     i = 0
     while i < len(messages):
@@ -275,8 +283,9 @@ def convert_messages(
                 and compat.requires_assistant_after_tool_result
             ):
                 out.append({"role": "assistant", "content": ASSISTANT_AFTER_TOOL_RESULT})
-        else:  # a system message: transform_messages already dropped them
-            converted = None
+        else:  # a system message, in mid-conversation (keep_system_messages)
+            text = system_message_text(message) if i == 0 else render_system_message_update(message)
+            converted = {"role": role, "content": text} if text else None
         if converted is not None:
             out.append(converted)
             last_role = converted["role"]

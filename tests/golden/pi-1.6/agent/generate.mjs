@@ -734,6 +734,50 @@ NEW["length-with-tool-calls"] = {
   },
 };
 
+// Abort with calls of the reply not started yet: each still gets an "Operation aborted" result.
+NEW["abort-before-later-calls-sequential"] = {
+  replies: () => [
+    scriptedReply([
+      ["toolCall", "sleep", "call_1", { ms: 5000 }],
+      ["toolCall", "echo", "call_2", { text: "never" }],
+      ["toolCall", "echo", "call_3", { text: "never" }],
+    ]),
+    scriptedReply([["text", "unreached"]]),
+  ],
+  run: async (rec) => {
+    const agent = rec.agent({ initialState: { tools: [SLEEP, ECHO] }, toolExecution: "sequential" });
+    agent.subscribe((event) => {
+      if (event.type === "tool_execution_update") agent.abort();
+    });
+    await agent.prompt("sleep then echo");
+    return agent;
+  },
+};
+
+NEW["abort-in-before-tool-call"] = {
+  replies: () => [
+    scriptedReply([
+      ["toolCall", "echo", "call_1", { text: "a" }],
+      ["toolCall", "echo", "call_2", { text: "b" }],
+      ["toolCall", "echo", "call_3", { text: "c" }],
+    ]),
+    scriptedReply([["text", "unreached"]]),
+  ],
+  run: async (rec) => {
+    let agent;
+    agent = rec.agent({
+      initialState: { tools: [ECHO] },
+      beforeToolCall: async ({ toolCall }) => {
+        rec.hook("before_tool_call", toolCall.id);
+        agent.abort();
+        return undefined;
+      },
+    });
+    await agent.prompt("echo three");
+    return agent;
+  },
+};
+
 NEW["peek-queued-messages"] = {
   replies: () => [
     scriptedReply([["toolCall", "echo", "call_1", { text: "a" }]]),

@@ -440,6 +440,23 @@ const SCENARIOS = {
 		],
 		replies: [text("1", SMALL), text("2", SMALL), text("3", SMALL)],
 	},
+	// A length stop (below maxTokens) with a tool call: the call is not run, its error result asks
+	// for it again, and the run goes on: nothing is omitted, the next request holds both.
+	"length-with-a-tool-call-mid-run": {
+		model: WINDOW,
+		compaction: SETTINGS,
+		steps: [{ prompt: long("First question") }, { prompt: long("Echo it") }],
+		replies: [
+			text("First answer.", SMALL),
+			{
+				text: "Echoing",
+				toolCalls: [["echo", "call_1", { text: "cut" }]],
+				usage: { input: 300, output: 120 },
+				stopReason: "length",
+			},
+			text("Re-issued.", SMALL),
+		],
+	},
 };
 
 // --- which replies count as a context overflow (pi-ai 1.6's isContextOverflow) -------------------
