@@ -23,7 +23,7 @@ from .local import (
     fetch_model,
 )
 from .local_families import TEMPLATE_NAMES, choose_template
-from .local_servers import server_ref
+from .server_refs import server_ref
 
 __all__ = ["run"]
 

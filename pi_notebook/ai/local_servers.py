@@ -1,10 +1,10 @@
 """OpenAI-compatible model servers running on this machine: Ollama, LM Studio and llama.cpp on
 their usual ports, found with short loopback requests and named as models.
 
-A model on such a server is ``KIND/MODEL-ID`` (``ollama/qwen2.5-coder:7b``), or
-``KIND:PORT/MODEL-ID`` for a server on another port (``llamacpp:8081/qwen``). Everything here is
-async: looking for servers never blocks the caller's event loop, and a port nobody listens on
-answers at once (a refused loopback connection), so a look takes at most ``timeout``.
+A model on such a server is named as ``server_refs`` says (``ollama/qwen2.5-coder:7b``).
+Everything here is async: looking for servers never blocks the caller's event loop, and a port
+nobody listens on answers at once (a refused loopback connection): a look takes at most
+``timeout``.
 """
 
 from __future__ import annotations
@@ -16,60 +16,22 @@ from typing import Any, Final
 
 import httpx
 
+from .server_refs import SERVER_KINDS, default_port, parse_server_ref, server_ref
 from .types import Model, ModelCost
 
 __all__ = [
-    "SERVER_KINDS",
     "FoundServer",
     "ServerModel",
     "describe_servers",
     "discover_servers",
-    "is_server_ref",
-    "parse_server_ref",
     "server_model",
-    "server_ref",
 ]
-
-SERVER_KINDS: Final[dict[str, tuple[int, str]]] = {
-    "ollama": (11434, "Ollama"),
-    "lmstudio": (1234, "LM Studio"),
-    "llamacpp": (8080, "llama.cpp"),
-}
-"""Kind → (default port, product name)."""
 
 DEFAULT_TIMEOUT: Final = 0.5
 FALLBACK_CONTEXT: Final = 4096
 """The context window assumed when a server does not say: Ollama's default ``num_ctx``."""
 _OUTPUT_SHARE: Final = 4
 """A reply may take up to a quarter of the window: room is left for the prompt and tools."""
-
-
-def server_ref(kind: str, port: int, model_id: str) -> str:
-    """The ``%model`` spelling of ``model_id`` on a ``kind`` server listening on ``port``."""
-    default_port = SERVER_KINDS[kind][0]
-    return f"{kind}/{model_id}" if port == default_port else f"{kind}:{port}/{model_id}"
-
-
-def is_server_ref(ref: str) -> bool:
-    """Whether ``ref`` names a model on a local server (its syntax only)."""
-    kind = ref.strip().split("/", 1)[0].split(":", 1)[0]
-    return kind in SERVER_KINDS and "/" in ref
-
-
-def parse_server_ref(ref: str) -> tuple[str, int, str]:
-    """``KIND[:PORT]/MODEL-ID`` → (kind, port, model id). ``ValueError`` when it is not one."""
-    head, sep, model_id = ref.strip().partition("/")
-    kind, colon, port_text = head.partition(":")
-    if kind not in SERVER_KINDS or not sep:
-        raise ValueError(f"{ref!r} is not KIND/MODEL-ID with KIND one of {', '.join(SERVER_KINDS)}")
-    if not model_id:
-        raise ValueError(f"{ref!r} names no model: {kind}/MODEL-ID")
-    port = SERVER_KINDS[kind][0]
-    if colon:
-        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            raise ValueError(f"{ref!r}: the port must be a number from 1 to 65535")
-        port = int(port_text)
-    return kind, port, model_id
 
 
 @dataclass(frozen=True)
@@ -129,7 +91,7 @@ async def discover_servers(
 ) -> list[FoundServer]:
     """The servers answering on the known ports (or on ``ports``, pairs of kind and port),
     asked all at once."""
-    wanted = list(ports) if ports is not None else [(k, p) for k, (p, _) in SERVER_KINDS.items()]
+    wanted = list(ports) if ports is not None else [(k, default_port(k)) for k in SERVER_KINDS]
     async with _client(timeout) as client:
         answers = await asyncio.gather(*(_models_of(client, k, p) for k, p in wanted))
     return [
@@ -142,7 +104,7 @@ async def discover_servers(
 def describe_servers(found: Sequence[FoundServer]) -> str:
     """What ``%model`` prints about the servers found."""
     if not found:
-        names = ", ".join(f"{name} ({port})" for port, name in SERVER_KINDS.values())
+        names = ", ".join(f"{name} ({default_port(k)})" for k, (_, name) in SERVER_KINDS.items())
         return f"No local model server answers ({names})."
     lines = ["Local model servers:"]
     for server in found:
@@ -172,7 +134,7 @@ async def server_model(ref: str, *, timeout: float = 2.0) -> ServerModel:
         id=model_id,
         name=f"{model_id} ({product})",
         api="openai-completions",
-        provider=kind if port == SERVER_KINDS[kind][0] else f"{kind}:{port}",
+        provider=kind if port == default_port(kind) else f"{kind}:{port}",
         base_url=f"http://127.0.0.1:{port}/v1",
         input=["text"],
         cost=ModelCost(),

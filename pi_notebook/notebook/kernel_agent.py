@@ -28,6 +28,7 @@ from .default_model import (
     model_from_api_keys,
     resolve_default_model,
     resolve_model,
+    server_model_of,
 )
 from .repeat_guard import RepeatGuard
 from .session_files import open_notebook_session, start_notebook_session
@@ -274,6 +275,20 @@ class NotebookAgent:
         first run, after its imports in a thread: see :meth:`prepare_run`)."""
         return self._harness is not None or self._known_model() is not None
 
+    async def _session_server_model(self) -> Model | None:
+        """The session's model when it is one on a local server (``ollama/…``): asked of that
+        server, which says its context window. None when the server does not answer (the
+        default model is used, as for a model of another machine)."""
+        from ..ai.server_refs import is_server_ref
+
+        ref = None if self._session is None else self._session.build_context().model
+        if ref is None or not is_server_ref(f"{ref.provider}/{ref.model_id}"):
+            return None
+        try:
+            return await server_model_of(f"{ref.provider}/{ref.model_id}")
+        except (LookupError, ValueError):
+            return None
+
     def _known_model(self) -> Model | None:
         """A model known without starting anything: the session's, the environment's. (A
         session only started by ``%load_ext`` is not opened for this: it holds no entries.)"""
@@ -285,7 +300,11 @@ class NotebookAgent:
                 return parse_model(f"{ref.provider}/{ref.model_id}")
             except (KeyError, ValueError):
                 pass  # a model of another machine (or an unregistered faux one)
+        from ..ai.server_refs import is_server_ref
+
         configured = os.environ.get("PI_NOTEBOOK_MODEL", "").strip()
+        if is_server_ref(configured):
+            return None  # asked of its server when the harness is made
         if configured and configured not in ("local", "local/smollm2-135m"):
             return parse_model(configured)
         return model_from_api_keys()
@@ -349,7 +368,12 @@ class NotebookAgent:
         event loop."""
         if self._harness is None:
             await self.prepare_run()
-            model = model or self._known_model() or await self.resolve_model()
+            model = (
+                model
+                or await self._session_server_model()
+                or self._known_model()
+                or await self.resolve_model()
+            )
             self._harness = self._new_harness(model)
         return self._harness
 

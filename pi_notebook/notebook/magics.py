@@ -12,6 +12,7 @@ when the operation ends. With nothing queued they run at once, and the cell wait
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -414,7 +415,13 @@ class PiMagics(Magics):
     # --- model, thinking, tools ------------------------------------------------------------------
 
     @magic_arguments()
-    @argument("model", nargs="?", help="PROVIDER/MODEL-ID, or local for the embedded model.")
+    @argument(
+        "model",
+        nargs="?",
+        help="PROVIDER/MODEL-ID, local for the embedded model, or a model on a server on this "
+        "machine: ollama/NAME, lmstudio/NAME, llamacpp/NAME (KIND:PORT/NAME on another port). "
+        "Without it: the current model and the servers found.",
+    )
     @argument("--record", metavar="PATH", help="Record every model reply into a cassette file.")
     @argument(
         "--replay",
@@ -432,20 +439,8 @@ class PiMagics(Magics):
         if not args.model:
             if args.record or args.replay or args.live:
                 return
-            try:
-                harness = self.pi.harness
-            except NoModelError as exc:
-                print(exc)
-                return
-            m = harness.model
-            print(
-                f"{m.provider}/{m.id} ({m.name}) via {m.api}\n"
-                f"context window: {m.context_window:,} tokens, max output {m.max_tokens:,}\n"
-                f"thinking: {harness.thinking_level}\n"
-                f"session cost so far: ${self.pi.session_cost():.4f}"
-            )
-            if self.pi.cassette is not None:
-                print(f"{self.pi.cassette.mode}ing model replies: {self.pi.cassette.path}")
+            self._show_model()
+            self._list_servers()
             return
         ref = args.model
         try:
@@ -462,6 +457,43 @@ class PiMagics(Magics):
             return f"Model: {chosen.provider}/{chosen.id}"
 
         self._report("%model", switch)
+
+    def _show_model(self) -> None:
+        try:
+            harness = self.pi.harness
+        except NoModelError as exc:
+            print(exc)
+            return
+        m = harness.model
+        print(
+            f"{m.provider}/{m.id} ({m.name}) via {m.api}\n"
+            f"context window: {m.context_window:,} tokens, max output {m.max_tokens:,}\n"
+            f"thinking: {harness.thinking_level}\n"
+            f"session cost so far: ${self.pi.session_cost():.4f}"
+        )
+        if self.pi.cassette is not None:
+            print(f"{self.pi.cassette.mode}ing model replies: {self.pi.cassette.path}")
+
+    def _list_servers(self) -> None:
+        """Show the model servers running on this machine (Ollama, LM Studio, llama.cpp) and
+        their models, found by a task on the kernel's loop (short timeouts, no waiting behind a
+        run); the cell waits for it only when nothing else is running."""
+        from ..ai.local_servers import describe_servers, discover_servers
+
+        outcome = Outcome("local model servers", waiting=False)
+        self.outcomes.append(outcome)
+
+        async def look() -> None:
+            try:
+                found = await discover_servers()
+            except Exception as exc:  # a look that fails must not end the cell with a traceback
+                outcome.finish(f"Could not look for local model servers: {_reason(exc)}")
+            else:
+                outcome.finish(describe_servers(found))
+
+        task = asyncio.ensure_future(look())
+        if not self.pi.busy:
+            self.pi.run_inline(task)
 
     def _use_cassette(self, record: str | None, replay: str | None, live: bool) -> None:
         if sum((bool(record), bool(replay), live)) > 1:
