@@ -7,7 +7,7 @@ const USAGE = { input: 1200, output: 340, cache_read: 0, cache_write: 0, total_t
 function baseState(overrides = {}) {
   return {
     status: "waiting",
-    header: { model: "faux/faux-1", thinking_level: "off", usage: { ...USAGE }, context_tokens: 1540, context_window: 10_000 },
+    header: { model: "faux/faux-1", thinking_level: "off", usage: { ...USAGE }, context_tokens: 1540, context_window: 10_000, answers_only: false },
     messages: [],
     current: {},
     stalled_ms: 0,
@@ -212,6 +212,17 @@ describe("RunView", () => {
     const { el } = mount(baseState({ controls: { stop: false, steer: false, follow_up: false, tree: false } }));
     expect(el.querySelector(".pi-controls").hidden).toBe(true);
     expect(el.querySelector(".pi-tree-button").hidden).toBe(true);
+  });
+
+  it("says when the model cannot call tools, and only then", () => {
+    const { el, model } = mount(baseState());
+    const notice = el.querySelector(".pi-answers-only");
+    expect(notice.hidden).toBe(true);
+    model.update({ header: { ...baseState().header, answers_only: true } });
+    expect(notice.hidden).toBe(false);
+    expect(notice.textContent).toBe("this model cannot call tools: answers only");
+    model.update({ header: { ...baseState().header, answers_only: false } });
+    expect(notice.hidden).toBe(true);
   });
 
   it("shows notices, errors and queued messages; asks for expansions", () => {

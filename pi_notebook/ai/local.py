@@ -36,6 +36,7 @@ from typing import Any, Final
 
 from .local_families import OTHER, SMOLLM2, ModelFamily, family_of
 from .models import register_model
+from .tool_support import note_tool_support
 from .types import Model, ModelCost
 
 __all__ = [
@@ -353,8 +354,10 @@ class LocalServer:
         del server
 
     def model(self) -> Model:
-        """The ``Model`` for this server's OpenAI-compatible endpoint (``openai-completions``)."""
-        return Model(
+        """The ``Model`` for this server's OpenAI-compatible endpoint (``openai-completions``).
+        Whether it calls tools is noted (``tool_support``): a template given for the server is
+        taken to teach it tool calls, else its family says."""
+        model = Model(
             id=self.alias,
             name=MODEL_NAME if self.alias == MODEL_ID else self.alias,
             api="openai-completions",
@@ -378,6 +381,8 @@ class LocalServer:
                 "supportsUsageInStreaming": True,
             },
         )
+        note_tool_support(model.ref, self.chat_template is not None or self.family.calls_tools)
+        return model
 
     def __enter__(self) -> LocalServer:
         return self.start()

@@ -187,9 +187,11 @@ async def server_model_of(ref: str) -> Model:
     Studio, llama.cpp), registered so that ``parse_model`` knows it from then on."""
     from ..ai.local_servers import server_model
     from ..ai.models import register_model
+    from ..ai.tool_support import note_tool_support
 
     found = await server_model(ref)
     register_model(found.model)
+    note_tool_support(found.model.ref, found.calls_tools)
     return found.model
 
 

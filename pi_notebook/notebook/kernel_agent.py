@@ -160,6 +160,9 @@ class NotebookAgent:
         self.repeat_guard = RepeatGuard()
         """Refuses a tool call repeated with the same arguments in one run (small models loop)."""
         self._pushed: list[str] = []
+        self.tool_calls_override: bool | None = None
+        """The user's word on whether the model calls tools (``%model --tools yes|no``); None:
+        as known of the model (``ai.tool_support``)."""
         """The tool names the harness was last given."""
         self._write_pinned: set[str] = set()
         """Write tools added with ``%tools add`` (offered without a frontend too)."""
@@ -316,7 +319,7 @@ class NotebookAgent:
         harness = AgentHarness(
             self.session,
             model,
-            tools=self._offer(),
+            tools=self._offer(model),
             thinking_level=_thinking_level(context.thinking_level),
             stream_fn=self._call_model,
             compaction=_compaction_for(model),
@@ -579,8 +582,9 @@ class NotebookAgent:
         self._note_session_writes(run)  # e.g. the change summary just before could not be written
         self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
         self.repeat_guard.begin_run()
+        run.view.set_answers_only(not self.model_calls_tools())
         if self._harness is not None and self._pushed != [t.name for t in self.offered_tools()]:
-            self._push_tools()  # a notebook frontend connected or went away since the last run
+            self._push_tools()  # a frontend connected or went away, or the model changed
         try:
             task = asyncio.ensure_future(harness.prompt(text))
             # Messages sent while the run was queued go in as soon as it is underway (steering
@@ -762,12 +766,28 @@ class NotebookAgent:
             self._push_tools()
         return removed
 
-    def offered_tools(self) -> list[AgentTool]:
-        """The active tools the model gets: the write tools only while a notebook frontend is
-        connected (or when added with ``%tools add``), so an executed notebook (nbclient,
-        papermill, a cassette replay) sees the same tools as before unless it asks for them."""
+    def model_calls_tools(self, model: Model | None = None) -> bool:
+        """Whether ``model`` (default: the harness's) is offered tools: the user's override,
+        else what is known of the model."""
+        if self.tool_calls_override is not None:
+            return self.tool_calls_override
+        if model is None and self._harness is not None:
+            model = self._harness.model
+        if model is None:
+            return True
+        from ..ai.tool_support import calls_tools
+
+        return calls_tools(model)
+
+    def offered_tools(self, model: Model | None = None) -> list[AgentTool]:
+        """The active tools ``model`` (default: the harness's) gets: none for a model that
+        cannot call tools; the write tools only while a notebook frontend is connected (or when
+        added with ``%tools add``), so an executed notebook (nbclient, papermill, a cassette
+        replay) sees the same tools as before unless it asks for them."""
         from .workspace.edit_tools import WRITE_TOOL_NAMES
 
+        if not self.model_calls_tools(model):
+            return []
         connected = self.document.connected
         return [
             t
@@ -775,8 +795,8 @@ class NotebookAgent:
             if t.name not in WRITE_TOOL_NAMES or connected or t.name in self._write_pinned
         ]
 
-    def _offer(self) -> list[AgentTool]:
-        offered = self.offered_tools()
+    def _offer(self, model: Model | None = None) -> list[AgentTool]:
+        offered = self.offered_tools(model)
         self._pushed = [t.name for t in offered]
         return offered
 

@@ -58,6 +58,13 @@ def _reason(exc: Exception) -> str:
     return str(exc)
 
 
+def _tool_calls_line(calls: bool, override: bool | None) -> str:
+    said = " (%model --tools)" if override is not None else ""
+    if calls:
+        return f"tool calls: yes{said}"
+    return f"tool calls: no{said}: this model cannot call tools: answers only"
+
+
 class Outcome:
     """A queued magic's output: a display in the cell that ran the magic, updated when the
     operation ends. nbclient keeps only messages sent while a cell runs, so the final text is
@@ -429,6 +436,12 @@ class PiMagics(Magics):
         help="Answer model calls from a cassette file (no network; an unrecorded prompt fails).",
     )
     @argument("--live", action="store_true", help="Stop recording or replaying.")
+    @argument(
+        "--tools",
+        choices=("yes", "no", "auto"),
+        help="Whether the model is offered tools: yes or no overrides what is known of it "
+        "(a small model that cannot call them only answers); auto (the default) goes by the model.",
+    )
     @line_magic
     def model(self, line: str) -> None:
         """Show the model (with its context window and the session's cost so far), or set it.
@@ -436,7 +449,14 @@ class PiMagics(Magics):
         args = _parse(self.model, line)
         if args.record or args.replay or args.live:
             self._use_cassette(args.record, args.replay, args.live)
+        if args.tools is not None:
+            self.pi.tool_calls_override = {"yes": True, "no": False}.get(args.tools)
+        elif args.model:
+            self.pi.tool_calls_override = None  # a user's word was about the previous model
         if not args.model:
+            if args.tools is not None:
+                print(_tool_calls_line(self.pi.model_calls_tools(), self.pi.tool_calls_override))
+                return
             if args.record or args.replay or args.live:
                 return
             self._show_model()
@@ -469,6 +489,7 @@ class PiMagics(Magics):
             f"{m.provider}/{m.id} ({m.name}) via {m.api}\n"
             f"context window: {m.context_window:,} tokens, max output {m.max_tokens:,}\n"
             f"thinking: {harness.thinking_level}\n"
+            f"{_tool_calls_line(self.pi.model_calls_tools(), self.pi.tool_calls_override)}\n"
             f"session cost so far: ${self.pi.session_cost():.4f}"
         )
         if self.pi.cassette is not None:

@@ -240,6 +240,7 @@ class RunView(PiWidget):
         self._model = f"{model.provider}/{model.id}" if model is not None else ""
         self._context_window = model.context_window if model is not None else 0
         self._thinking_level = thinking_level
+        self._answers_only = False
         self._terminal: RunStatus | None = None
         self._replies_this_run = 0
         self._last_reply_stamp: object = None
@@ -266,6 +267,13 @@ class RunView(PiWidget):
         if thinking_level is not None:
             self._thinking_level = thinking_level
         self._sync.mark("header")
+
+    def set_answers_only(self, answers_only: bool) -> None:
+        """Say in the header that the model cannot call tools, so it is offered none and
+        answers in text only."""
+        if answers_only != self._answers_only:
+            self._answers_only = answers_only
+            self._sync.mark("header")
 
     def note_queued(self, kind: str, text: str) -> None:
         """Show a steering or follow-up message as queued until the run injects it (the steer box
@@ -657,6 +665,7 @@ class RunView(PiWidget):
             "usage": self._usage,
             "context_tokens": self._context_tokens,
             "context_window": self._context_window,
+            "answers_only": self._answers_only,
         }
 
     def _current(self) -> AssistantItem | dict[str, Any]:

@@ -141,6 +141,8 @@ class RunHeader(TypedDict):
     """Tokens in the context as of the latest reply."""
     context_window: int
     """0 if unknown."""
+    answers_only: bool
+    """The model cannot call tools: it is offered none and answers in text."""
 
 
 class RunControls(TypedDict):

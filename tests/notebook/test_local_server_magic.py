@@ -84,6 +84,39 @@ def test_model_lists_local_servers_and_switches_to_one_without_code(tmp_path: Pa
         assert nb.text(2) == "ollama/qwen2.5-coder:7b\n"
 
 
+def test_a_model_that_cannot_call_tools_is_offered_none_and_says_so(tmp_path: Path) -> None:
+    """Ollama says smollm2:135m has no "tools" capability: it gets no tools, the run view and
+    ``%model`` say it answers only; ``%model --tools yes`` overrides, ``auto`` goes back."""
+    with OllamaLike(reply="Hi.") as ollama:
+        env = {"OLLAMA_HOST": f"127.0.0.1:{ollama.port}", "PI_NOTEBOOK_MODEL": ""}
+        path = _write(
+            tmp_path,
+            "smol.ipynb",
+            [
+                "%load_ext pi_notebook\n%agent_context off",
+                "%model ollama/smollm2:135m",
+                "%%agent --wait\nHello?",
+                "%model",
+                "%model --tools yes",
+                "%%agent --wait\nAnd now?",
+                "%model --tools auto",
+                "%model ollama/qwen2.5-coder:7b",
+                "%%agent --wait\nAnd with Qwen?",
+            ],
+        )
+        nb = testing.run_notebook(path, cassette=None, env=env, workdir=tmp_path / "run")
+        nb.check()
+        chats = [body for _, route, body in ollama.requests if route == "/v1/chat/completions"]
+        assert len(chats) == 3
+        assert "tools" not in chats[0]  # answers only: no tools offered
+        assert chats[1]["tools"] and chats[2]["tools"]  # overridden; a model that calls tools
+        assert "tool calls: no: this model cannot call tools: answers only" in nb.text(3)
+        assert nb.text(4) == "tool calls: yes (%model --tools)\n"
+        assert nb.text(6) == "tool calls: no: this model cannot call tools: answers only\n"
+        headers = [view["header"] for view in nb.run_views]
+        assert [header["answers_only"] for header in headers] == [True, False, False]
+
+
 def test_a_bad_server_reference_is_one_usage_line(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
