@@ -30,6 +30,7 @@ from .default_model import (
     resolve_model,
     server_model_of,
 )
+from .instructions import KEEP
 from .repeat_guard import RepeatGuard
 from .session_files import open_notebook_session, start_notebook_session
 from .workspace.document import NotebookDocument
@@ -526,9 +527,23 @@ class NotebookAgent:
         if thinking:
             harness.set_thinking_level(thinking)
         self._branch_for_cell(cell_key)
+        self.update_instructions()
         await self._start_mcp()
         await self._append_change_summary(changes, self._run_cells.get(run.number))
         return await self._prompt(run, run.prompt)
+
+    def update_instructions(self, *, preamble: object = KEEP, addendum: object = KEEP) -> bool:
+        """Bring the session's instruction sections up to date (the context files may have
+        changed; ``preamble``/``addendum`` replace the session's, None removes the addendum).
+        True when a system message was written."""
+        from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
+        from .instructions import current_sections, desired_instructions, write_instructions
+
+        current = current_sections(self.session)
+        wanted = desired_instructions(
+            current, DEFAULT_SYSTEM_PROMPT, preamble=preamble, addendum=addendum
+        )
+        return write_instructions(self.session, current, wanted)
 
     async def prepare_run(self) -> None:
         """Import what a run needs beyond ``%load_ext`` (:data:`RUN_MODULES`) and make the

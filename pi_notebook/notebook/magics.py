@@ -13,6 +13,7 @@ when the operation ends. With nothing queued they run at once, and the cell wait
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -651,6 +652,67 @@ class PiMagics(Magics):
             return f"Compacted: the summary replaces about {result.tokens_before:,} tokens."
 
         self._report("%compact", run)
+
+    # --- the agent's instructions ----------------------------------------------------------------
+
+    @line_magic
+    def system(self, line: str) -> None:
+        """The agent's system prompt. %system shows what the next run uses and where it comes
+        from; %system set TEXT replaces the base prompt, %system append TEXT adds to it,
+        %system reset goes back to the default (or pi's SYSTEM.md / APPEND_SYSTEM.md). pi's
+        context files (AGENTS.md next to the notebook, in its parents, in ~/.pi/agent) are
+        added to it. Kept in the session: branches and a reopened notebook keep it."""
+        action, _, text = line.strip().partition(" ")
+        text = text.strip()
+        if action == "":
+            self._show_instructions()
+            return
+        if action not in ("set", "append", "reset"):
+            raise UsageError(f"%system {action}: use set TEXT, append TEXT or reset")
+        if action in ("set", "append") and not text:
+            raise UsageError(f"%system {action} needs the text")
+        if action == "reset" and text:
+            raise UsageError("%system reset takes no text")
+
+        async def change() -> str:
+            from ..harness.context_files import section_body, system_prompt_files
+            from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
+            from .instructions import current_sections
+
+            pi = self.pi
+            if action == "set":
+                pi.update_instructions(preamble=text)
+                return "System prompt set; the next run uses it (%system shows it)."
+            if action == "append":
+                current = current_sections(pi.session).get("addendum")
+                earlier = section_body("addendum", current) if current else None
+                joined = f"{earlier}\n\n{text}" if earlier else text
+                pi.update_instructions(addendum=joined)
+                return "Appended to the system prompt; the next run uses it."
+            system_md, append_md = system_prompt_files(os.getcwd())
+            pi.update_instructions(preamble=system_md or DEFAULT_SYSTEM_PROMPT, addendum=append_md)
+            return "System prompt reset."
+
+        self._report("%system", change)
+
+    def _show_instructions(self) -> None:
+        from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
+        from .instructions import current_sections, desired_instructions
+
+        current = current_sections(self.pi.session)
+        wanted = desired_instructions(current, DEFAULT_SYSTEM_PROMPT)
+        sources = [f"context file: {file.path}" for file in wanted.context_files]
+        if "preamble" in current:
+            sources.insert(0, "base prompt: the session's (%system set / reset)")
+        elif wanted.system_file:
+            sources.insert(0, "base prompt: SYSTEM.md")
+        if "addendum" in current:
+            sources.insert(1, "appended: the session's (%system append)")
+        elif wanted.append_file:
+            sources.insert(1, "appended: APPEND_SYSTEM.md")
+        print(wanted.text_after(current))
+        if sources:
+            print("\n-- " + "\n-- ".join(sources))
 
     # --- sessions --------------------------------------------------------------------------------
 
