@@ -7,7 +7,7 @@ const USAGE = { input: 1200, output: 340, cache_read: 0, cache_write: 0, total_t
 function baseState(overrides = {}) {
   return {
     status: "waiting",
-    header: { model: "faux/faux-1", thinking_level: "off", usage: { ...USAGE }, context_tokens: 1540, context_window: 10_000, answers_only: false },
+    header: { model: "faux/faux-1", thinking_level: "off", usage: { ...USAGE }, context_tokens: 1540, context_window: 10_000, answers_only: false, compaction: "" },
     messages: [],
     current: {},
     stalled_ms: 0,
@@ -223,6 +223,17 @@ describe("RunView", () => {
     expect(notice.textContent).toBe("this model cannot call tools: answers only");
     model.update({ header: { ...baseState().header, answers_only: false } });
     expect(notice.hidden).toBe(true);
+  });
+
+  it("shows a compaction while it runs and its outcome", () => {
+    const { el, model } = mount(baseState());
+    const line = el.querySelector(".pi-compaction");
+    expect(line.hidden).toBe(true);
+    model.update({ header: { ...baseState().header, compaction: "compacting: 7,251 tokens → …" } });
+    expect(line.hidden).toBe(false);
+    expect(line.textContent).toBe("compacting: 7,251 tokens → …");
+    model.update({ header: { ...baseState().header, compaction: "compacted: 7,251 → 2,100 tokens" } });
+    expect(line.textContent).toBe("compacted: 7,251 → 2,100 tokens");
   });
 
   it("shows notices, errors and queued messages; asks for expansions", () => {

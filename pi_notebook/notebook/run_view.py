@@ -241,6 +241,7 @@ class RunView(PiWidget):
         self._context_window = model.context_window if model is not None else 0
         self._thinking_level = thinking_level
         self._answers_only = False
+        self._compaction = ""
         self._terminal: RunStatus | None = None
         self._replies_this_run = 0
         self._last_reply_stamp: object = None
@@ -500,7 +501,27 @@ class RunView(PiWidget):
         else:
             self._end("done", "")
 
+    def _on_compaction_start(self, event: Any) -> None:
+        before = getattr(event, "tokens_before", None)
+        self._compaction = (
+            f"compacting: {before:,} tokens → …" if before else "compacting the conversation …"
+        )
+        self._sync.mark("header")
+
+    def _on_compaction_end(self, event: Any) -> None:
+        before = getattr(getattr(event, "result", None), "tokens_before", None)
+        after = getattr(event, "tokens_after", None)
+        if getattr(event, "error_message", None) or getattr(event, "aborted", False):
+            self._compaction = "compaction failed" if not event.aborted else "compaction stopped"
+        elif before and after is not None:
+            self._compaction = f"compacted: {before:,} → {after:,} tokens"
+        else:
+            self._compaction = "compacted"
+        self._sync.mark("header")
+
     _handlers: ClassVar[Mapping[object, Callable[[RunView, Any], None]]] = {
+        "compaction_start": _on_compaction_start,
+        "compaction_end": _on_compaction_end,
         "agent_start": _on_agent_start,
         "message_start": _on_message_start,
         "message_update": _on_message_update,
@@ -666,6 +687,7 @@ class RunView(PiWidget):
             "context_tokens": self._context_tokens,
             "context_window": self._context_window,
             "answers_only": self._answers_only,
+            "compaction": self._compaction,
         }
 
     def _current(self) -> AssistantItem | dict[str, Any]:

@@ -143,6 +143,9 @@ class RunHeader(TypedDict):
     """0 if unknown."""
     answers_only: bool
     """The model cannot call tools: it is offered none and answers in text."""
+    compaction: str
+    """The latest compaction of this run: ``compacting: 7,251 tokens → …`` while it runs,
+    ``compacted: 7,251 → 2,100 tokens`` after; ``""`` when none."""
 
 
 class RunControls(TypedDict):

@@ -897,3 +897,49 @@ def test_resync_without_content_refreshes_only_the_fallback() -> None:
     view.handle(MessageEndEvent(message=faux_assistant_message("Hi there.")))
     view.resync()
     assert set(wire.updates[-1]) == set(CONTENT_TRAITS)
+
+
+async def test_the_header_shows_a_compaction_and_its_figures() -> None:
+    """A compaction during the run (the harness's, before the next request) is shown as it
+    starts, with the context's size, and with the compacted size once done."""
+    from pi_notebook.harness import AgentHarness, InMemorySessionStorage, Session
+
+    from ..harness.test_auto_compaction import (
+        ECHO,
+        MODEL,
+        SETTINGS,
+        Step,
+        reply,
+        scripted,
+        tool_call_reply,
+    )
+
+    steps: list[Step] = [reply(total_tokens=100)]
+    harness = AgentHarness(
+        Session.create(InMemorySessionStorage()),
+        MODEL,
+        tools=[ECHO],
+        compaction=SETTINGS,
+        stream_fn=scripted(steps),
+    )
+    await harness.prompt("first question " * 20)
+    view = RunView(model=MODEL)
+    seen: list[str] = []
+
+    def watch(event: object) -> None:
+        view.handle(event)
+        if getattr(event, "type", None) == "compaction_start":
+            seen.append(view._header()["compaction"])
+
+    harness.subscribe(watch)
+    steps += [tool_call_reply(900), reply(total_tokens=300)]
+    await harness.prompt("echo please")
+    view.flush()
+    # 900 reported by the last reply, and the tool result after it estimated
+    (start,) = seen
+    before = int(start.removeprefix("compacting: ").removesuffix(" tokens → …"))
+    assert 900 < before < 950
+    final = view.header["compaction"]
+    assert final.startswith(f"compacted: {before} → ") and final.endswith(" tokens"), final
+    after = int(final.split(" → ")[1].removesuffix(" tokens").replace(",", ""))
+    assert 0 < after < before
