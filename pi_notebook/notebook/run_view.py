@@ -515,6 +515,7 @@ class RunView(PiWidget):
             self._compaction = "compaction failed" if not event.aborted else "compaction stopped"
         elif before and after is not None:
             self._compaction = f"compacted: {before:,} → {after:,} tokens"
+            self._context_tokens = after  # the context bar shows the compacted size
         else:
             self._compaction = "compacted"
         self._sync.mark("header")

@@ -925,11 +925,14 @@ async def test_the_header_shows_a_compaction_and_its_figures() -> None:
     await harness.prompt("first question " * 20)
     view = RunView(model=MODEL)
     seen: list[str] = []
+    ended: list[int] = []
 
     def watch(event: object) -> None:
         view.handle(event)
         if getattr(event, "type", None) == "compaction_start":
             seen.append(view._header()["compaction"])
+        if getattr(event, "type", None) == "compaction_end":
+            ended.append(view._header()["context_tokens"])
 
     harness.subscribe(watch)
     steps += [tool_call_reply(900), reply(total_tokens=300)]
@@ -943,3 +946,4 @@ async def test_the_header_shows_a_compaction_and_its_figures() -> None:
     assert final.startswith(f"compacted: {before} → ") and final.endswith(" tokens"), final
     after = int(final.split(" → ")[1].removesuffix(" tokens").replace(",", ""))
     assert 0 < after < before
+    assert ended == [after]  # the context bar showed the compacted size until the next reply
