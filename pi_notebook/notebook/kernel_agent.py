@@ -16,7 +16,7 @@ import importlib
 import os
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ..ai.cassette import Cassette
     from ..ai.event_stream import AssistantMessageEventStream
     from ..ai.options import StreamOptions
-    from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel
+    from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel, Tool
     from ..harness import AgentHarness, CompactionSettings, Session
     from ..harness.hooks import ToolCallEvent, ToolCallResult
     from ..mcp import McpServers
@@ -89,16 +89,41 @@ def _thinking_level(value: str) -> ThinkingLevel:
     return next((level for level in THINKING_LEVELS if level == value), "off")
 
 
-def _compaction_for(model: Model) -> CompactionSettings:
+_SUMMARY_SHARE = 0.8
+"""The part of the reserve a history summary may use (the harness's compaction)."""
+_MIN_KEEP = 256
+
+
+def _compaction_for(model: Model, overhead: int = 0) -> CompactionSettings:
     """pi's compaction settings, scaled down for small context windows: its 16k-token reserve
-    would compact a 4k-token model (the embedded local one) after every turn."""
+    would compact a 4k-token model (the embedded local one) after every turn. ``overhead`` is
+    the size of what every request carries besides the conversation (system prompt, tools):
+    the kept part is cut so that it, the overhead and the summary fit under the threshold, or
+    each compaction would leave the context over the line and the next turn compact again."""
     from ..harness.compaction import CompactionSettings
 
     pi = CompactionSettings()
+    reserve = min(pi.reserve_tokens, model.context_window // 4)
+    summary = int(_SUMMARY_SHARE * reserve)
+    if model.max_tokens > 0:
+        summary = min(summary, model.max_tokens)
+    room = model.context_window - reserve - overhead - summary
     return CompactionSettings(
-        reserve_tokens=min(pi.reserve_tokens, model.context_window // 4),
-        keep_recent_tokens=min(pi.keep_recent_tokens, model.context_window // 2),
+        reserve_tokens=reserve,
+        keep_recent_tokens=max(
+            _MIN_KEEP, min(pi.keep_recent_tokens, model.context_window // 2, room * 9 // 10)
+        ),
     )
+
+
+def _request_overhead(system_prompt: str, tools: Sequence[Tool]) -> int:
+    """Tokens a request spends on the system prompt and the tools' declarations (estimated as
+    the harness estimates messages: four characters a token)."""
+    import json
+
+    fields = {"name", "description", "parameters"}
+    declared = json.dumps([t.model_dump(include=fields) for t in tools])
+    return (len(system_prompt) + len(declared)) // 4
 
 
 def _cassette_from_env() -> Cassette | None:
@@ -528,6 +553,7 @@ class NotebookAgent:
             harness.set_thinking_level(thinking)
         self._branch_for_cell(cell_key)
         self.update_instructions()
+        self._fit_compaction(harness)
         await self._start_mcp()
         await self._append_change_summary(changes, self._run_cells.get(run.number))
         return await self._prompt(run, run.prompt)
@@ -544,6 +570,18 @@ class NotebookAgent:
             current, DEFAULT_SYSTEM_PROMPT, preamble=preamble, addendum=addendum
         )
         return write_instructions(self.session, current, wanted)
+
+    def _fit_compaction(self, harness: AgentHarness) -> None:
+        """Size the compaction for the model and what each request carries besides the
+        conversation (a model switch, tools or instructions changed since the last run)."""
+        from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
+
+        prompt = self.session.build_context().system_prompt
+        if prompt is None:
+            configured = harness.system_prompt
+            prompt = configured if isinstance(configured, str) else DEFAULT_SYSTEM_PROMPT
+        overhead = _request_overhead(prompt, self.offered_tools(harness.model))
+        harness.compaction_settings = _compaction_for(harness.model, overhead)
 
     async def prepare_run(self) -> None:
         """Import what a run needs beyond ``%load_ext`` (:data:`RUN_MODULES`) and make the
