@@ -10,12 +10,13 @@ streamed ``/v1/chat/completions`` reply in Ollama's wire format.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-__all__ = ["MODELS", "OllamaLike"]
+__all__ = ["MODELS", "OllamaLike", "free_port"]
 
 MODELS: dict[str, dict[str, Any]] = {
     "qwen2.5-coder:7b": {
@@ -32,6 +33,15 @@ MODELS: dict[str, dict[str, Any]] = {
     },
 }
 CREATED = 1733000000
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (free when asked; for a server to start on, or for a
+    connection to be refused at once)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
 
 
 def _tags() -> dict[str, Any]:

@@ -36,6 +36,7 @@ from typing import Any, Final
 
 from .local_families import OTHER, SMOLLM2, ModelFamily, family_of
 from .models import register_model
+from .server_refs import LOCAL_SERVER_COMPAT
 from .tool_support import note_tool_support
 from .types import Model, ModelCost
 
@@ -373,13 +374,7 @@ class LocalServer:
             # then fails ("Server disconnected without sending a response"; seen with httpx).
             # A fresh loopback connection per request costs next to nothing.
             headers={"connection": "close"},
-            compat={
-                "maxTokensField": "max_tokens",
-                "supportsDeveloperRole": False,
-                "supportsStore": False,
-                "supportsReasoningEffort": False,
-                "supportsUsageInStreaming": True,
-            },
+            compat=dict(LOCAL_SERVER_COMPAT),
         )
         note_tool_support(model.ref, self.chat_template is not None or self.family.calls_tools)
         return model

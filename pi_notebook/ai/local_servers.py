@@ -16,7 +16,13 @@ from typing import Any, Final
 
 import httpx
 
-from .server_refs import SERVER_KINDS, default_port, parse_server_ref, server_ref
+from .server_refs import (
+    LOCAL_SERVER_COMPAT,
+    SERVER_KINDS,
+    default_port,
+    parse_server_ref,
+    server_ref,
+)
 from .types import Model, ModelCost
 
 __all__ = [
@@ -140,13 +146,9 @@ async def server_model(ref: str, *, timeout: float = 2.0) -> ServerModel:
         cost=ModelCost(),
         context_window=context,
         max_tokens=max(256, context // _OUTPUT_SHARE),
-        compat={
-            "maxTokensField": "max_tokens",
-            "supportsDeveloperRole": False,
-            "supportsStore": False,
-            "supportsReasoningEffort": False,
-            "supportsUsageInStreaming": True,
-        },
+        # llama.cpp may drop a kept-alive connection after a streamed reply (see LocalServer).
+        headers={"connection": "close"} if kind == "llamacpp" else None,
+        compat=dict(LOCAL_SERVER_COMPAT),
     )
     return ServerModel(model, calls_tools)
 

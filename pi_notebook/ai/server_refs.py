@@ -9,7 +9,14 @@ from __future__ import annotations
 import os
 from typing import Final
 
-__all__ = ["SERVER_KINDS", "default_port", "is_server_ref", "parse_server_ref", "server_ref"]
+__all__ = [
+    "LOCAL_SERVER_COMPAT",
+    "SERVER_KINDS",
+    "default_port",
+    "is_server_ref",
+    "parse_server_ref",
+    "server_ref",
+]
 
 SERVER_KINDS: Final[dict[str, tuple[int, str]]] = {
     "ollama": (11434, "Ollama"),
@@ -17,6 +24,16 @@ SERVER_KINDS: Final[dict[str, tuple[int, str]]] = {
     "llamacpp": (8080, "llama.cpp"),
 }
 """Kind → (usual port, product name)."""
+
+LOCAL_SERVER_COMPAT: Final[dict[str, str | bool]] = {
+    "maxTokensField": "max_tokens",
+    "supportsDeveloperRole": False,
+    "supportsStore": False,
+    "supportsReasoningEffort": False,
+    "supportsUsageInStreaming": True,
+}
+"""The ``openai-completions`` quirks of the servers that run models on this machine (llama.cpp,
+Ollama, LM Studio): ``max_tokens``, no developer role, no ``store``, no reasoning effort."""
 
 _PORT_VARIABLES: Final = {"ollama": "OLLAMA_HOST", "llamacpp": "LLAMA_ARG_PORT"}
 """The servers' own environment variables for their address (Ollama's ``host:port``, llama.cpp's

@@ -21,6 +21,8 @@ from pi_notebook.ai import Context, Model, Tool, UserMessage, local, stream
 from pi_notebook.ai.local_families import LLAMA3, maintained_template
 from pi_notebook.ai.local_servers import server_model
 
+from ..ollama_server import free_port
+
 QWEN = Path(
     os.environ.get("PI_NOTEBOOK_QWEN_GGUF")
     or Path.home() / ".cache" / "pi_notebook" / "qwen" / "qwen2.5-coder-1.5b-q4_k_m.gguf"
@@ -37,18 +39,11 @@ INSERT_CELL = Tool(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @contextmanager
 def _serve(*args: str) -> Iterator[tuple[list[str], int]]:
     """Run the serve command until it has printed its ``%model`` line; yield the lines and the
     port, then stop it with Ctrl-C."""
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "pi_notebook.ai.local", "serve", "--port", str(port), *args]
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

@@ -5,7 +5,6 @@ support, against a server that answers as Ollama does and the real llama.cpp."""
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import pytest
 
@@ -19,14 +18,7 @@ from pi_notebook.ai.local_servers import (
 )
 from pi_notebook.ai.server_refs import default_port, is_server_ref, parse_server_ref, server_ref
 
-from ..ollama_server import MODELS, OllamaLike
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
+from ..ollama_server import MODELS, OllamaLike, free_port
 
 
 def test_references_name_the_kind_the_port_and_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,7 +47,7 @@ def test_references_name_the_kind_the_port_and_the_model(monkeypatch: pytest.Mon
 
 
 async def test_an_ollama_server_is_found_with_its_models() -> None:
-    closed = _closed_port()
+    closed = free_port()
     with OllamaLike() as ollama:
         found = await discover_servers([("ollama", ollama.port), ("llamacpp", closed)])
     assert found == [FoundServer("ollama", ollama.port, tuple(MODELS))]
@@ -99,7 +91,7 @@ async def test_a_missing_model_or_server_is_a_clear_error() -> None:
     missing = r"has no model 'nope' \(it has: qwen2.5-coder:7b, "
     with OllamaLike() as ollama, pytest.raises(LookupError, match=missing):
         await server_model(f"ollama:{ollama.port}/nope")
-    closed = _closed_port()
+    closed = free_port()
     with pytest.raises(LookupError, match=f"no llama.cpp server answers on 127.0.0.1:{closed}"):
         await server_model(f"llamacpp:{closed}/x")
 

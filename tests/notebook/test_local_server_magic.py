@@ -5,21 +5,13 @@ a run streams from it, and a reopened notebook keeps it. The server answers as O
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import nbformat
 
 from pi_notebook import testing
 
-from ..ollama_server import OllamaLike
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
+from ..ollama_server import OllamaLike, free_port
 
 
 def _write(directory: Path, name: str, cells: list[str]) -> Path:
@@ -34,7 +26,7 @@ def test_model_lists_local_servers_and_switches_to_one_without_code(tmp_path: Pa
     with OllamaLike(reply="Revenue is in the sales column.") as ollama:
         env = {
             "OLLAMA_HOST": f"127.0.0.1:{ollama.port}",
-            "LLAMA_ARG_PORT": str(_closed_port()),  # no llama.cpp of another test is listed
+            "LLAMA_ARG_PORT": str(free_port()),  # no llama.cpp of another test is listed
             "PI_NOTEBOOK_MODEL": "",
         }
         path = _write(
