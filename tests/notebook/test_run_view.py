@@ -902,27 +902,14 @@ def test_resync_without_content_refreshes_only_the_fallback() -> None:
 async def test_the_header_shows_a_compaction_and_its_figures() -> None:
     """A compaction during the run (the harness's, before the next request) is shown as it
     starts, with the context's size, and with the compacted size once done."""
-    from pi_notebook.harness import AgentHarness, InMemorySessionStorage, Session
-
     from ..harness.test_auto_compaction import (
-        ECHO,
         MODEL,
-        SETTINGS,
-        Step,
+        harness_before_a_compaction,
         reply,
-        scripted,
         tool_call_reply,
     )
 
-    steps: list[Step] = [reply(total_tokens=100)]
-    harness = AgentHarness(
-        Session.create(InMemorySessionStorage()),
-        MODEL,
-        tools=[ECHO],
-        compaction=SETTINGS,
-        stream_fn=scripted(steps),
-    )
-    await harness.prompt("first question " * 20)
+    harness, steps = await harness_before_a_compaction()
     view = RunView(model=MODEL)
     seen: list[str] = []
     ended: list[int] = []
