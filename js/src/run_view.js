@@ -161,6 +161,8 @@ export class RunView {
     this.statusEl = h("span", { class: "pi-status" });
     this.stallEl = h("span", { class: "pi-stall", hidden: true });
     this.modelEl = h("span", { class: "pi-model" });
+    this.answersOnlyEl = h("span", { class: "pi-answers-only", hidden: true }, "this model cannot call tools: answers only");
+    this.compactionEl = h("span", { class: "pi-compaction", hidden: true });
     this.usageEl = h("span", { class: "pi-usage" });
     this.budgetEl = h("span", { class: "pi-budget", hidden: true });
     this.contextBar = h("span", { class: "pi-context-fill" });
@@ -188,7 +190,7 @@ export class RunView {
     this.root = h(
       "div",
       { class: "pi-run" },
-      h("div", { class: "pi-header" }, this.statusEl, this.stallEl, this.modelEl, this.usageEl, this.budgetEl, this.contextEl, this.treeButton),
+      h("div", { class: "pi-header" }, this.statusEl, this.stallEl, this.modelEl, this.answersOnlyEl, this.compactionEl, this.usageEl, this.budgetEl, this.contextEl, this.treeButton),
       this.noticeEl,
       this.transcriptEl,
       this.liveEl,
@@ -244,6 +246,9 @@ export class RunView {
     const header = this.model.get("header") || {};
     const thinking = header.thinking_level && header.thinking_level !== "off" ? ` · thinking ${header.thinking_level}` : "";
     this.modelEl.textContent = header.model ? `${header.model}${thinking}` : "";
+    this.answersOnlyEl.hidden = !header.answers_only;
+    this.compactionEl.hidden = !header.compaction;
+    this.compactionEl.textContent = header.compaction || "";
     const u = header.usage || {};
     const cache = u.cache_read || u.cache_write ? ` · cache ${formatTokens(u.cache_read || 0)}/${formatTokens(u.cache_write || 0)}` : "";
     let usage = `↑${formatTokens(u.input || 0)} ↓${formatTokens(u.output || 0)}${cache} · ${formatCost(u.cost || 0)}`;

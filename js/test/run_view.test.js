@@ -7,7 +7,7 @@ const USAGE = { input: 1200, output: 340, cache_read: 0, cache_write: 0, total_t
 function baseState(overrides = {}) {
   return {
     status: "waiting",
-    header: { model: "faux/faux-1", thinking_level: "off", usage: { ...USAGE }, context_tokens: 1540, context_window: 10_000 },
+    header: { model: "faux/faux-1", thinking_level: "off", usage: { ...USAGE }, context_tokens: 1540, context_window: 10_000, answers_only: false, compaction: "" },
     messages: [],
     current: {},
     stalled_ms: 0,
@@ -241,6 +241,28 @@ describe("RunView", () => {
     const { el } = mount(baseState({ controls: { stop: false, steer: false, follow_up: false, tree: false } }));
     expect(el.querySelector(".pi-controls").hidden).toBe(true);
     expect(el.querySelector(".pi-tree-button").hidden).toBe(true);
+  });
+
+  it("says when the model cannot call tools, and only then", () => {
+    const { el, model } = mount(baseState());
+    const notice = el.querySelector(".pi-answers-only");
+    expect(notice.hidden).toBe(true);
+    model.update({ header: { ...baseState().header, answers_only: true } });
+    expect(notice.hidden).toBe(false);
+    expect(notice.textContent).toBe("this model cannot call tools: answers only");
+    model.update({ header: { ...baseState().header, answers_only: false } });
+    expect(notice.hidden).toBe(true);
+  });
+
+  it("shows a compaction while it runs and its outcome", () => {
+    const { el, model } = mount(baseState());
+    const line = el.querySelector(".pi-compaction");
+    expect(line.hidden).toBe(true);
+    model.update({ header: { ...baseState().header, compaction: "compacting: 7,251 tokens → …" } });
+    expect(line.hidden).toBe(false);
+    expect(line.textContent).toBe("compacting: 7,251 tokens → …");
+    model.update({ header: { ...baseState().header, compaction: "compacted: 7,251 → 2,100 tokens" } });
+    expect(line.textContent).toBe("compacted: 7,251 → 2,100 tokens");
   });
 
   it("shows notices, errors and queued messages; asks for expansions", () => {

@@ -9,15 +9,16 @@ starts one server per process (in-process, on a free port) and returns a ``Model
 ``/v1/responses``. Command line::
 
     python -m pi_notebook.ai.local fetch   # download + verify, print the path
-    python -m pi_notebook.ai.local serve   # start, print the URL, serve until Ctrl-C
+    python -m pi_notebook.ai.local serve [--model PATH.gguf] [--port N] [--chat-template NAME|PATH]
+
+``serve`` serves the embedded model, or any GGUF file with the chat template and sampling of its
+family (``local_families``), and prints the ``%model`` line that uses it.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import atexit
-import contextlib
 import functools
 import hashlib
 import importlib
@@ -33,7 +34,10 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any, Final
 
+from .local_families import OTHER, SMOLLM2, ModelFamily, family_of
 from .models import register_model
+from .server_refs import LOCAL_SERVER_COMPAT
+from .tool_support import note_tool_support
 from .types import Model, ModelCost
 
 __all__ = [
@@ -69,28 +73,15 @@ _SIZE: Final = 98_362_432
 _INSTALL_HINT: Final = 'pip install "pi-notebook[local]"'
 _CHUNK: Final = 1 << 20
 
-MAX_OUTPUT_TOKENS: Final = 512
-"""The output cap of a reply: the ``Model``'s ``max_tokens`` (sent with every request) and the
-server's default for requests that name no limit. A 135M model with
-4k tokens of context does not write good long answers; a cap keeps a reply that goes wrong short,
-so the next cell is not kept waiting."""
-SAMPLING: Final[dict[str, float | int]] = {
-    "temp": 0.5,
-    "top_k": 40,
-    "top_p": 0.9,
-    "min_p": 0.05,
-    "penalty_repeat": 1.1,
-    "penalty_last_n": 128,
-    "penalty_freq": 0.1,
-    "dry_multiplier": 0.8,
-    "dry_base": 1.75,
-    "dry_allowed_length": 2,
-    "dry_penalty_last_n": -1,
-}
-"""The server's default sampling (a request may override it). llama.cpp's defaults let SmolLM2
-loop on one sentence until the cap: repetition and frequency penalties over the recent tokens,
-and the DRY sampler (which penalises repeating any earlier sequence), keep it from looping; a
-lower temperature keeps a small model on topic."""
+MAX_OUTPUT_TOKENS: Final = SMOLLM2.max_output
+"""The output cap of an embedded-model reply: the ``Model``'s ``max_tokens`` (sent with every
+request) and the server's default for requests that name no limit. Other families have their
+own (:class:`~pi_notebook.ai.local_families.ModelFamily`)."""
+SAMPLING: Final[Mapping[str, float | int]] = SMOLLM2.sampling
+"""The embedded model's default sampling (a request may override it); other families have
+their own."""
+DEFAULT_PORT: Final = 8080
+"""llama.cpp's own default port, where ``%model`` looks for a llama.cpp server."""
 
 
 class LocalModelError(RuntimeError):
@@ -259,11 +250,14 @@ class LocalServer:
         verbose: bool = False,
         chat_template: str | None = None,
         sampling: Mapping[str, float | int] | None = None,
+        port: int = 0,
     ) -> None:
         if n_ctx < 64:
             raise ValueError(f"n_ctx must be at least 64, got {n_ctx}")
         if threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
+        if not 0 <= port < 65536:
+            raise ValueError(f"port must be between 0 and 65535, got {port}")
         self.model_path = Path(model_path) if model_path is not None else None
         self.n_ctx = n_ctx
         self.threads = threads
@@ -273,12 +267,26 @@ class LocalServer:
         self.chat_template = chat_template
         """A Jinja chat template used instead of the model's own (e.g. one that teaches a
         model its tool-call format); None: the model's."""
-        self.sampling = {**SAMPLING, **(sampling or {})}
-        """The server's default sampling: :data:`SAMPLING` with ``sampling``'s overrides
-        (``{"temp": 0}`` for the most repeatable replies)."""
+        self.sampling_overrides = dict(sampling or {})
+        """Changes to the model family's sampling (``{"temp": 0}`` for the most repeatable
+        replies)."""
+        self.port = port
+        """The port to listen on; 0: a free one."""
+        self.family: ModelFamily = SMOLLM2 if model_path is None else OTHER
+        """The model's family, read from the file when the server starts."""
         self._server: Any = None
         self._address: str | None = None
         self._lock = threading.Lock()
+
+    @property
+    def sampling(self) -> dict[str, float | int]:
+        """The server's default sampling: the family's with the overrides."""
+        return {**self.family.sampling, **self.sampling_overrides}
+
+    @property
+    def max_output(self) -> int:
+        """The output cap of a reply: the family's, at most half the context."""
+        return min(self.family.max_output, self.n_ctx // 2)
 
     @property
     def running(self) -> bool:
@@ -305,9 +313,10 @@ class LocalServer:
             params.model.path = str(path)
             params.model_alias = [self.alias]  # a list: a str would become one alias per char
             params.hostnames = ["127.0.0.1"]
-            params.port = 0
+            self.family = family_of(path)
+            params.port = self.port
             params.n_ctx = self.n_ctx
-            params.n_predict = min(MAX_OUTPUT_TOKENS, self.n_ctx // 2)
+            params.n_predict = self.max_output
             for name, value in self.sampling.items():
                 if not hasattr(params.sampling, name):
                     raise LocalModelError(f"llama.cpp has no sampling parameter {name!r}")
@@ -346,8 +355,10 @@ class LocalServer:
         del server
 
     def model(self) -> Model:
-        """The ``Model`` for this server's OpenAI-compatible endpoint (``openai-completions``)."""
-        return Model(
+        """The ``Model`` for this server's OpenAI-compatible endpoint (``openai-completions``).
+        Whether it calls tools is noted (``tool_support``): a template given for the server is
+        taken to teach it tool calls, else its family says."""
+        model = Model(
             id=self.alias,
             name=MODEL_NAME if self.alias == MODEL_ID else self.alias,
             api="openai-completions",
@@ -357,20 +368,16 @@ class LocalServer:
             input=["text"],
             cost=ModelCost(),
             context_window=self.n_ctx,
-            max_tokens=min(MAX_OUTPUT_TOKENS, self.n_ctx // 2),
+            max_tokens=self.max_output,
             # llama.cpp's HTTP server may close a kept-alive connection right after a streamed
             # reply; a client that read that reply to the end and reuses the connection at once
             # then fails ("Server disconnected without sending a response"; seen with httpx).
             # A fresh loopback connection per request costs next to nothing.
             headers={"connection": "close"},
-            compat={
-                "maxTokensField": "max_tokens",
-                "supportsDeveloperRole": False,
-                "supportsStore": False,
-                "supportsReasoningEffort": False,
-                "supportsUsageInStreaming": True,
-            },
+            compat=dict(LOCAL_SERVER_COMPAT),
         )
+        note_tool_support(model.ref, self.chat_template is not None or self.family.calls_tools)
+        return model
 
     def __enter__(self) -> LocalServer:
         return self.start()
@@ -460,33 +467,11 @@ def stop_local_model() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``fetch``: download and verify the weights, print their path. ``serve``: start the
-    server, print its URLs and serve until interrupted."""
-    parser = argparse.ArgumentParser(
-        prog="python -m pi_notebook.ai.local", description="The embedded local model."
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("fetch", help="download and verify the GGUF file; print its path")
-    serve = commands.add_parser("serve", help="serve the model on 127.0.0.1 until Ctrl-C")
-    serve.add_argument("--n-ctx", type=int, default=DEFAULT_N_CTX, help="context size (tokens)")
-    serve.add_argument("--verbose", action="store_true", help="show llama.cpp's log")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "fetch":
-            print(fetch_model(quiet=False))
-            return 0
-        _import_xllamacpp()  # before a download: fail early with the install hint
-        with LocalServer(fetch_model(quiet=False), n_ctx=args.n_ctx, verbose=args.verbose) as srv:
-            model = srv.model()
-            print(f"Serving {model.ref} at {srv.address}", flush=True)
-            print(f"  OpenAI-compatible base URL: {model.base_url}", flush=True)
-            print("Press Ctrl-C to stop.", flush=True)
-            with contextlib.suppress(KeyboardInterrupt):
-                threading.Event().wait()
-        return 0
-    except LocalModelError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    """``fetch``: download and verify the embedded model's weights, print their path.
+    ``serve``: serve the embedded model or a GGUF file (``--model``) until interrupted."""
+    from .local_cli import run  # argparse and the templates only for the command line
+
+    return run(argv)
 
 
 if __name__ == "__main__":

@@ -82,6 +82,7 @@ __all__ = [
     "entry_to_message",
     "find_cut_point",
     "find_turn_start_index",
+    "fit_to_window",
     "format_file_operations",
     "prepare_compaction",
     "serialize_conversation",
@@ -630,6 +631,25 @@ def _summary_text(reply: AssistantMessage, what: str) -> str:
     return "\n".join(b.text for b in reply.content if isinstance(b, TextContent))
 
 
+_CHARS_PER_TOKEN = 4
+_FIT_MARGIN = 0.9
+"""Of the window, what a summary request may fill by the four-characters-a-token estimate
+(tokenizers differ; a request a little short of the window is safer than one over it)."""
+
+
+def fit_to_window(conversation: str, context_window: int, max_tokens: int, fixed_chars: int) -> str:
+    """``conversation`` cut from its start so that the summary request (``fixed_chars`` of
+    instructions around it, and ``max_tokens`` of reply) fits the summarising model's window;
+    as it is when it fits. A small model's window may hold less than the history it has to
+    summarise: the most recent part is the one kept."""
+    room = int(context_window * _FIT_MARGIN) - max_tokens
+    limit = max(0, room * _CHARS_PER_TOKEN - fixed_chars)
+    if len(conversation) <= limit:
+        return conversation
+    dropped = len(conversation) - limit
+    return f"[... the {dropped:,} characters before this are left out]\n" + conversation[dropped:]
+
+
 async def compact(
     preparation: CompactionPreparation,
     model: Model,
@@ -666,8 +686,19 @@ async def compact(
         )
         return _summary_text(reply, what)
 
+    def fitted(conversation: str, fraction: float, frame: str) -> str:
+        return fit_to_window(
+            conversation,
+            model.context_window,
+            _output_budget(fraction, settings, model),
+            len(system_prompt) + len(frame),
+        )
+
+    frame = history_summary_prompt("", preparation.previous_summary, custom_instructions)
     history_prompt = history_summary_prompt(
-        serialize_conversation(convert_to_llm(preparation.messages_to_summarize)),
+        fitted(
+            serialize_conversation(convert_to_llm(preparation.messages_to_summarize)), 0.8, frame
+        ),
         preparation.previous_summary,
         custom_instructions,
     )
@@ -676,7 +707,11 @@ async def compact(
         _check_fits(model, system_prompt, history_prompt, settings, 0.8, "Summarization")
     if split:
         prefix_prompt = turn_prefix_summary_prompt(
-            serialize_conversation(convert_to_llm(preparation.turn_prefix_messages))
+            fitted(
+                serialize_conversation(convert_to_llm(preparation.turn_prefix_messages)),
+                0.5,
+                turn_prefix_summary_prompt(""),
+            )
         )
         _check_fits(model, system_prompt, prefix_prompt, settings, 0.5, "Turn prefix summarization")
         history_summary, prefix_summary = await _both(

@@ -162,6 +162,7 @@ from .messages import HarnessMessage, convert_to_llm
 from .prompts import DEFAULT_SYSTEM_PROMPT
 from .resources import Resources, format_prompt_template_invocation, format_skill_invocation
 from .session import Session, SessionWriteError
+from .tokens import estimate_tokens
 
 __all__ = [
     "AbortResult",
@@ -1280,7 +1281,8 @@ class AgentHarness:
         will_retry: bool = False,
         preparation: CompactionPreparation | None = None,
     ) -> CompactionResult:
-        await self._emit(CompactionStartEvent(reason=reason))
+        before = preparation.tokens_before if preparation is not None else None
+        await self._emit(CompactionStartEvent(reason=reason, tokens_before=before))
         try:
             result = await self._produce_compaction(custom_instructions, signal, preparation)
         except Exception as exc:
@@ -1296,7 +1298,12 @@ class AgentHarness:
             except AgentHarnessError:
                 _log.exception("a listener failed on compaction_end")
             raise error from exc
-        await self._emit(CompactionEndEvent(reason=reason, result=result, will_retry=will_retry))
+        after = sum(estimate_tokens(m) for m in self._session.build_context().messages)
+        await self._emit(
+            CompactionEndEvent(
+                reason=reason, result=result, will_retry=will_retry, tokens_after=after
+            )
+        )
         return result
 
     async def _produce_compaction(

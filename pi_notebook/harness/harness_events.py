@@ -115,6 +115,9 @@ class CompactionStartEvent(PiModel):
 
     type: Literal["compaction_start"] = "compaction_start"
     reason: CompactionReason
+    tokens_before: int | None = None
+    """The context's size in tokens as the compaction starts, when known (for a progress line;
+    pi's event has no such field)."""
 
 
 class CompactionEndEvent(PiModel):
@@ -127,6 +130,8 @@ class CompactionEndEvent(PiModel):
     aborted: bool = False
     will_retry: bool = False
     error_message: str | None = None
+    tokens_after: int | None = None
+    """The estimated size of the compacted context (summary and kept messages), on success."""
 
 
 class ModelUpdateEvent(PiModel):

@@ -1,6 +1,7 @@
 """Which model a fresh notebook agent uses.
 
-In order: ``PI_NOTEBOOK_MODEL`` (``provider/model-id``, or ``local``); else the first provider
+In order: ``PI_NOTEBOOK_MODEL`` (``provider/model-id``, ``local``, or a model on a local server:
+``ollama/qwen2.5-coder:7b``); else the first provider
 whose API key is in the environment (its default model below); else the embedded local model
 (SmolLM2 on llama.cpp, when the ``local`` extra is installed); else ``NoModelError`` saying how to
 configure one. ``%model`` changes it for the session.
@@ -35,6 +36,7 @@ __all__ = [
     "model_from_api_keys",
     "resolve_default_model",
     "resolve_model",
+    "server_model_of",
     "start_local",
     "will_start_local",
 ]
@@ -115,8 +117,12 @@ class SessionModelMissing(NoModelError):
 
     def __init__(self, ref: str) -> None:
         self.ref = ref
+        from ..ai.server_refs import is_server_ref
+
         if ref in LOCAL_ALIASES:
             how = f"it needs the local extra: {_INSTALL_LOCAL}"
+        elif is_server_ref(ref):
+            how = "its server on this machine did not answer (start it, then run the cell again)"
         else:
             provider, _, model_id = ref.partition("/")
             how = (
@@ -146,6 +152,11 @@ def check_model_ref(ref: str) -> None:
     magic checks its argument before it queues the switch). An unknown provider's message
     names ``local`` too, which is not in the catalogue."""
     if ref.strip() in LOCAL_ALIASES:
+        return
+    from ..ai.server_refs import is_server_ref, parse_server_ref
+
+    if is_server_ref(ref):
+        parse_server_ref(ref)  # its syntax; whether the server answers is found when it is used
         return
     from ..ai.models import parse_model
 
@@ -196,7 +207,24 @@ async def resolve_model(ref: str, *, notify: Notify = _quiet) -> Model:
     ref = ref.strip()
     if ref in LOCAL_ALIASES:
         return await start_local(notify)
+    from ..ai.server_refs import is_server_ref
+
+    if is_server_ref(ref):
+        return await server_model_of(ref)
     return parse_model(ref)
+
+
+async def server_model_of(ref: str) -> Model:
+    """The model ``KIND[:PORT]/MODEL-ID`` on a server running on this machine (Ollama, LM
+    Studio, llama.cpp), registered so that ``parse_model`` knows it from then on."""
+    from ..ai.local_servers import server_model
+    from ..ai.models import register_model
+    from ..ai.tool_support import note_tool_support
+
+    found = await server_model(ref)
+    register_model(found.model)
+    note_tool_support(found.model.ref, found.calls_tools)
+    return found.model
 
 
 async def resolve_default_model(

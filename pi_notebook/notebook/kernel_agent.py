@@ -16,7 +16,7 @@ import importlib
 import os
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,7 +30,9 @@ from .default_model import (
     model_from_api_keys,
     resolve_default_model,
     resolve_model,
+    server_model_of,
 )
+from .instructions import KEEP
 from .locations import notebook_location, session_path_beside, sibling_session_path
 from .repeat_guard import RepeatGuard
 from .session_files import open_notebook_session, open_session, start_notebook_session
@@ -53,7 +55,7 @@ if TYPE_CHECKING:
     from ..ai.cassette import Cassette
     from ..ai.event_stream import AssistantMessageEventStream
     from ..ai.options import StreamOptions
-    from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel
+    from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel, Tool
     from ..harness import AgentHarness, BudgetSettings, CompactionSettings, Session
     from ..harness.hooks import ToolCallEvent, ToolCallResult
     from ..mcp import McpServers
@@ -102,16 +104,41 @@ def _thinking_level(value: str) -> ThinkingLevel:
     return next((level for level in THINKING_LEVELS if level == value), "off")
 
 
-def _compaction_for(model: Model) -> CompactionSettings:
+_SUMMARY_SHARE = 0.8
+"""The part of the reserve a history summary may use (the harness's compaction)."""
+_MIN_KEEP = 256
+
+
+def _compaction_for(model: Model, overhead: int = 0) -> CompactionSettings:
     """pi's compaction settings, scaled down for small context windows: its 16k-token reserve
-    would compact a 4k-token model (the embedded local one) after every turn."""
+    would compact a 4k-token model (the embedded local one) after every turn. ``overhead`` is
+    the size of what every request carries besides the conversation (system prompt, tools):
+    the kept part is cut so that it, the overhead and the summary fit under the threshold, or
+    each compaction would leave the context over the line and the next turn compact again."""
     from ..harness.compaction import CompactionSettings
 
     pi = CompactionSettings()
+    reserve = min(pi.reserve_tokens, model.context_window // 4)
+    summary = int(_SUMMARY_SHARE * reserve)
+    if model.max_tokens > 0:
+        summary = min(summary, model.max_tokens)
+    room = model.context_window - reserve - overhead - summary
     return CompactionSettings(
-        reserve_tokens=min(pi.reserve_tokens, model.context_window // 4),
-        keep_recent_tokens=min(pi.keep_recent_tokens, model.context_window // 2),
+        reserve_tokens=reserve,
+        keep_recent_tokens=max(
+            _MIN_KEEP, min(pi.keep_recent_tokens, model.context_window // 2, room * 9 // 10)
+        ),
     )
+
+
+def _request_overhead(system_prompt: str, tools: Sequence[Tool]) -> int:
+    """Tokens a request spends on the system prompt and the tools' declarations (estimated as
+    the harness estimates messages: four characters a token)."""
+    import json
+
+    fields = {"name", "description", "parameters"}
+    declared = json.dumps([t.model_dump(include=fields) for t in tools])
+    return (len(system_prompt) + len(declared)) // 4
 
 
 def _cassette_from_env() -> Cassette | None:
@@ -176,6 +203,9 @@ class NotebookAgent:
         self.repeat_guard = RepeatGuard()
         """Refuses a tool call repeated with the same arguments in one run (small models loop)."""
         self._pushed: list[str] = []
+        self.tool_calls_override: bool | None = None
+        """The user's word on whether the model calls tools (``%model --tools yes|no``); None:
+        as known of the model (``ai.tool_support``)."""
         """The tool names the harness was last given."""
         self._write_pinned: set[str] = set()
         """Write tools added with ``%tools add`` (offered without a frontend too)."""
@@ -324,6 +354,21 @@ class NotebookAgent:
         first run, after its imports in a thread: see :meth:`prepare_run`)."""
         return self._harness is not None or self._known_model() is not None
 
+    async def _session_server_model(self) -> Model | None:
+        """The session's model when it is one on a local server (``ollama/…``): asked of that
+        server, which says its context window. None when the server does not answer (the
+        default model is used, as for a model of another machine)."""
+        from ..ai.server_refs import is_server_ref
+
+        ref = None if self._session is None else self._session.build_context().model
+        if ref is None or not is_server_ref(f"{ref.provider}/{ref.model_id}"):
+            return None
+        try:
+            return await server_model_of(f"{ref.provider}/{ref.model_id}")
+        except (LookupError, ValueError):
+            # never a silent switch to another model: its window may not hold the session
+            raise SessionModelMissing(f"{ref.provider}/{ref.model_id}") from None
+
     def _known_model(self) -> Model | None:
         """A model known without starting anything: the session's, else the environment's. (A
         session only started by ``%load_ext`` is not opened for this: it holds no entries.)
@@ -331,16 +376,21 @@ class NotebookAgent:
         run never goes on silently with another model. None when the session's model is the
         embedded local one, not started yet (:meth:`ensure_harness` starts it)."""
         from ..ai.models import parse_model
+        from ..ai.server_refs import is_server_ref
 
         own = self.session_model_ref()
         if own is not None:
             try:
                 return parse_model(own)
             except (KeyError, ValueError):
+                if is_server_ref(own):
+                    return None  # asked of its server when the harness is made
                 if own in LOCAL_ALIASES and local_model_available():
                     return None
                 raise SessionModelMissing(own) from None
         configured = os.environ.get("PI_NOTEBOOK_MODEL", "").strip()
+        if is_server_ref(configured):
+            return None  # asked of its server when the harness is made
         if configured and configured not in LOCAL_ALIASES:
             return parse_model(configured)
         return model_from_api_keys()
@@ -390,7 +440,7 @@ class NotebookAgent:
         harness = AgentHarness(
             self.session,
             model,
-            tools=self._offer(),
+            tools=self._offer(model),
             thinking_level=_thinking_level(context.thinking_level),
             stream_fn=self._call_model,
             compaction=_compaction_for(model),
@@ -438,11 +488,15 @@ class NotebookAgent:
 
     def resolve_model_now(self, ref: str) -> Model | None:
         """``ref`` as a ``Model`` when nothing has to start for it (as :meth:`resolve_model`
-        would give it), else None: the embedded local model starts in the background."""
+        would give it), else None: the embedded local model starts in the background, a local
+        server's model is looked up there."""
         from ..ai.local import MODEL_ID as LOCAL_MODEL_ID
         from ..ai.models import parse_model
+        from ..ai.server_refs import is_server_ref
 
         ref = ref.strip()
+        if is_server_ref(ref):
+            return None  # its server is asked (on the loop) for the model's window
         if ref not in LOCAL_ALIASES:
             return parse_model(ref)
         cassette = self.cassette
@@ -468,7 +522,12 @@ class NotebookAgent:
             await self.prepare_run()
             own = self.session_model_ref()
             local = own if own in LOCAL_ALIASES else None  # the session's, not the default
-            model = model or self._known_model() or await self.resolve_model(local)
+            model = (
+                model
+                or await self._session_server_model()
+                or self._known_model()
+                or await self.resolve_model(local)
+            )
             self._harness = self._new_harness(model)
         return self._harness
 
@@ -627,9 +686,36 @@ class NotebookAgent:
         if thinking:
             harness.set_thinking_level(thinking)
         self._branch_for_cell(cell_key)
+        self.update_instructions()
+        self._fit_compaction(harness)
         await self._start_mcp()
         await self._append_change_summary(changes, self._run_cells.get(run.number))
         return await self._prompt(run, run.prompt)
+
+    def update_instructions(self, *, preamble: object = KEEP, addendum: object = KEEP) -> bool:
+        """Bring the session's instruction sections up to date (the context files may have
+        changed; ``preamble``/``addendum`` replace the session's, None removes the addendum).
+        True when a system message was written."""
+        from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
+        from .instructions import current_sections, desired_instructions, write_instructions
+
+        current = current_sections(self.session)
+        wanted = desired_instructions(
+            current, DEFAULT_SYSTEM_PROMPT, preamble=preamble, addendum=addendum
+        )
+        return write_instructions(self.session, current, wanted)
+
+    def _fit_compaction(self, harness: AgentHarness) -> None:
+        """Size the compaction for the model and what each request carries besides the
+        conversation (a model switch, tools or instructions changed since the last run)."""
+        from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
+
+        prompt = self.session.build_context().system_prompt
+        if prompt is None:
+            configured = harness.system_prompt
+            prompt = configured if isinstance(configured, str) else DEFAULT_SYSTEM_PROMPT
+        overhead = _request_overhead(prompt, self.offered_tools(harness.model))
+        harness.compaction_settings = _compaction_for(harness.model, overhead)
 
     async def prepare_run(self) -> None:
         """Import what a run needs beyond ``%load_ext`` (:data:`RUN_MODULES`) and make the
@@ -684,8 +770,9 @@ class NotebookAgent:
         self._note_session_writes(run)  # e.g. the change summary just before could not be written
         self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
         self.repeat_guard.begin_run()
+        run.view.set_answers_only(not self.model_calls_tools())
         if self._harness is not None and self._pushed != [t.name for t in self.offered_tools()]:
-            self._push_tools()  # a notebook frontend connected or went away since the last run
+            self._push_tools()  # a frontend connected or went away, or the model changed
         try:
             from ..harness.budget import BudgetCaps
 
@@ -879,12 +966,28 @@ class NotebookAgent:
             self._push_tools()
         return removed
 
-    def offered_tools(self) -> list[AgentTool]:
-        """The active tools the model gets: the write tools only while a notebook frontend is
-        connected (or when added with ``%tools add``), so an executed notebook (nbclient,
-        papermill, a cassette replay) sees the same tools as before unless it asks for them."""
+    def model_calls_tools(self, model: Model | None = None) -> bool:
+        """Whether ``model`` (default: the harness's) is offered tools: the user's override,
+        else what is known of the model."""
+        if self.tool_calls_override is not None:
+            return self.tool_calls_override
+        if model is None and self._harness is not None:
+            model = self._harness.model
+        if model is None:
+            return True
+        from ..ai.tool_support import calls_tools
+
+        return calls_tools(model)
+
+    def offered_tools(self, model: Model | None = None) -> list[AgentTool]:
+        """The active tools ``model`` (default: the harness's) gets: none for a model that
+        cannot call tools; the write tools only while a notebook frontend is connected (or when
+        added with ``%tools add``), so an executed notebook (nbclient, papermill, a cassette
+        replay) sees the same tools as before unless it asks for them."""
         from .workspace.edit_tools import WRITE_TOOL_NAMES
 
+        if not self.model_calls_tools(model):
+            return []
         connected = self.document.connected
         return [
             t
@@ -892,8 +995,8 @@ class NotebookAgent:
             if t.name not in WRITE_TOOL_NAMES or connected or t.name in self._write_pinned
         ]
 
-    def _offer(self) -> list[AgentTool]:
-        offered = self.offered_tools()
+    def _offer(self, model: Model | None = None) -> list[AgentTool]:
+        offered = self.offered_tools(model)
         self._pushed = [t.name for t in offered]
         return offered
 

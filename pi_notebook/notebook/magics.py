@@ -14,6 +14,8 @@ local model's start) begin at once and a typed line is followed by a wait for th
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
 import shlex
 from collections.abc import Awaitable, Callable
@@ -61,6 +63,13 @@ def _reason(exc: Exception) -> str:
     if isinstance(exc, KeyError) and exc.args:
         return str(exc.args[0])
     return str(exc)
+
+
+def _tool_calls_line(calls: bool, override: bool | None) -> str:
+    said = " (%model --tools)" if override is not None else ""
+    if calls:
+        return f"tool calls: yes{said}"
+    return f"tool calls: no{said}: this model cannot call tools: answers only"
 
 
 class Outcome:
@@ -459,7 +468,13 @@ class PiMagics(Magics):
     # --- model, thinking, tools ------------------------------------------------------------------
 
     @magic_arguments()
-    @argument("model", nargs="?", help="PROVIDER/MODEL-ID, or local for the embedded model.")
+    @argument(
+        "model",
+        nargs="?",
+        help="PROVIDER/MODEL-ID, local for the embedded model, or a model on a server on this "
+        "machine: ollama/NAME, lmstudio/NAME, llamacpp/NAME (KIND:PORT/NAME on another port). "
+        "Without it: the current model and the servers found.",
+    )
     @argument("--record", metavar="PATH", help="Record every model reply into a cassette file.")
     @argument(
         "--replay",
@@ -467,6 +482,12 @@ class PiMagics(Magics):
         help="Answer model calls from a cassette file (no network; an unrecorded prompt fails).",
     )
     @argument("--live", action="store_true", help="Stop recording or replaying.")
+    @argument(
+        "--tools",
+        choices=("yes", "no", "auto"),
+        help="Whether the model is offered tools: yes or no overrides what is known of it "
+        "(a small model that cannot call them only answers); auto (the default) goes by the model.",
+    )
     @line_magic
     def model(self, line: str) -> None:
         """Show the model (with its context window and the session's cost so far), or set it.
@@ -474,30 +495,18 @@ class PiMagics(Magics):
         args = _parse(self.model, line)
         if args.record or args.replay or args.live:
             self._use_cassette(args.record, args.replay, args.live)
+        if args.tools is not None:
+            self.pi.tool_calls_override = {"yes": True, "no": False}.get(args.tools)
+        elif args.model:
+            self.pi.tool_calls_override = None  # a user's word was about the previous model
         if not args.model:
+            if args.tools is not None:
+                print(_tool_calls_line(self.pi.model_calls_tools(), self.pi.tool_calls_override))
+                return
             if args.record or args.replay or args.live:
                 return
-            try:
-                harness = self.pi.harness
-            except SessionModelMissing as exc:
-                print(exc)
-                return
-            except NoModelError as exc:
-                print(self.pi.pending_model_note() or exc)
-                return
-            from ..ai.redaction import request_redactor
-
-            m = harness.model
-            # where requests go, without credentials (a URL password, a key in the query)
-            where = f" at {request_redactor(m).scrub(m.base_url)}" if m.base_url else ""
-            print(
-                f"{m.provider}/{m.id} ({m.name}) via {m.api}{where}\n"
-                f"context window: {m.context_window:,} tokens, max output {m.max_tokens:,}\n"
-                f"thinking: {harness.thinking_level}\n"
-                f"session cost so far: ${self.pi.session_cost():.4f}"
-            )
-            if self.pi.cassette is not None:
-                print(f"{self.pi.cassette.mode}ing model replies: {self.pi.cassette.path}")
+            self._show_model()
+            self._list_servers()
             return
         ref = args.model
         self._writable()
@@ -520,6 +529,51 @@ class PiMagics(Magics):
             return f"Model: {chosen.provider}/{chosen.id}"
 
         self._report("%model", switch)
+
+    def _show_model(self) -> None:
+        try:
+            harness = self.pi.harness
+        except SessionModelMissing as exc:
+            print(exc)
+            return
+        except NoModelError as exc:
+            print(self.pi.pending_model_note() or exc)
+            return
+        from ..ai.redaction import request_redactor
+
+        m = harness.model
+        # where requests go, without credentials (a URL password, a key in the query)
+        where = f" at {request_redactor(m).scrub(m.base_url)}" if m.base_url else ""
+        print(
+            f"{m.provider}/{m.id} ({m.name}) via {m.api}{where}\n"
+            f"context window: {m.context_window:,} tokens, max output {m.max_tokens:,}\n"
+            f"thinking: {harness.thinking_level}\n"
+            f"{_tool_calls_line(self.pi.model_calls_tools(), self.pi.tool_calls_override)}\n"
+            f"session cost so far: ${self.pi.session_cost():.4f}"
+        )
+        if self.pi.cassette is not None:
+            print(f"{self.pi.cassette.mode}ing model replies: {self.pi.cassette.path}")
+
+    def _list_servers(self) -> None:
+        """Show the model servers running on this machine (Ollama, LM Studio, llama.cpp) and
+        their models, found by a task on the kernel's loop (short timeouts, no waiting behind a
+        run); the cell waits for it only when nothing else is running."""
+        from ..ai.local_servers import describe_servers, discover_servers
+
+        outcome = Outcome("local model servers", waiting=False)
+        self.outcomes.append(outcome)
+
+        async def look() -> None:
+            try:
+                found = await discover_servers()
+            except Exception as exc:  # a look that fails must not end the cell with a traceback
+                outcome.finish(f"Could not look for local model servers: {_reason(exc)}")
+            else:
+                outcome.finish(describe_servers(found))
+
+        task = asyncio.ensure_future(look())
+        if not self.pi.busy:
+            self.pi.run_inline(task)
 
     def _use_cassette(self, record: str | None, replay: str | None, live: bool) -> None:
         if sum((bool(record), bool(replay), live)) > 1:
@@ -664,6 +718,67 @@ class PiMagics(Magics):
             return f"Compacted: the summary replaces about {result.tokens_before:,} tokens."
 
         self._report("%compact", run)
+
+    # --- the agent's instructions ----------------------------------------------------------------
+
+    @line_magic
+    def system(self, line: str) -> None:
+        """The agent's system prompt. %system shows what the next run uses and where it comes
+        from; %system set TEXT replaces the base prompt, %system append TEXT adds to it,
+        %system reset goes back to the default (or pi's SYSTEM.md / APPEND_SYSTEM.md). pi's
+        context files (AGENTS.md next to the notebook, in its parents, in ~/.pi/agent) are
+        added to it. Kept in the session: branches and a reopened notebook keep it."""
+        action, _, text = line.strip().partition(" ")
+        text = text.strip()
+        if action == "":
+            self._show_instructions()
+            return
+        if action not in ("set", "append", "reset"):
+            raise UsageError(f"%system {action}: use set TEXT, append TEXT or reset")
+        if action in ("set", "append") and not text:
+            raise UsageError(f"%system {action} needs the text")
+        if action == "reset" and text:
+            raise UsageError("%system reset takes no text")
+
+        async def change() -> str:
+            from ..harness.context_files import section_body, system_prompt_files
+            from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
+            from .instructions import current_sections
+
+            pi = self.pi
+            if action == "set":
+                pi.update_instructions(preamble=text)
+                return "System prompt set; the next run uses it (%system shows it)."
+            if action == "append":
+                current = current_sections(pi.session).get("addendum")
+                earlier = section_body("addendum", current) if current else None
+                joined = f"{earlier}\n\n{text}" if earlier else text
+                pi.update_instructions(addendum=joined)
+                return "Appended to the system prompt; the next run uses it."
+            system_md, append_md = system_prompt_files(os.getcwd())
+            pi.update_instructions(preamble=system_md or DEFAULT_SYSTEM_PROMPT, addendum=append_md)
+            return "System prompt reset."
+
+        self._report("%system", change)
+
+    def _show_instructions(self) -> None:
+        from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
+        from .instructions import current_sections, desired_instructions
+
+        current = current_sections(self.pi.session)
+        wanted = desired_instructions(current, DEFAULT_SYSTEM_PROMPT)
+        sources = [f"context file: {file.path}" for file in wanted.context_files]
+        if "preamble" in current:
+            sources.insert(0, "base prompt: the session's (%system set / reset)")
+        elif wanted.system_file:
+            sources.insert(0, "base prompt: SYSTEM.md")
+        if "addendum" in current:
+            sources.insert(1, "appended: the session's (%system append)")
+        elif wanted.append_file:
+            sources.insert(1, "appended: APPEND_SYSTEM.md")
+        print(wanted.text_after(current))
+        if sources:
+            print("\n-- " + "\n-- ".join(sources))
 
     # --- sessions --------------------------------------------------------------------------------
 

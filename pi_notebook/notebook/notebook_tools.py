@@ -19,6 +19,9 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import linecache
+import os
+import sysconfig
 import traceback
 import types
 from collections.abc import Callable, Iterable, Mapping
@@ -79,9 +82,22 @@ def describe_value(value: Any, limit: int = _PREVIEW) -> str:
     return text
 
 
+_AGENT_FILE = "<agent>"
+_LIBRARY_FRAMES = 2
+"""Innermost frames outside the model's code kept in a traceback (where it failed)."""
+
+
 def _run_code(code: str, namespace: dict[str, Any]) -> str:
-    """Execute ``code`` like a REPL cell: output printed, value of a final expression shown."""
-    tree = ast.parse(code, mode="exec")
+    """Execute ``code`` like a REPL cell: output printed, value of a final expression shown.
+
+    An error is reported so the model can act on it: a syntax error with its line and a caret,
+    a traceback with every frame of the model's code and the innermost library frames."""
+    # The source in linecache: tracebacks then quote the model's lines, not only their numbers.
+    linecache.cache[_AGENT_FILE] = (len(code), None, code.splitlines(keepends=True), _AGENT_FILE)
+    try:
+        tree = ast.parse(code, filename=_AGENT_FILE, mode="exec")
+    except SyntaxError as exc:
+        return "".join(traceback.format_exception_only(type(exc), exc)).rstrip("\n")
     last: ast.Expression | None = None
     if tree.body and isinstance(final := tree.body[-1], ast.Expr):
         tree.body.pop()
@@ -89,14 +105,50 @@ def _run_code(code: str, namespace: dict[str, Any]) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         try:
-            exec(compile(tree, "<agent>", "exec"), namespace)  # the user approved this code
+            exec(compile(tree, _AGENT_FILE, "exec"), namespace)  # the user approved this code
             if last is not None:
-                value = eval(compile(last, "<agent>", "eval"), namespace)
+                value = eval(compile(last, _AGENT_FILE, "eval"), namespace)
                 if value is not None:
                     print(repr(value))
-        except Exception:
-            traceback.print_exc(limit=-3)
+        except Exception as exc:
+            print(_agent_traceback(exc))
     return out.getvalue() or "(no output)"
+
+
+def _short_path(filename: str) -> str:
+    """A library file as its package path (``pandas/core/frame.py``): the same text on every
+    machine, so a replayed conversation matches its recording."""
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in filename:
+            return filename.rsplit(marker, 1)[1]
+    stdlib = sysconfig.get_paths()["stdlib"] + os.sep
+    if filename.startswith(stdlib):
+        return filename.removeprefix(stdlib)
+    return filename
+
+
+def _agent_traceback(exc: BaseException) -> str:
+    """The traceback of an error in the model's code: its own frames, then the innermost
+    library frames; the ones between are counted."""
+    frames = traceback.extract_tb(exc.__traceback__)[1:]  # the first is _run_code's exec
+    tail = len(frames) - _LIBRARY_FRAMES
+    kept: list[traceback.FrameSummary | int] = []
+    for index, frame in enumerate(frames):
+        if frame.filename == _AGENT_FILE or index >= tail:
+            kept.append(frame)
+        elif kept and isinstance(kept[-1], int):
+            kept[-1] += 1
+        else:
+            kept.append(1)
+    lines = ["Traceback (most recent call last):"]
+    for item in kept:
+        if isinstance(item, int):
+            lines.append(f"  [... {item} more frame{'s' if item > 1 else ''}]")
+        else:
+            item.filename = _short_path(item.filename)
+            lines.extend(traceback.format_list([item])[0].rstrip("\n").split("\n"))
+    lines.extend(line.rstrip("\n") for line in traceback.format_exception_only(type(exc), exc))
+    return "\n".join(lines)
 
 
 def builtin_tools(namespace: Callable[[], dict[str, Any]]) -> dict[str, FunctionTool]:

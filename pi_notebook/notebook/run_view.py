@@ -249,6 +249,8 @@ class RunView(PiWidget):
         self._model = f"{model.provider}/{model.id}" if model is not None else ""
         self._context_window = model.context_window if model is not None else 0
         self._thinking_level = thinking_level
+        self._answers_only = False
+        self._compaction = ""
         self._terminal: RunStatus | None = None
         self._replies_this_run = 0
         self._last_reply_stamp: object = None
@@ -281,6 +283,13 @@ class RunView(PiWidget):
         holds), so the context bar does not read 0 while the first reply streams."""
         self._context_tokens = tokens
         self._sync.mark("header")
+
+    def set_answers_only(self, answers_only: bool) -> None:
+        """Say in the header that the model cannot call tools, so it is offered none and
+        answers in text only."""
+        if answers_only != self._answers_only:
+            self._answers_only = answers_only
+            self._sync.mark("header")
 
     def note_queued(self, kind: str, text: str) -> None:
         """Show a steering or follow-up message as queued until the run injects it (the steer box
@@ -624,7 +633,28 @@ class RunView(PiWidget):
             self._budget_stop = event.stopped
             self.note_stopped(event.stopped)
 
+    def _on_compaction_start(self, event: Any) -> None:
+        before = getattr(event, "tokens_before", None)
+        self._compaction = (
+            f"compacting: {before:,} tokens → …" if before else "compacting the conversation …"
+        )
+        self._sync.mark("header")
+
+    def _on_compaction_end(self, event: Any) -> None:
+        before = getattr(getattr(event, "result", None), "tokens_before", None)
+        after = getattr(event, "tokens_after", None)
+        if getattr(event, "error_message", None) or getattr(event, "aborted", False):
+            self._compaction = "compaction failed" if not event.aborted else "compaction stopped"
+        elif before and after is not None:
+            self._compaction = f"compacted: {before:,} → {after:,} tokens"
+            self._context_tokens = after  # the context bar shows the compacted size
+        else:
+            self._compaction = "compacted"
+        self._sync.mark("header")
+
     _handlers: ClassVar[Mapping[object, Callable[[RunView, Any], None]]] = {
+        "compaction_start": _on_compaction_start,
+        "compaction_end": _on_compaction_end,
         "agent_start": _on_agent_start,
         "message_start": _on_message_start,
         "message_update": _on_message_update,
@@ -795,6 +825,8 @@ class RunView(PiWidget):
             "context_tokens": self._context_tokens,
             "context_window": self._context_window,
             "budget": list(self._budget),
+            "answers_only": self._answers_only,
+            "compaction": self._compaction,
         }
 
     def _current(self) -> AssistantItem | dict[str, Any]:

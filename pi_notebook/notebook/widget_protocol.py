@@ -158,6 +158,11 @@ class RunHeader(TypedDict):
     """0 if unknown."""
     budget: list[BudgetMeterRow]
     """Spending against each cap of the run and its session (empty: no caps)."""
+    answers_only: bool
+    """The model cannot call tools: it is offered none and answers in text."""
+    compaction: str
+    """The latest compaction of this run: ``compacting: 7,251 tokens → …`` while it runs,
+    ``compacted: 7,251 → 2,100 tokens`` after; ``""`` when none."""
 
 
 class RunControls(TypedDict):

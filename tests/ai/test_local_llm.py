@@ -220,14 +220,17 @@ def test_cli_fetch_prints_the_cached_path(
 
 @pytest.mark.local_llm
 def test_cli_serve_answers_until_interrupted(local_model: Model) -> None:
-    command = [sys.executable, "-m", "pi_notebook.ai.local", "serve", "--n-ctx", "512"]
+    command = [
+        *(sys.executable, "-m", "pi_notebook.ai.local"),
+        *("serve", "--n-ctx", "512", "--port", "0", "--threads", "1"),
+    ]
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as proc:
         try:
             assert proc.stdout is not None
             first = proc.stdout.readline()
-            assert first.startswith("Serving local/smollm2-135m at http://127.0.0.1:"), first
+            assert first.startswith("Serving smollm2-135m at http://127.0.0.1:"), first
             address = first.rsplit(" ", 1)[-1].strip()
             health = httpx.get(f"{address}/health", timeout=READ_TIMEOUT, trust_env=False)
             assert health.json() == {"status": "ok"}

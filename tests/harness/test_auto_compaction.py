@@ -257,7 +257,9 @@ def tool_call_reply(tokens: int) -> AssistantMessage:
 ECHO = make_tool("echo", lambda p, s, u: "echoed", properties={"text": {"type": "string"}})
 
 
-async def test_compaction_before_the_next_request_runs_in_the_compaction_phase() -> None:
+async def harness_before_a_compaction() -> tuple[AgentHarness, list[Step]]:
+    """A harness after one short run: the next run's tool call (``tool_call_reply(900)``)
+    fills the context, so the harness compacts before the request that follows it."""
     steps: list[Step] = [reply(total_tokens=100)]
     harness = AgentHarness(
         Session.create(InMemorySessionStorage()),
@@ -267,6 +269,11 @@ async def test_compaction_before_the_next_request_runs_in_the_compaction_phase()
         stream_fn=scripted(steps),
     )
     await harness.prompt("first question " * 20)
+    return harness, steps
+
+
+async def test_compaction_before_the_next_request_runs_in_the_compaction_phase() -> None:
+    harness, steps = await harness_before_a_compaction()
     phases: list[str] = []
 
     def before_compact(event: Any) -> None:

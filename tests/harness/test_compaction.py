@@ -494,18 +494,47 @@ async def test_thinking_level_only_for_reasoning_models(faux: FauxProvider) -> N
 
 
 async def test_a_summary_the_models_window_cannot_hold_is_refused(faux: FauxProvider) -> None:
-    """A small model asked to summarise more than its window would write a summary of what it
-    could see (or nonsense) over the conversation: the request is refused before it is sent."""
+    """A model whose window cannot hold even the summary instructions and the reply (the
+    conversation is cut to fit first) would write nonsense over the conversation: the request
+    is refused before it is sent."""
     session = Session.create(InMemorySessionStorage())
     chain(session, ["word " * 400, "more " * 400, "last"])
     preparation = prepare_compaction(session.get_branch(), CompactionSettings(keep_recent_tokens=5))
     assert preparation is not None
-    small = faux.get_model().model_copy(update={"context_window": 600, "max_tokens": 100})
+    small = faux.get_model().model_copy(update={"context_window": 150, "max_tokens": 100})
     captured: Captured = []
-    with pytest.raises(CompactionError, match="600-token window") as info:
+    with pytest.raises(CompactionError, match="150-token window") as info:
         await compact(preparation, small, stream_fn=capturing(faux, lambda _: "s", captured))
     assert info.value.code == "summarization_failed"
     assert captured == []  # nothing was sent
     roomy = small.model_copy(update={"context_window": 50_000})
     result = await compact(preparation, roomy, stream_fn=capturing(faux, lambda _: "s", captured))
     assert result.summary.startswith("s") and len(captured) == 2  # a split turn: two requests
+
+
+def test_a_summary_request_fits_the_summarising_models_window() -> None:
+    """A small model's window may hold less than the history it summarises: the oldest part is
+    left out, said so, and the request (instructions, conversation, reply) fits."""
+    from pi_notebook.harness.compaction import fit_to_window
+
+    short = "[User]: hi"
+    assert fit_to_window(short, 4096, 800, 2000) == short
+    history = "".join(f"[User]: question {i}\n[Assistant]: answer {i}\n" for i in range(2000))
+    fitted = fit_to_window(history, 4096, 800, 2000)
+    assert fitted.startswith("[... the ") and "characters before this are left out]\n" in fitted
+    assert history.endswith(fitted.split("\n", 1)[1])  # the most recent part is kept
+    assert (len(fitted) + 2000) // 4 + 800 <= 4096
+
+
+async def test_a_small_models_summary_request_is_cut_to_its_window(faux: FauxProvider) -> None:
+    session = load(SAMPLE)
+    preparation = prepare_compaction(
+        session.get_branch(A3B), CompactionSettings(reserve_tokens=128, keep_recent_tokens=30)
+    )
+    assert preparation is not None
+    small = faux.get_model().model_copy(update={"context_window": 600, "max_tokens": 100})
+    captured: Captured = []
+    await compact(preparation, small, stream_fn=capturing(faux, golden_reply, captured))
+    for system, text, options in captured:
+        assert (len(system) + len(text)) // 4 + (options.max_tokens or 0) <= small.context_window
+    assert any("characters before this are left out]" in text for _, text, _ in captured)

@@ -16,7 +16,10 @@ import pi_notebook
 from pi_notebook.ai import ModelCost, faux_assistant_message, faux_tool_call, register_faux_provider
 plain = register_faux_provider()
 model = plain.get_model().model_copy(
-    update={"cost": ModelCost(input=3.0, output=15.0), "max_tokens": 4096}
+    update={
+        "cost": ModelCost(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75),
+        "max_tokens": 4096,
+    }
 )
 plain.unregister()
 faux = register_faux_provider(models=[model])

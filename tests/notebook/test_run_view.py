@@ -903,3 +903,40 @@ def test_resync_without_content_refreshes_only_the_fallback() -> None:
     view.handle(MessageEndEvent(message=faux_assistant_message("Hi there.")))
     view.resync()
     assert set(wire.updates[-1]) == set(CONTENT_TRAITS)
+
+
+async def test_the_header_shows_a_compaction_and_its_figures() -> None:
+    """A compaction during the run (the harness's, before the next request) is shown as it
+    starts, with the context's size, and with the compacted size once done."""
+    from ..harness.test_auto_compaction import (
+        MODEL,
+        harness_before_a_compaction,
+        reply,
+        tool_call_reply,
+    )
+
+    harness, steps = await harness_before_a_compaction()
+    view = RunView(model=MODEL)
+    seen: list[str] = []
+    ended: list[int] = []
+
+    def watch(event: object) -> None:
+        view.handle(event)
+        if getattr(event, "type", None) == "compaction_start":
+            seen.append(view._header()["compaction"])
+        if getattr(event, "type", None) == "compaction_end":
+            ended.append(view._header()["context_tokens"])
+
+    harness.subscribe(watch)
+    steps += [tool_call_reply(900), reply(total_tokens=300)]
+    await harness.prompt("echo please")
+    view.flush()
+    # 900 reported by the last reply, and the tool result after it estimated
+    (start,) = seen
+    before = int(start.removeprefix("compacting: ").removesuffix(" tokens → …"))
+    assert 900 < before < 950
+    final = view.header["compaction"]
+    assert final.startswith(f"compacted: {before} → ") and final.endswith(" tokens"), final
+    after = int(final.split(" → ")[1].removesuffix(" tokens").replace(",", ""))
+    assert 0 < after < before
+    assert ended == [after]  # the context bar showed the compacted size until the next reply
