@@ -26,6 +26,7 @@ _MAGIC_NAMES = {
         "model",
         "thinking",
         "tools",
+        "approve",
         "compact",
         "tree",
         "session",

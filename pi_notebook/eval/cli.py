@@ -1,0 +1,114 @@
+"""The command line of the evaluation harness."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .models import serve_model
+from .report import markdown_table, summarise, write_report
+from .run import SYSTEMS, run_eval
+from .tasks import TaskFormatError, load_tasks
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pi_notebook.eval",
+        description="Run data-analysis tasks through pi_notebook (and two baselines) and score "
+        "the answers.",
+    )
+    parser.add_argument("tasks", type=Path, help="the task file (JSONL)")
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="PROVIDER/ID as %%model takes it; 'local' serves the embedded SmolLM2",
+    )
+    parser.add_argument("--workers", type=int, default=1, help="tasks run in parallel (default 1)")
+    parser.add_argument("--out", type=Path, help="where results and session files go")
+    parser.add_argument(
+        "--systems",
+        default=",".join(SYSTEMS),
+        help=f"comma-separated, from {', '.join(SYSTEMS)} (default: all three)",
+    )
+    parser.add_argument("--ids", help="comma-separated task ids to run (default: all)")
+    parser.add_argument(
+        "--time-limit", type=float, default=300.0, help="seconds per task and system (300)"
+    )
+    parser.add_argument("--gguf", type=Path, help="serve this GGUF file with llama.cpp")
+    parser.add_argument("--chat-template", type=Path, help="a Jinja chat template for --gguf")
+    parser.add_argument("--n-ctx", type=int, help="context window of a served model")
+    parser.add_argument("--threads", type=int, default=1, help="threads of a served model (1)")
+    cassettes = parser.add_mutually_exclusive_group()
+    cassettes.add_argument(
+        "--record", type=Path, metavar="DIR", help="record pi_notebook's model replies here"
+    )
+    cassettes.add_argument(
+        "--replay", type=Path, metavar="DIR", help="replay pi_notebook's replies from here"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown or not systems:
+        parser.error(f"--systems: choose from {', '.join(SYSTEMS)}")
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
+    if args.time_limit <= 0:
+        parser.error("--time-limit must be positive")
+    if (args.record or args.replay) and systems != ["pi_notebook"]:
+        parser.error("--record/--replay apply to pi_notebook only: add --systems pi_notebook")
+    try:
+        ids = [i.strip() for i in args.ids.split(",")] if args.ids else None
+        tasks = load_tasks(args.tasks, ids=ids)
+    except TaskFormatError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    out: Path = args.out or Path("eval-runs") / stamp
+    spec, server = serve_model(
+        args.model,
+        gguf=args.gguf,
+        chat_template=args.chat_template,
+        n_ctx=args.n_ctx,
+        threads=args.threads,
+        start=args.replay is None,
+    )
+    started = time.monotonic()
+    try:
+        results = run_eval(
+            tasks,
+            spec,
+            out.resolve(),
+            systems=systems,
+            workers=args.workers,
+            time_limit=args.time_limit,
+            cassettes=(args.record or args.replay),
+            mode="record" if args.record else "replay" if args.replay else None,
+        )
+    finally:
+        if server is not None:
+            server.stop()
+    meta = {
+        "tasks": str(args.tasks),
+        "model": args.model,
+        "systems": ", ".join(systems),
+        "task count": len(tasks),
+        "time limit (s)": args.time_limit,
+        "workers": args.workers,
+        "started": stamp,
+        "wall seconds": round(time.monotonic() - started),
+    }
+    as_json, as_md = write_report(results, out, meta)
+    print(markdown_table(summarise(results)))
+    print(f"results: {as_json}\ntable: {as_md}")
+    return 0
