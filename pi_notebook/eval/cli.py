@@ -40,6 +40,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--time-limit", type=float, default=300.0, help="seconds per task and system (300)"
     )
+    parser.add_argument(
+        "--stop-after",
+        type=float,
+        metavar="MINUTES",
+        help="start no new task after this long; report the tasks every system finished",
+    )
     parser.add_argument("--gguf", type=Path, help="serve this GGUF file with llama.cpp")
     parser.add_argument("--chat-template", type=Path, help="a Jinja chat template for --gguf")
     parser.add_argument("--n-ctx", type=int, help="context window of a served model")
@@ -94,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             time_limit=args.time_limit,
             cassettes=(args.record or args.replay),
             mode="record" if args.record else "replay" if args.replay else None,
+            stop_after=None if args.stop_after is None else args.stop_after * 60,
         )
     finally:
         if server is not None:
@@ -102,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tasks": str(args.tasks),
         "model": args.model,
         "systems": ", ".join(systems),
-        "task count": len(tasks),
+        "task count": f"{len({r.task_id for r in results})} of {len(tasks)}",
         "time limit (s)": args.time_limit,
         "workers": args.workers,
         "started": stamp,

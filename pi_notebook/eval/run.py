@@ -197,9 +197,13 @@ def run_eval(
     cassettes: Path | None = None,
     mode: CassetteMode | None = None,
     progress: TextIO | None = sys.stderr,
+    stop_after: float | None = None,
 ) -> list[TaskResult]:
     """Run every task with every system in ``workers`` processes; results in task order, then
-    system order. A task whose run crashes the harness is scored wrong, with the error."""
+    system order. A task whose run crashes the harness is scored wrong, with the error. Each
+    result is also appended to ``out/results.jsonl`` as it comes. ``stop_after`` (seconds):
+    start nothing new after that long; tasks that not every system finished are left out, so
+    the systems are compared on the same tasks."""
     for system in systems:  # an unknown name fails before anything starts
         if system != "pi_notebook":
             _baseline(system)
@@ -207,6 +211,8 @@ def run_eval(
     jobs = [(system, task) for task in tasks for system in systems]
     bar = _Progress(len(jobs), progress)
     results: dict[tuple[str, str], TaskResult] = {}
+    deadline = None if stop_after is None else time.monotonic() + stop_after
+    log = (out / "results.jsonl").open("a", encoding="utf-8")
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
         futures = {
             pool.submit(
@@ -223,11 +229,20 @@ def run_eval(
         }
         for future in as_completed(futures):
             system, task = futures[future]
+            if future.cancelled():
+                continue
             try:
                 result = future.result()
             except Exception as exc:
                 result = _crashed(system, task, exc)
             results[(system, task.id)] = result
+            log.write(json.dumps(asdict(result), default=str) + "\n")
+            log.flush()
             bar.update(result)
+            if deadline is not None and time.monotonic() > deadline:
+                for pending in futures:
+                    pending.cancel()
     bar.close()
-    return [results[(system, task.id)] for system, task in jobs]
+    log.close()
+    complete = [t for t in tasks if all((s, t.id) in results for s in systems)]
+    return [results[(system, task.id)] for task in complete for system in systems]

@@ -81,7 +81,7 @@ def _task(raw: object, base: Path, where: str) -> Task:
 
 
 def load_tasks(path: str | os.PathLike[str], *, ids: list[str] | None = None) -> list[Task]:
-    """Read a JSONL task file (blank lines skipped); ``ids`` keeps those tasks, in file order.
+    """Read a JSONL task file (blank lines skipped); ``ids`` keeps those tasks, in that order.
     Raises ``TaskFormatError`` naming the line of the first bad task or a repeated id."""
     source = Path(path)
     try:
@@ -107,8 +107,8 @@ def load_tasks(path: str | os.PathLike[str], *, ids: list[str] | None = None) ->
         unknown = sorted(set(ids) - seen)
         if unknown:
             raise TaskFormatError(f"{source}: no task with id {', '.join(unknown)}")
-        wanted = set(ids)
-        tasks = [t for t in tasks if t.id in wanted]
+        by_id = {t.id: t for t in tasks}
+        tasks = [by_id[i] for i in dict.fromkeys(ids)]
     return tasks
 
 
