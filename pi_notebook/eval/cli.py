@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .models import serve_model
+from .models import replay_spec, save_served, serve_model
 from .report import markdown_table, summarise, write_report
 from .run import SYSTEMS, run_eval
 from .tasks import TaskFormatError, load_tasks
@@ -81,14 +81,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out: Path = args.out or Path("eval-runs") / stamp
-    spec, server = serve_model(
-        args.model,
-        gguf=args.gguf,
-        chat_template=args.chat_template,
-        n_ctx=args.n_ctx,
-        threads=args.threads,
-        start=args.replay is None,
-    )
+    if args.replay is not None:
+        spec, server = replay_spec(args.model, args.replay), None
+    else:
+        spec, server = serve_model(
+            args.model,
+            gguf=args.gguf,
+            chat_template=args.chat_template,
+            n_ctx=args.n_ctx,
+            threads=args.threads,
+        )
+    if args.record is not None:
+        save_served(spec, args.record)
     started = time.monotonic()
     try:
         results = run_eval(

@@ -64,6 +64,29 @@ class ModelSpec:
         return model.base_url, model.id, key
 
 
+_SERVED_FILE = "served-model.json"
+_NOBODY = "http://127.0.0.1:9/v1"
+
+
+def save_served(spec: ModelSpec, cassettes: Path) -> None:
+    """Keep the served model's description next to recorded cassettes, so a replay names the
+    same model without serving it (its address is dropped: nothing answers there)."""
+    if spec.served is not None:
+        cassettes.mkdir(parents=True, exist_ok=True)
+        model = spec.served.model_copy(update={"base_url": _NOBODY})
+        (cassettes / _SERVED_FILE).write_text(model.model_dump_json(indent=1), encoding="utf-8")
+
+
+def replay_spec(ref: str, cassettes: Path) -> ModelSpec:
+    """The model of a replay: the served model recorded with the cassettes, else ``ref``."""
+    from ..ai.types import Model
+
+    saved = cassettes / _SERVED_FILE
+    if saved.is_file():
+        return ModelSpec(ref, Model.model_validate_json(saved.read_text(encoding="utf-8")))
+    return ModelSpec(ref)
+
+
 def serve_model(
     ref: str,
     *,
@@ -71,23 +94,15 @@ def serve_model(
     chat_template: Path | None = None,
     n_ctx: int | None = None,
     threads: int = 1,
-    start: bool = True,
 ) -> tuple[ModelSpec, LocalServer | None]:
     """The model spec for ``ref``, starting a llama.cpp server for the embedded model or a GGUF
-    file (the caller stops it). ``start=False`` (a replay) starts nothing: the model is only
-    named, at an address nobody answers."""
+    file (the caller stops it)."""
     from ..ai.local import DEFAULT_N_CTX, MODEL_ID, LocalServer
 
     local = ref.strip() in ("local", f"local/{MODEL_ID}")
     if gguf is None and not local:
         return ModelSpec(ref), None
     alias = (ref.partition("/")[2] or MODEL_ID) if gguf is not None else MODEL_ID
-    if not start:
-        from ..ai.models import custom_model
-
-        return ModelSpec(
-            ref, custom_model(alias, "http://127.0.0.1:9/v1", provider=SERVED_PROVIDER)
-        ), None
     server = LocalServer(
         gguf,
         n_ctx=n_ctx or (8192 if gguf is not None else DEFAULT_N_CTX),
