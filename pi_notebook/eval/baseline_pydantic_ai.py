@@ -51,7 +51,10 @@ def run_pydantic_ai(
 
     async def run() -> Any:
         limits = UsageLimits(request_limit=max_turns)
-        return await asyncio.wait_for(agent.run(prompt, usage_limits=limits), time_limit)
+        try:
+            return await asyncio.wait_for(agent.run(prompt, usage_limits=limits), time_limit)
+        finally:
+            await provider.client.close()
 
     messages: list[Any] = []
     try:
