@@ -15,6 +15,7 @@ PACKAGES = [
     "pi_notebook.harness",
     "pi_notebook.mcp",
     "pi_notebook.notebook.workspace",
+    "pi_notebook.eval",
 ]
 
 REQUIRED = {

@@ -12,9 +12,7 @@ Python API: ``load_tasks``, ``run_eval``, ``summarise`` / ``markdown_table`` /
 ``write_report``, ``score_answers``.
 """
 
-from __future__ import annotations
-
-from pathlib import Path
+from pathlib import Path as _Path
 
 from .models import ModelSpec, serve_model
 from .report import markdown_table, summarise, write_report
@@ -51,5 +49,5 @@ __all__ = [
     "write_report",
 ]
 
-TASK_SET = Path(__file__).parent / "tasks" / "dabench.jsonl"
+TASK_SET = _Path(__file__).parent / "tasks" / "dabench.jsonl"
 """The project's task set."""
