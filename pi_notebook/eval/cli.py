@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .models import replay_spec, save_served, serve_model
+from .pi_system import PI_SETUP
 from .report import markdown_table, summarise, write_report
 from .run import SYSTEMS, run_eval
 from .tasks import TaskFormatError, load_tasks
@@ -116,6 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "task count": f"{len({r.task_id for r in results})} of {len(tasks)}",
         "time limit (s)": args.time_limit,
         "workers": args.workers,
+        "pi_notebook setup": PI_SETUP.replace("\n", "; "),
         "started": stamp,
         "wall seconds": round(time.monotonic() - started),
     }

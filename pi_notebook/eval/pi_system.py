@@ -19,9 +19,11 @@ from .models import ModelSpec
 from .tasks import Task, task_prompt
 from .transcript import Step, Transcript
 
-__all__ = ["CassetteMode", "run_pi_notebook", "task_notebook"]
+__all__ = ["PI_SETUP", "CassetteMode", "run_pi_notebook", "task_notebook"]
 
 CassetteMode = Literal["record", "replay"]
+PI_SETUP = "%agent_context off\n%tools add run_python\n%approve run_python allow"
+"""The notebook's setup cell: no frontend, so the code-running tool is allowed by policy."""
 _CODE_TOOLS = ("run_python",)
 
 
@@ -42,7 +44,7 @@ def task_notebook(task: Task, spec: ModelSpec) -> Any:
         )
     setup += [
         f"%model {spec.kernel_ref}",
-        "%agent_context off\n%tools add run_python\n%approve run_python allow",
+        PI_SETUP,
     ]
     cells = [nbformat.v4.new_code_cell(source) for source in setup]
     cells.append(nbformat.v4.new_code_cell("%%agent --wait\n" + _escape(task_prompt(task))))
