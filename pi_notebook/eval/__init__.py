@@ -19,7 +19,14 @@ from .report import markdown_table, summarise, write_report
 from .run import SYSTEMS, TaskResult, run_eval, run_task
 from .scoring import AnswerCheck, normalise, parse_answers, score_answers, values_match
 from .tasks import LEVELS, Task, TaskFormatError, load_tasks, task_prompt
-from .transcript import CATEGORIES, Step, Transcript, failure_category, invents_data
+from .transcript import (
+    CATEGORIES,
+    Step,
+    Transcript,
+    failure_category,
+    invents_data,
+    reports_exception,
+)
 
 __all__ = [
     "CATEGORIES",
@@ -39,6 +46,7 @@ __all__ = [
     "markdown_table",
     "normalise",
     "parse_answers",
+    "reports_exception",
     "run_eval",
     "run_task",
     "score_answers",

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from ..testing import _nbformat, record_notebook, run_notebook
 from .models import ModelSpec
 from .tasks import Task, task_prompt
-from .transcript import Step, Transcript
+from .transcript import Step, Transcript, reports_exception
 
 __all__ = ["PI_SETUP", "CassetteMode", "run_pi_notebook", "task_notebook"]
 
@@ -84,7 +84,8 @@ def _from_session(path: Path) -> Transcript:
         elif isinstance(message, ToolResultMessage):
             name, code = calls.get(message.tool_call_id, (message.tool_name, ""))
             text = "".join(b.text for b in message.content if isinstance(b, TextContent))
-            transcript.steps.append(Step(name, code, text, message.is_error))
+            failed = message.is_error or reports_exception(text)
+            transcript.steps.append(Step(name, code, text, failed))
     return transcript
 
 

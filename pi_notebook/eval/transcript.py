@@ -8,7 +8,8 @@ Categories, first match wins (a right task has none):
 - ``invented_data``: code it ran draws random numbers or builds a table from literals while
   never reading the task's data file;
 - ``tool_never_called``: no code was run at all;
-- ``code_error``: the last code it ran failed (an error not recovered from);
+- ``code_error``: the last code it ran failed (an error result, or output that is a traceback:
+  an error not recovered from);
 - ``no_answer``: the reply lacks an ``@name[...]`` the format asks for;
 - ``wrong_answer``: every answer is there, and one is wrong.
 
@@ -26,6 +27,7 @@ __all__ = [
     "Transcript",
     "failure_category",
     "invents_data",
+    "reports_exception",
 ]
 
 CATEGORIES: tuple[str, ...] = (
@@ -51,6 +53,12 @@ _OVERFLOW = re.compile(
     r"|maximum context|prompt is too long|n_ctx",
     re.IGNORECASE,
 )
+
+
+def reports_exception(output: str) -> bool:
+    """Whether a tool's output is a Python traceback: the notebook's ``run_python`` returns an
+    exception as text (not as an error result), so the text is what tells."""
+    return "Traceback (most recent call last)" in output
 
 
 @dataclass

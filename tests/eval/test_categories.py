@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pi_notebook.eval import Step, Transcript, failure_category, invents_data
+from pi_notebook.eval import Step, Transcript, failure_category, invents_data, reports_exception
 
 FILES = ("cars.csv",)
 READ = "import pandas as pd\ncars = pd.read_csv('cars.csv')\nprint(cars.shape)"
@@ -66,3 +66,9 @@ def test_no_answer_in_the_format() -> None:
 
 def test_wrong_answer() -> None:
     assert category(Transcript(steps=[ok()]), answered=True) == "wrong_answer"
+
+
+def test_a_traceback_in_the_output_is_an_error() -> None:
+    output = "Traceback (most recent call last):\n  File \"<agent>\", line 5\nKeyError: 'mpg'\n"
+    assert reports_exception(output)
+    assert not reports_exception("(406, 9)")
