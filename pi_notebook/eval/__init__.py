@@ -16,7 +16,7 @@ from pathlib import Path as _Path
 
 from .models import ModelSpec, serve_model
 from .report import markdown_table, summarise, write_report
-from .run import SYSTEMS, TaskResult, run_eval, run_task
+from .run import SYSTEMS, TaskResult, rescore, run_eval, run_task
 from .scoring import AnswerCheck, normalise, parse_answers, score_answers, values_match
 from .tasks import LEVELS, Task, TaskFormatError, load_tasks, task_prompt
 from .transcript import (
@@ -47,6 +47,7 @@ __all__ = [
     "normalise",
     "parse_answers",
     "reports_exception",
+    "rescore",
     "run_eval",
     "run_task",
     "score_answers",

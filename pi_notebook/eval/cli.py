@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
@@ -12,8 +13,8 @@ from pathlib import Path
 from .models import replay_spec, save_served, serve_model
 from .pi_system import PI_SETUP
 from .report import markdown_table, summarise, write_report
-from .run import SYSTEMS, run_eval
-from .tasks import TaskFormatError, load_tasks
+from .run import SYSTEMS, rescore, run_eval
+from .tasks import Task, TaskFormatError, load_tasks
 
 __all__ = ["main"]
 
@@ -27,7 +28,6 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("tasks", type=Path, help="the task file (JSONL)")
     parser.add_argument(
         "--model",
-        required=True,
         help="PROVIDER/ID as %%model takes it; 'local' serves the embedded SmolLM2",
     )
     parser.add_argument("--workers", type=int, default=1, help="tasks run in parallel (default 1)")
@@ -51,6 +51,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--chat-template", type=Path, help="a Jinja chat template for --gguf")
     parser.add_argument("--n-ctx", type=int, help="context window of a served model")
     parser.add_argument("--threads", type=int, default=1, help="threads of a served model (1)")
+    parser.add_argument(
+        "--rescore",
+        type=Path,
+        metavar="DIR",
+        help="score the finished run in DIR again (current scorer and categories); no model",
+    )
     cassettes = parser.add_mutually_exclusive_group()
     cassettes.add_argument(
         "--record", type=Path, metavar="DIR", help="record pi_notebook's model replies here"
@@ -80,6 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TaskFormatError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.rescore is not None:
+        return _rescore(tasks, args.rescore)
+    if not args.model:
+        parser.error("--model is required (except with --rescore)")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out: Path = args.out or Path("eval-runs") / stamp
     if args.replay is not None:
@@ -121,6 +131,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         "started": stamp,
         "wall seconds": round(time.monotonic() - started),
     }
+    as_json, as_md = write_report(results, out, meta)
+    print(markdown_table(summarise(results)))
+    print(f"results: {as_json}\ntable: {as_md}")
+    return 0
+
+
+def _rescore(tasks: list[Task], out: Path) -> int:
+    if not (out / "results.jsonl").is_file():
+        print(f"error: no results.jsonl in {out}", file=sys.stderr)
+        return 2
+    results = rescore(tasks, out)
+    meta: dict[str, object] = {}
+    previous = out / "results.json"
+    if previous.is_file():
+        meta = json.loads(previous.read_text(encoding="utf-8")).get("meta", {})
+    meta["task count"] = f"{len({r.task_id for r in results})} of {len(tasks)}"
+    meta["rescored"] = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     as_json, as_md = write_report(results, out, meta)
     print(markdown_table(summarise(results)))
     print(f"results: {as_json}\ntable: {as_md}")

@@ -19,7 +19,13 @@ from .models import ModelSpec
 from .tasks import Task, task_prompt
 from .transcript import Step, Transcript, reports_exception
 
-__all__ = ["PI_SETUP", "CassetteMode", "run_pi_notebook", "task_notebook"]
+__all__ = [
+    "PI_SETUP",
+    "CassetteMode",
+    "run_pi_notebook",
+    "task_notebook",
+    "transcript_from_session",
+]
 
 CassetteMode = Literal["record", "replay"]
 PI_SETUP = "%agent_context off\n%tools add run_python\n%approve run_python allow"
@@ -57,7 +63,9 @@ def task_notebook(task: Task, spec: ModelSpec) -> Any:
     return nb
 
 
-def _from_session(path: Path) -> Transcript:
+def transcript_from_session(path: Path) -> Transcript:
+    """What a task's session file says the agent did (its seconds and time limit are not in
+    it)."""
     from ..ai.types import AssistantMessage, TextContent, ToolResultMessage
     from ..harness import Session
 
@@ -121,7 +129,7 @@ def run_pi_notebook(
         done = run_notebook(source, cassette=cassette, speed=0, **common)
     else:
         done = run_notebook(source, cassette=None, keep_keys=True, **common)
-    transcript = _from_session(done.session_path)
+    transcript = transcript_from_session(done.session_path)
     transcript.seconds = time.monotonic() - started
     stopped = done.stopped_by
     if stopped is not None:

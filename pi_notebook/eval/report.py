@@ -43,6 +43,8 @@ def summarise(results: Sequence[TaskResult]) -> dict[str, dict[str, Any]]:
             "total_cost": sum(r.cost for r in rows),
             "mean_seconds": fmean(r.seconds for r in rows),
             "invented_data": sum(r.invented_data for r in rows),
+            "answered": sum(r.answered for r in rows),
+            "ran_code": sum(bool(r.code) for r in rows),
             "failures": dict(Counter(r.category for r in rows if r.category)),
         }
     return summary
@@ -81,6 +83,8 @@ def markdown_table(summary: dict[str, dict[str, Any]]) -> str:
         ("mean_seconds", "mean seconds"),
     ):
         row(label, [f"{s[key]:.1f}" for s in summary.values()], divide(key))
+    row("answered in the format", [_pct(s["answered"], s["tasks"]) for s in summary.values()])
+    row("ran code", [_pct(s["ran_code"], s["tasks"]) for s in summary.values()])
     row("cost (total, $)", [f"{s['total_cost']:.4f}" for s in summary.values()])
     row("tasks inventing data", [str(s["invented_data"]) for s in summary.values()])
     for category in CATEGORIES:

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .models import ModelSpec
-from .pi_system import CassetteMode, run_pi_notebook
+from .pi_system import CassetteMode, run_pi_notebook, transcript_from_session
 from .scoring import score_answers
 from .tasks import Task, task_prompt
-from .transcript import Transcript, failure_category, invents_data
+from .transcript import Step, Transcript, failure_category, invents_data
 
-__all__ = ["SYSTEMS", "TaskResult", "run_eval", "run_task"]
+__all__ = ["SYSTEMS", "TaskResult", "rescore", "run_eval", "run_task"]
 
 SYSTEMS: tuple[str, ...] = ("pi_notebook", "minimal", "pydantic_ai")
 """pi_notebook, the minimal ReAct baseline, the pydantic-ai baseline."""
@@ -46,6 +46,8 @@ class TaskResult:
     seconds: float
     category: str | None
     invented_data: bool
+    answered: bool = False
+    """The reply has every ``@name[...]`` the format asks for (right or wrong)."""
     error: str = ""
     reply: str = ""
     transcript: str = ""
@@ -75,6 +77,7 @@ def _score(system: str, task: Task, transcript: Transcript, record: Path) -> Tas
         seconds=round(transcript.seconds, 2),
         category=failure_category(transcript, task.file_names, right=right, answered=answered),
         invented_data=invents_data(transcript, task.file_names),
+        answered=answered,
         error=transcript.error,
         reply=transcript.reply,
         transcript=str(record),
@@ -244,5 +247,41 @@ def run_eval(
                     pending.cancel()
     bar.close()
     log.close()
-    complete = [t for t in tasks if all((s, t.id) in results for s in systems)]
-    return [results[(system, task.id)] for task in complete for system in systems]
+    return _complete(tasks, systems, results)
+
+
+def _complete(
+    tasks: Sequence[Task], systems: Sequence[str], results: dict[tuple[str, str], TaskResult]
+) -> list[TaskResult]:
+    done = [t for t in tasks if all((s, t.id) in results for s in systems)]
+    return [results[(system, task.id)] for task in done for system in systems]
+
+
+def rescore(tasks: Sequence[Task], out: Path) -> list[TaskResult]:
+    """Score a finished run in ``out`` again, from the records it kept (session files, the
+    baselines' transcripts), with the current scorer and categories; seconds and time limits
+    as they were recorded. Only tasks every system finished are returned."""
+    by_id = {t.id: t for t in tasks}
+    results: dict[tuple[str, str], TaskResult] = {}
+    systems: list[str] = []
+    lines = (out / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    for row in (json.loads(line) for line in lines if line.strip()):
+        task = by_id.get(row["task_id"])
+        if task is None:
+            continue
+        record = Path(row["transcript"])
+        if not record.is_file():
+            transcript = Transcript(error=row["error"])
+        elif row["system"] == "pi_notebook":
+            transcript = transcript_from_session(record)
+        else:
+            data = json.loads(record.read_text(encoding="utf-8"))
+            steps = [Step(**s) for s in data.pop("steps")]
+            transcript = Transcript(**data, steps=steps)
+        transcript.seconds = row["seconds"]
+        transcript.timed_out = transcript.timed_out or row["category"] == "time_limit"
+        transcript.error = transcript.error or row["error"]
+        results[(row["system"], task.id)] = _score(row["system"], task, transcript, record)
+        if row["system"] not in systems:
+            systems.append(row["system"])
+    return _complete(tasks, systems, results)

@@ -63,3 +63,9 @@ def test_three_tasks_replay_through_the_harness(tmp_path: Path) -> None:
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "| accuracy |" in report and "failure: tool_never_called" in report
     assert data["summary"]["pi_notebook"]["tasks"] == len(expected)
+    # scoring again from the kept session files gives the same verdicts
+    assert main([str(TASK_SET), "--rescore", str(out)]) == 0
+    again = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert [{k: r[k] for k in KEYS} for r in again["results"]] == [
+        {k: r[k] for k in KEYS} for r in data["results"]
+    ]
