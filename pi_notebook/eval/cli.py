@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .models import replay_spec, save_served, serve_model
-from .pi_system import PI_SETUP
+from .pi_system import PI_ENV, PI_SETUP
 from .report import markdown_table, summarise, write_report
 from .run import SYSTEMS, rescore, run_eval
 from .tasks import Task, TaskFormatError, load_tasks
@@ -127,7 +127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "task count": f"{len({r.task_id for r in results})} of {len(tasks)}",
         "time limit (s)": args.time_limit,
         "workers": args.workers,
-        "pi_notebook setup": PI_SETUP.replace("\n", "; "),
+        "pi_notebook setup": PI_SETUP.replace("\n", "; ")
+        + "; "
+        + ", ".join(f"{k}={v}" for k, v in PI_ENV.items()),
         "started": stamp,
         "wall seconds": round(time.monotonic() - started),
     }

@@ -1,11 +1,15 @@
 """pi_notebook under test: each task is an executed notebook in a fresh kernel (nbclient, as
 ``pi_notebook.testing`` runs one), exactly as a user's would run headless.
 
-The notebook loads the extension, selects the model, turns the code-running tool ``run_python``
-on and allows it by policy (``%approve run_python allow``: no frontend, so nobody could click
-Allow), and asks the question in a ``%%agent --wait`` cell. The change summary is off
-(``%agent_context off``): it would report these setup cells to the model as the user's work.
-Everything else — system prompt, the default read tools, the run loop — is the product's default.
+The notebook has two cells: ``%load_ext pi_notebook`` with ``%tools add run_python`` (the
+code-running tool, off by default), and the question in a ``%%agent --wait`` cell. The rest is
+set from the kernel's environment, as for any executed notebook: the model
+(``PI_NOTEBOOK_MODEL``), the approval policy (``PI_NOTEBOOK_APPROVE=run_python=allow``: no
+frontend, so nobody could click Allow) and the change summary off (``PI_NOTEBOOK_CONTEXT=off``:
+it would describe the setup cell as the user's work). A model the harness serves is registered by
+an IPython startup file (``IPYTHONDIR`` in the task's directory), not by a cell: the agent's
+notebook tools would show such a cell to the model. Everything else — system prompt, the default
+read tools, the run loop — is the product's default.
 """
 
 from __future__ import annotations
@@ -20,16 +24,20 @@ from .tasks import Task, task_prompt
 from .transcript import Step, Transcript, reports_exception
 
 __all__ = [
+    "PI_ENV",
     "PI_SETUP",
     "CassetteMode",
+    "kernel_setup",
     "run_pi_notebook",
     "task_notebook",
     "transcript_from_session",
 ]
 
 CassetteMode = Literal["record", "replay"]
-PI_SETUP = "%agent_context off\n%tools add run_python\n%approve run_python allow"
-"""The notebook's setup cell: no frontend, so the code-running tool is allowed by policy."""
+PI_SETUP = "%load_ext pi_notebook\n%tools add run_python"
+"""The notebook's first cell."""
+PI_ENV = {"PI_NOTEBOOK_APPROVE": "run_python=allow", "PI_NOTEBOOK_CONTEXT": "off"}
+"""The kernel's environment: no frontend, so the code-running tool is allowed by policy."""
 _CODE_TOOLS = ("run_python",)
 
 
@@ -38,22 +46,31 @@ def _escape(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
 
-def task_notebook(task: Task, spec: ModelSpec) -> Any:
+def kernel_setup(spec: ModelSpec, directory: Path) -> dict[str, str]:
+    """The kernel's environment for ``spec``; a served model gets a startup file under
+    ``directory`` that registers it."""
+    env = {**PI_ENV, "PI_NOTEBOOK_MODEL": spec.kernel_ref}
+    if spec.served is not None:
+        startup = directory / "profile_default" / "startup"
+        startup.mkdir(parents=True, exist_ok=True)
+        (startup / "00-pi-notebook-eval.py").write_text(
+            "# Written by pi_notebook.eval: the model the harness serves.\n"
+            "from pi_notebook.ai import register_model\n"
+            "from pi_notebook.ai.types import Model\n\n"
+            f"register_model(Model.model_validate_json({spec.served.model_dump_json()!r}))\n",
+            encoding="utf-8",
+        )
+        env["IPYTHONDIR"] = str(directory)
+    return env
+
+
+def task_notebook(task: Task) -> Any:
     """The notebook that asks ``task``."""
     nbformat = _nbformat()
-    setup = ["%load_ext pi_notebook"]
-    if spec.served is not None:
-        setup.append(
-            "from pi_notebook.ai import register_model\n"
-            "from pi_notebook.ai.types import Model\n"
-            f"register_model(Model.model_validate_json({spec.served.model_dump_json()!r}))"
-        )
-    setup += [
-        f"%model {spec.kernel_ref}",
-        PI_SETUP,
+    cells = [
+        nbformat.v4.new_code_cell(PI_SETUP),
+        nbformat.v4.new_code_cell("%%agent --wait\n" + _escape(task_prompt(task))),
     ]
-    cells = [nbformat.v4.new_code_cell(source) for source in setup]
-    cells.append(nbformat.v4.new_code_cell("%%agent --wait\n" + _escape(task_prompt(task))))
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {
         "name": "python3",
@@ -113,11 +130,12 @@ def run_pi_notebook(
     workdir.mkdir(parents=True, exist_ok=True)
     source = workdir / "source" / f"{task.id}.ipynb"
     source.parent.mkdir(exist_ok=True)
-    nbformat.write(task_notebook(task, spec), source)
+    nbformat.write(task_notebook(task), source)
     for file in task.files:  # the data files sit next to the notebook in its working directory
         (source.parent / file.name).write_bytes(file.read_bytes())
     run_dir = workdir / "run"
     common: dict[str, Any] = {
+        "env": kernel_setup(spec, workdir / "ipython"),
         "workdir": run_dir,
         "include": list(task.file_names),
         "timeout": max(1, round(time_limit)),

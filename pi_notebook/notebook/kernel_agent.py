@@ -502,6 +502,7 @@ class NotebookAgent:
         if thinking:
             harness.set_thinking_level(thinking)
         self._branch_for_cell(cell_key)
+        _ = self.approval_policy  # one set by the environment is recorded before the run
         await self._start_mcp()
         await self._append_change_summary(changes, self._run_cells.get(run.number))
         return await self._prompt(run, run.prompt)
