@@ -5,6 +5,7 @@ Completions over httpx, one ``python`` tool whose code runs in a persistent Jupy
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from queue import Empty
@@ -25,8 +26,13 @@ class Kernel:
 
     def __init__(self, cwd: Path) -> None:
         self.manager, self.client = start_new_kernel(cwd=str(cwd), kernel_name="python3")
+        self._lock = threading.Lock()  # pydantic-ai runs parallel tool calls in threads
 
     def run(self, code: str, timeout: float) -> tuple[str, bool]:
+        with self._lock:
+            return self._run(code, timeout)
+
+    def _run(self, code: str, timeout: float) -> tuple[str, bool]:
         msg_id, error = self.client.execute(code), False
         out: list[str] = []
         deadline = time.monotonic() + timeout

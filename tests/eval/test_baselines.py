@@ -95,3 +95,37 @@ def test_a_baseline_runs_code_in_a_kernel_and_is_scored(tmp_path: Path, system: 
     assert tool_reply["role"] == "tool" and tool_reply["content"].strip() == "3"
     saved = json.loads(Path(result.transcript).read_text())
     assert saved["steps"][0]["result"].strip() == "3"
+
+
+def test_pydantic_ai_parallel_calls_share_the_kernel(tmp_path: Path) -> None:
+    # two calls in one reply: pydantic-ai runs them in two threads, on one kernel
+    (tmp_path / "t.csv").write_text("a\n1\n2\n3\n")
+    calls = [
+        {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": "python", "arguments": json.dumps({"code": CODE})},
+        }
+        for i in (1, 2)
+    ]
+    replies = [
+        completion({"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls"),
+        completion({"role": "assistant", "content": "@rows[3]"}, "stop"),
+    ]
+    row = {
+        "id": "rows",
+        "question": "How many rows?",
+        "constraints": "Count data rows.",
+        "format": "@rows[number]",
+        "files": ["t.csv"],
+        "level": "easy",
+        "answers": "@rows[3]",
+    }
+    (tmp_path / "tasks.jsonl").write_text(json.dumps(row) + "\n")
+    [task] = load_tasks(tmp_path / "tasks.jsonl")
+    with serving(replies) as server:
+        model = custom_model("m", f"{server.url}/v1", provider="served", max_tokens=256)
+        spec = ModelSpec("served/m", model)
+        result = run_task("pydantic_ai", task, spec, tmp_path / "out", time_limit=60)
+    assert result.right and result.error == "", result
+    assert (result.tool_calls, result.tool_errors) == (2, 0)
