@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pi_notebook.ai import custom_model
-from pi_notebook.eval import ModelSpec, load_tasks, run_task
+from pi_notebook.eval import ModelSpec, Task, load_tasks, run_task
 from tests.loopback import LoopbackServer, Reply
 
 CODE = "import pandas as pd\nprint(len(pd.read_csv('t.csv')))"
@@ -46,6 +46,23 @@ def script() -> list[Reply]:
     ]
 
 
+def rows_task(directory: Path) -> Task:
+    """A one-task file over a three-row table in ``directory``."""
+    (directory / "t.csv").write_text("a\n1\n2\n3\n")
+    row = {
+        "id": "rows",
+        "question": "How many rows does the table have?",
+        "constraints": "Count data rows.",
+        "format": "@rows[number]",
+        "files": ["t.csv"],
+        "level": "easy",
+        "answers": "@rows[3]",
+    }
+    (directory / "tasks.jsonl").write_text(json.dumps(row) + "\n")
+    [task] = load_tasks(directory / "tasks.jsonl")
+    return task
+
+
 @contextmanager
 def serving(replies: list[Reply]) -> Iterator[LoopbackServer]:
     loop = asyncio.new_event_loop()
@@ -65,18 +82,7 @@ def serving(replies: list[Reply]) -> Iterator[LoopbackServer]:
 
 @pytest.mark.parametrize("system", ["minimal", "pydantic_ai"])
 def test_a_baseline_runs_code_in_a_kernel_and_is_scored(tmp_path: Path, system: str) -> None:
-    (tmp_path / "t.csv").write_text("a\n1\n2\n3\n")
-    row = {
-        "id": "rows",
-        "question": "How many rows does the table have?",
-        "constraints": "Count data rows.",
-        "format": "@rows[number]",
-        "files": ["t.csv"],
-        "level": "easy",
-        "answers": "@rows[3]",
-    }
-    (tmp_path / "tasks.jsonl").write_text(json.dumps(row) + "\n")
-    [task] = load_tasks(tmp_path / "tasks.jsonl")
+    task = rows_task(tmp_path)
     with serving(script()) as server:
         model = custom_model("m", f"{server.url}/v1", provider="served", max_tokens=256)
         result = run_task(
@@ -99,7 +105,6 @@ def test_a_baseline_runs_code_in_a_kernel_and_is_scored(tmp_path: Path, system: 
 
 def test_pydantic_ai_parallel_calls_share_the_kernel(tmp_path: Path) -> None:
     # two calls in one reply: pydantic-ai runs them in two threads, on one kernel
-    (tmp_path / "t.csv").write_text("a\n1\n2\n3\n")
     calls = [
         {
             "id": f"call_{i}",
@@ -112,17 +117,7 @@ def test_pydantic_ai_parallel_calls_share_the_kernel(tmp_path: Path) -> None:
         completion({"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls"),
         completion({"role": "assistant", "content": "@rows[3]"}, "stop"),
     ]
-    row = {
-        "id": "rows",
-        "question": "How many rows?",
-        "constraints": "Count data rows.",
-        "format": "@rows[number]",
-        "files": ["t.csv"],
-        "level": "easy",
-        "answers": "@rows[3]",
-    }
-    (tmp_path / "tasks.jsonl").write_text(json.dumps(row) + "\n")
-    [task] = load_tasks(tmp_path / "tasks.jsonl")
+    task = rows_task(tmp_path)
     with serving(replies) as server:
         model = custom_model("m", f"{server.url}/v1", provider="served", max_tokens=256)
         spec = ModelSpec("served/m", model)
