@@ -376,6 +376,7 @@ def run_notebook(
     workdir: str | os.PathLike[str] | None = None,
     include: Sequence[str | os.PathLike[str]] = (),
     timeout: int = 120,
+    keep_keys: bool = False,
 ) -> ExecutedNotebook:
     """Execute a copy of the notebook at ``path`` and return what it produced.
 
@@ -385,6 +386,8 @@ def run_notebook(
     temporary directory) receives the notebook, its ``data/`` folder and ``include``. Cells run
     with a ``timeout`` in seconds each. Execution stops at the first cell that raises (unless
     tagged ``raises-exception``); call ``check()`` on the result to fail on errors.
+    ``keep_keys`` passes the environment's API keys on to the kernel (a live run against a
+    hosted model; the cassette, if any, never stores them).
     """
     source = Path(path).resolve()
     chosen = cassette_for(source) if cassette == "auto" else cassette
@@ -404,7 +407,7 @@ def run_notebook(
         workdir=None if workdir is None else Path(workdir),
         include=include,
         timeout=timeout,
-        keep_keys=False,
+        keep_keys=keep_keys,
         cassette=chosen,
         mode=mode,
     )

@@ -30,6 +30,7 @@ _MAGIC_NAMES = {
         "model",
         "thinking",
         "tools",
+        "approve",
         "compact",
         "tree",
         "session",

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._gc import gc_paused
 from ..ai.thinking_levels import THINKING_LEVELS
+from .approval_policy import APPROVE_ENV, POLICY_ENTRY, ApprovalPolicy, Decision
 from .default_model import (
     LOCAL_ALIASES,
     NoModelError,
@@ -234,6 +235,7 @@ class NotebookAgent:
         if held is not None:
             copied = self._continue_in_copy(held)
             self.load_notice = f"{notice}; {copied}" if notice else copied
+        self._approval: ApprovalPolicy | None = None
 
     # --- built on first use ----------------------------------------------------------------------
     # %load_ext builds none of these: each needs the pydantic models of its layer (issue 15).
@@ -252,6 +254,7 @@ class NotebookAgent:
     @session.setter
     def session(self, session: Session) -> None:
         self._session = session
+        self._approval = None  # the other session's recorded policy applies
         if session.path is not None:
             self._session_file = session.path
 
@@ -688,6 +691,7 @@ class NotebookAgent:
         self._branch_for_cell(cell_key)
         self.update_instructions()
         self._fit_compaction(harness)
+        _ = self.approval_policy  # one set by the environment is recorded before the run
         await self._start_mcp()
         await self._append_change_summary(changes, self._run_cells.get(run.number))
         return await self._prompt(run, run.prompt)
@@ -1019,12 +1023,25 @@ class NotebookAgent:
                     self._active.view.note_stopped(f"Stopped: {verdict.reason}")
                 self._harness.abort()
             return ToolCallResult(block=True, reason=verdict.reason)
+        decision = self.approval_policy.decide(name)
+        if decision == "deny":
+            if self._active is not None:
+                self._active.view.note_policy(event.tool_call_id, name, event.input, allowed=False)
+            return ToolCallResult(
+                block=True,
+                reason=f"{name} was not run: the notebook's approval policy denies it "
+                f"(%approve {name} deny). Do without it, or tell the user what you need.",
+            )
         if name in WRITE_TOOL_NAMES:
-            return await self._approve_write(event)
+            return await self._approve_write(event, by_policy=decision == "allow")
         made = next((t for t in self.active_tools() if t.name == name), None)
         if not getattr(made, "requires_approval", False):
             return None
         run = self._active
+        if decision == "allow":
+            if run is not None:
+                run.view.note_policy(event.tool_call_id, name, event.input, allowed=True)
+            return None
         if run is None:
             return ToolCallResult(block=True, reason=f"{name} needs approval, but no run is shown")
         allowed = await run.view.request_approval(
@@ -1037,11 +1054,14 @@ class NotebookAgent:
             return ToolCallResult(block=True, reason=f"The user denied {name}")
         return None
 
-    async def _approve_write(self, event: ToolCallEvent) -> ToolCallResult | None:
+    async def _approve_write(
+        self, event: ToolCallEvent, *, by_policy: bool = False
+    ) -> ToolCallResult | None:
         """A notebook write tool: the card shows what it would do (the cell's source, a diff);
         "always allow" is remembered for the session. Several cell changes of one reply are
         decided together on one review card (:mod:`.workspace.review`). Without a frontend
-        nothing is written, so nothing is asked (the tool says what it would have done)."""
+        nothing is written, so nothing is asked (the tool says what it would have done).
+        ``by_policy``: allowed by ``%approve``, so nothing is asked either."""
         from ..harness.hooks import ToolCallResult
         from .workspace.document import DocumentError, NotebookNotConnected
 
@@ -1050,6 +1070,11 @@ class NotebookAgent:
         if not tools.needs_approval(name):
             return None
         run = self._active
+        if by_policy:
+            if run is not None:
+                run.view.note_policy(event.tool_call_id, name, event.input, allowed=True)
+            tools.approve(event.tool_call_id)
+            return None
         if run is None:
             return ToolCallResult(block=True, reason=f"{name} needs approval, but no run is shown")
         if decided is None:
@@ -1079,6 +1104,40 @@ class NotebookAgent:
             tools.allow_always(name)
         tools.approve(event.tool_call_id)
         return None
+
+    # --- the approval policy ------------------------------------------------------------------
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy:
+        """The policy recorded last in the session, with ``PI_NOTEBOOK_APPROVE`` applied over
+        it (and recorded, when it changes something)."""
+        if self._approval is None:
+            recorded = ApprovalPolicy()
+            for entry in self.session.get_entries():
+                if getattr(entry, "custom_type", None) == POLICY_ENTRY:
+                    recorded = ApprovalPolicy.from_data(getattr(entry, "data", None)) or recorded
+            self._approval = recorded
+            configured = os.environ.get(APPROVE_ENV, "").strip()
+            if configured:
+                try:
+                    wanted = recorded.merged(ApprovalPolicy.parse(configured))
+                except ValueError as exc:
+                    print(f"pi_notebook: {exc}; the approval policy is unchanged")
+                else:
+                    if wanted.rules != recorded.rules:
+                        self._record_policy(wanted)
+        return self._approval
+
+    def set_approval(self, target: str, decision: Decision) -> ApprovalPolicy:
+        """``%approve TARGET DECISION``: change the policy and record it in the session."""
+        policy = ApprovalPolicy(self.approval_policy.rules)
+        policy.set(target, decision)
+        self._record_policy(policy)
+        return policy
+
+    def _record_policy(self, policy: ApprovalPolicy) -> None:
+        self.session.append_custom(POLICY_ENTRY, policy.to_data())
+        self._approval = policy
 
     # --- facts for %model / %session -------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from ..ai.thinking_levels import THINKING_LEVELS, ThinkingLevel
+from .approval_policy import DECISIONS
 from .default_model import (
     NoModelError,
     SessionModelMissing,
@@ -677,6 +678,29 @@ class PiMagics(Magics):
             return "\n".join(done)
 
         self._now_or_queued("%tools", change)
+
+    @magic_arguments()
+    @argument("target", nargs="?", help="A tool name, or 'all'.")
+    @argument("decision", nargs="?", choices=DECISIONS, help="allow, ask or deny.")
+    @line_magic
+    def approve(self, line: str) -> None:
+        """Show the approval policy, or set it for one tool or all: allow (run without asking),
+        ask (Allow / Deny in the run view; the default) or deny (refused; the model is told).
+        Recorded in the session. PI_NOTEBOOK_APPROVE (e.g. run_python=allow) sets it from the
+        kernel's environment, for notebooks executed without anyone to click."""
+        args = _parse(self.approve, line)
+        if args.target is None:
+            print(self.pi.approval_policy.describe())
+            return
+        if args.decision is None:
+            raise UsageError("Usage: %approve [TOOL|all allow|ask|deny]")
+        if args.target != "all":
+            known = {row[0] for row in self.pi.tool_listing()}
+            if args.target not in known:
+                raise UsageError(f"No tool named {args.target!r} (see %tools list)")
+        self.pi.set_approval(args.target, args.decision)
+        scope = "every tool" if args.target == "all" else args.target
+        print(f"approval policy: {scope}: {args.decision}")
 
     def _check_addable(self, name: str) -> None:
         """Refuse a name ``%tools add`` cannot find (what ``add_tool_by_name`` would say)."""

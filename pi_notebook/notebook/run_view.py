@@ -430,6 +430,17 @@ class RunView(PiWidget):
             future.set_result(None)
         self._sync.mark("review", "status")
 
+    def note_policy(
+        self, tool_call_id: str, tool_name: str, args: Mapping[str, Any], *, allowed: bool
+    ) -> None:
+        """Show on the call's card that the approval policy answered for the user."""
+        self._channel.bind()
+        if tool_call_id not in self._running and tool_call_id not in self._finished_tools:
+            self._running_entry(tool_call_id, tool_name, args)
+        verdict = "allow" if allowed else "deny"
+        reason = f"By the approval policy (%approve {tool_name} {verdict})."
+        self._set_approval(tool_call_id, "allowed" if allowed else "denied", None, reason)
+
     def resync(self, *, full: bool = False, content: bool = True) -> None:
         """:meth:`PiWidget.resync`; ``content=False`` when the page applies the patches (it
         has the whole state already): only a stale text fallback is refreshed."""
