@@ -6,7 +6,7 @@ Each task runs as an executed notebook in a fresh kernel (``%load_ext pi_noteboo
 files in the working directory, the question in a ``%%agent --wait`` cell), next to two
 baselines on the same model and prompt: a minimal ReAct loop and pydantic-ai, each with one
 ``python`` tool in a Jupyter kernel. Answers are scored in the closed form ``@name[value]``; the
-project's own task set is ``pi_notebook/eval/tasks/dabench.jsonl``.
+project's own task set is ``pi_notebook/eval/dabench/dabench.jsonl``.
 
 Python API: ``load_tasks``, ``run_eval``, ``summarise`` / ``markdown_table`` /
 ``write_report``, ``score_answers``.
@@ -58,5 +58,5 @@ __all__ = [
     "write_report",
 ]
 
-TASK_SET = _Path(__file__).parent / "tasks" / "dabench.jsonl"
+TASK_SET = _Path(__file__).parent / "dabench" / "dabench.jsonl"
 """The project's task set."""
