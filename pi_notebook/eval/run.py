@@ -15,6 +15,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..ai.redaction import request_redactor
 from .models import ModelSpec
 from .pi_system import CassetteMode, run_pi_notebook, transcript_from_session
 from .scoring import score_answers
@@ -125,6 +126,10 @@ def run_task(
             max_tokens=spec.resolved().max_tokens,
             time_limit=time_limit,
         )
+        # a baseline's error text (an HTTP error naming its URL) must not carry the key or a
+        # URL password into the kept transcript or the report
+        scrub = request_redactor(spec.resolved()).scrub
+        transcript.error, transcript.reply = scrub(transcript.error), scrub(transcript.reply)
         record = workdir / "transcript.json"
         record.write_text(json.dumps(asdict(transcript), indent=1), encoding="utf-8")
     transcript.seconds = time.monotonic() - started

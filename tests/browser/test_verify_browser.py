@@ -4,17 +4,14 @@ names the cell that only worked because a cell below ran first and the output th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 
-from .lab import ARTIFACTS, LabNotebook, LabServer, notebook_opener, start_lab_with_labextension
+from .lab import ARTIFACTS, LabNotebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
-LABEXTENSION = Path(__file__).resolve().parents[2] / "pi_notebook" / "labextension"
 
 _JS_SET_SOURCE = """
 ([id, index, source]) => {
@@ -24,24 +21,10 @@ _JS_SET_SOURCE = """
 """
 
 
-@pytest.fixture(scope="module")
-def verify_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    if not (LABEXTENSION / "package.json").exists():
-        pytest.fail("pi_notebook/labextension is missing: run `npm run build --prefix js`")
-    with start_lab_with_labextension(tmp_path_factory.mktemp("verify-lab"), LABEXTENSION) as lab:
-        yield lab
-
-
-@pytest.fixture
-def open_verify(verify_lab: LabServer, browser: Any) -> Iterator[Callable[..., LabNotebook]]:
-    with notebook_opener(browser, verify_lab) as open_:
-        yield open_
-
-
 def test_verify_reads_the_open_notebook_and_names_out_of_order_cells(
-    open_verify: Callable[..., LabNotebook],
+    open_with_extension: Callable[..., LabNotebook],
 ) -> None:
-    nb = open_verify(
+    nb = open_with_extension(
         "verify_me.ipynb",
         ["%load_ext pi_notebook", "x = 2", "print(x * 21)", "print(y)", "y = 5", "%verify"],
     )
