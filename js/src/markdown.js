@@ -40,10 +40,12 @@ export function highlightCode(code, lang) {
 const marked = new Marked({ gfm: true, async: false });
 marked.use({
   renderer: {
-    code({ text, lang }) {
+    code({ text, lang, codeBlockStyle }) {
       const { html, language } = highlightCode(text, lang);
       const cls = language ? `hljs language-${language}` : "hljs";
-      return `<pre class="pi-code"><code class="${cls}">${html}</code></pre>\n`;
+      // A fenced block names its language as written (code_actions.js reads it); "" for none.
+      const fenced = codeBlockStyle === "indented" ? "" : ` data-lang="${escapeHtml((lang || "").trim().split(/\s+/)[0].toLowerCase())}"`;
+      return `<pre class="pi-code"${fenced}><code class="${cls}">${html}</code></pre>\n`;
     },
   },
 });

@@ -3,7 +3,8 @@
 // append-only `patch` messages; `initialize` applies them to the model's state (once per model,
 // not per view), so every view, and the notebook's saved widget state, has the whole run.
 import { formatCost, formatTokens, h } from "./dom.js";
-import { AssistantView, isBudgetStop, renderItem, renderReview } from "./items.js";
+import { decorateCodeBlocks } from "./code_actions.js";
+import { AssistantView, ToolCard, isBudgetStop, renderItem, renderReview } from "./items.js";
 import { showNotice } from "./notice.js";
 
 const STATUS_TEXT = {
@@ -15,6 +16,10 @@ const STATUS_TEXT = {
   aborted: "stopped",
   error: "error",
 };
+
+// Tool call ids of the changes the user asks for from the view ("Apply as edit"): their cards
+// have no tool call in a reply to live in.
+const USER_ACTION = "pi-user-";
 
 const LIVE = new Set(["waiting", "streaming", "running_tools", "awaiting_approval"]);
 
@@ -283,6 +288,11 @@ export class RunView {
     this.input.placeholder = live ? "Steer the running agent…" : "Ask a follow-up…";
     this.controlsEl.hidden = this.stopButton.hidden && this.input.hidden;
     this.renderRunning();
+    this.renderCodeActions();
+  }
+
+  renderCodeActions() {
+    decorateCodeBlocks(this.transcriptEl, this.model.get("controls") || {}, (message) => this.send(message));
   }
 
   renderMessages() {
@@ -307,6 +317,7 @@ export class RunView {
     }
     this.renderRunning();
     this.renderHeader();
+    this.renderCodeActions();
   }
 
   dropLive() {
@@ -336,7 +347,13 @@ export class RunView {
     const running = this.model.get("running_tools") || {};
     const canStop = Boolean((this.model.get("controls") || {}).stop_tool) && this.isLive;
     for (const [id, entry] of Object.entries(running)) {
-      const card = this.cards.get(id);
+      let card = this.cards.get(id);
+      if (!card && id.startsWith(USER_ACTION)) {
+        // a change the user asked for from this view (its own card, in transcript order)
+        card = new ToolCard(id, entry.tool_name, this.handlers);
+        this.cards.set(id, card);
+        this.transcriptEl.append(card.el);
+      }
       if (!card) continue;
       card.setRunning(entry);
       if (canStop && !card.finished) this.showToolStop(id, card);

@@ -201,6 +201,9 @@ class NotebookAgent:
         self._writer_tools: dict[str, AgentTool] | None = None
         self._reply_changes: ReplyChanges | None = None
         self._run_cells: dict[int, str | None] = {}
+        self._code_anchors: dict[int, str] = {}
+        """Per run: the cell its view's "Insert as cell" inserted last (the next goes below)."""
+        self._code_clicks = 0
         self.repeat_guard = RepeatGuard()
         """Refuses a tool call repeated with the same arguments in one run (small models loop)."""
         self._pushed: list[str] = []
@@ -593,16 +596,21 @@ class NotebookAgent:
         model_ref: str | None = None,
         thinking: ThinkingLevel | None = None,
         budget: dict[str, float] | None = None,
+        edit_cell: str | None = None,
     ) -> Run:
         """Queue a run of ``prompt``; it starts when the queue reaches it. ``budget``: this
-        run's caps (``max_cost``, ``max_tokens``, ``max_turns``) over the run defaults."""
+        run's caps (``max_cost``, ``max_tokens``, ``max_turns``) over the run defaults;
+        ``edit_cell``: the cell the run is about (default: the last cell whose latest run
+        failed), which "Apply as edit" on a reply's code block proposes to change."""
         # anywidget + ipywidgets load with the first view, not at %load_ext (bench/kernel_bench)
         from .run_view import RunView
         from .runs import Run
+        from .workspace.code_actions import edit_target
 
         view = RunView(thinking_level=thinking or "off")
         run = Run(len(self.runs) + 1, prompt, view)
         run.budget = dict(budget or {})
+        run.edit_cell = edit_cell or edit_target(self.history)
         self.runs.append(run)
         key = self.cell_key
         self._run_cells[run.number] = key[3:] if key and key.startswith("id:") else None
@@ -611,6 +619,7 @@ class NotebookAgent:
         view.on_stop_tool = self.cancel_tool_call
         view.on_steer = self.steer
         view.on_follow_up = lambda text: self._follow_up_in(run, text)
+        view.on_code_action = lambda action, source: self._code_action(run, action, source)
         future = self.enqueue(lambda: self._execute(run, key, model_ref, thinking, changes))
         run.start(lambda _run: future)
         return run
@@ -775,6 +784,9 @@ class NotebookAgent:
         self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
         self.repeat_guard.begin_run()
         run.view.set_answers_only(not self.model_calls_tools())
+        connected = self.document.connected
+        target = self._cell_words(run.edit_cell) if connected and run.edit_cell else ""
+        run.view.set_code_actions(insert=connected, edit_target=target)
         if self._harness is not None and self._pushed != [t.name for t in self.offered_tools()]:
             self._push_tools()  # a frontend connected or went away, or the model changed
         try:
@@ -834,6 +846,94 @@ class NotebookAgent:
             for view in self._unsaved_views:
                 view.note_saved()
             self._unsaved_views.clear()
+
+    def _cell_words(self, cell_id: str) -> str:
+        """A cell as the "Apply as edit" button names it: its last execution count here."""
+        count = self._kernel_count(cell_id)
+        return f"In [{count}]" if count is not None else f"cell {cell_id[:8]}"
+
+    async def _code_action(self, run: Run, action: str, source: str) -> None:
+        """The user clicked "Insert as cell" or "Apply as edit" on a code block of ``run``'s
+        replies (:mod:`.workspace.code_actions`): an insert happens at once (the click is the
+        approval), an edit waits for Allow on its card; what was applied goes to the session."""
+        from .workspace.code_actions import action_message, propose_edit
+        from .workspace.document import DocumentError, NotebookNotConnected
+
+        view, tools = run.view, self.write_tools
+        self._code_clicks += 1
+        call_id = f"pi-user-{action}-{self._code_clicks}"
+        if action == "insert":
+            after = self._code_anchors.get(run.number)
+            if after is None:
+                own = tools.run_number == run.number
+                after = tools.anchor_cell_id if own else self._run_cells.get(run.number)
+            try:
+                cell_id, after, note = await tools.place_cell(source, "code", None, after)
+            except (DocumentError, NotebookNotConnected) as exc:
+                view.add_note("Insert as cell: nothing was inserted", str(exc))
+                return
+            self._code_anchors[run.number] = cell_id
+            if tools.run_number == run.number:  # the agent's next insert goes below it
+                tools.anchor_cell_id = cell_id
+            where = f"below cell {after}" if after is not None else "at the end of the notebook"
+            text, details = action_message("insert", cell_id, source, after=after)
+            view.add_action_result(
+                call_id,
+                "insert_cell",
+                f"Inserted code cell {cell_id} {where}{note}. It has not run yet.",
+                details,
+                {
+                    "title": f"Insert a code cell {where}",
+                    "language": "python",
+                    "source": source,
+                    "diff": "",
+                    "always": False,
+                },
+                'By your click on "Insert as cell".',
+            )
+            self._record_action(text, details)
+            return
+        target = run.edit_cell
+        if target is None:
+            view.add_note("Apply as edit: nothing to do", "This run is about no cell to edit.")
+            return
+        proposal = await propose_edit(tools, target, source)
+        if isinstance(proposal, str):
+            view.add_note("Apply as edit: nothing to do", proposal)
+            return
+        args = {"cell_id": target, "source": source}
+        allowed = await view.request_approval(
+            call_id, "edit_cell", args, timeout=self.approval_timeout, preview=proposal.preview
+        )
+        if not allowed:
+            view.finish_action(call_id, "edit_cell", "Not applied: the notebook is unchanged.")
+            return
+        try:
+            await tools.document.edit_cell(target, source)
+        except (DocumentError, NotebookNotConnected) as exc:
+            refused = f"The notebook refused: {exc} Nothing was changed."
+            view.finish_action(call_id, "edit_cell", refused, is_error=True)
+            return
+        text, details = action_message("edit", target, source, old=proposal.cell.source)
+        done = f"Edited cell {target}. It has not run since the edit."
+        view.finish_action(call_id, "edit_cell", done, details)
+        self._record_action(text, details)
+
+    def _record_action(self, text: str, details: dict[str, Any]) -> None:
+        """Write what the user applied from a reply to the session, after what is queued (a
+        live run's entries first), so the model's next context and ``%tree`` know of it."""
+        from .workspace.code_actions import CUSTOM_TYPE
+
+        async def record() -> None:
+            from ..harness.session import SessionWriteError
+
+            if self.read_only is not None:
+                return
+            with contextlib.suppress(SessionWriteError):  # kept in memory, written later
+                self.session.append_custom_message(CUSTOM_TYPE, text, display=True, details=details)
+            self.refresh_tree_views()
+
+        self.enqueue(record)
 
     def _follow_up_in(self, run: Run, text: str) -> None:
         """The view's box after its run ended: continue in the same view."""

@@ -277,7 +277,7 @@ class PiMagics(Magics):
         names = [t.name for t in self.pi.offered_tools()]  # what the model will get
         prompt = fix_prompt(record, instructions, tool_names=names)
         self.pi.refresh_function_tools()
-        run = self.pi.start_run(prompt, model_ref=args.model)
+        run = self.pi.start_run(prompt, model_ref=args.model, edit_cell=record.cell_id)
         run.view.show()
 
     @magic_arguments()

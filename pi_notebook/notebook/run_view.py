@@ -207,6 +207,10 @@ class RunView(PiWidget):
     on_open_tree: Callback[Callable[[], object]] = Callback(
         "Called when the user asks for the session tree."
     )
+    on_code_action: Callback[Callable[[str, str], object]] = Callback(
+        'Called with ("insert" or "edit", the code) when the user clicks "Insert as cell" or '
+        '"Apply as edit" on a runnable code block of a reply (the view checked it is one).'
+    )
 
     def __init__(
         self,
@@ -251,6 +255,8 @@ class RunView(PiWidget):
         self._thinking_level = thinking_level
         self._answers_only = False
         self._compaction = ""
+        self._code_insert = False
+        self._code_edit = ""
         self._terminal: RunStatus | None = None
         self._replies_this_run = 0
         self._last_reply_stamp: object = None
@@ -290,6 +296,53 @@ class RunView(PiWidget):
         if answers_only != self._answers_only:
             self._answers_only = answers_only
             self._sync.mark("header")
+
+    def set_code_actions(self, *, insert: bool, edit_target: str = "") -> None:
+        """Offer "Insert as cell" on the replies' runnable code blocks (``insert``: a notebook
+        frontend is connected), and "Apply as edit" of the cell ``edit_target`` names (``""``:
+        none). Shown only while ``on_code_action`` is set."""
+        if (insert, edit_target) != (self._code_insert, self._code_edit):
+            self._code_insert, self._code_edit = insert, edit_target
+            self._sync.mark("controls")
+
+    def add_action_result(
+        self,
+        tool_call_id: str,
+        tool_name: str,
+        text: str,
+        details: Mapping[str, Any] | None,
+        preview: ApprovalPreview,
+        reason: str,
+    ) -> None:
+        """Show a change the user made from the view (e.g. "Insert as cell") as a finished
+        tool card: what it did, and ``reason`` as how it was approved."""
+        self._channel.bind()
+        self._previews[tool_call_id] = preview
+        self._running_entry(tool_call_id, tool_name, {})
+        self._set_approval(tool_call_id, "allowed", None, reason)
+        self.finish_action(tool_call_id, tool_name, text, details)
+
+    def finish_action(
+        self,
+        tool_call_id: str,
+        tool_name: str,
+        text: str,
+        details: Mapping[str, Any] | None = None,
+        *,
+        is_error: bool = False,
+    ) -> None:
+        """End the card of a user's action (one :meth:`request_approval` opened) with its
+        result."""
+        content = [{"type": "text", "text": text}]
+        self._finish_tool(tool_call_id, tool_name, content, details, is_error)
+        self._sync.mark("status")
+
+    def add_note(self, title: str, text: str) -> None:
+        """A note in the transcript (Markdown ``text`` under a one-line ``title``)."""
+        self._channel.bind()
+        self._append(
+            {"kind": "note", "id": self._new_id(), "role": "note", "title": title, "text": text}
+        )
 
     def note_queued(self, kind: str, text: str) -> None:
         """Show a steering or follow-up message as queued until the run injects it (the steer box
@@ -922,6 +975,8 @@ class RunView(PiWidget):
             "steer": self.on_steer is not None,
             "follow_up": self.on_follow_up is not None,
             "tree": self.on_open_tree is not None,
+            "insert_code": self.on_code_action is not None and self._code_insert,
+            "edit_code": self._code_edit if self.on_code_action is not None else "",
         }
 
     def _callbacks_changed(self) -> None:
@@ -989,6 +1044,8 @@ class RunView(PiWidget):
             self._stop_tool(str(message.get("tool_call_id")))
         elif kind == "expand":
             self._expand(str(message.get("tool_call_id")))
+        elif kind == "code_action":
+            self._code_action(message)
         elif kind == "open_tree":
             self._channel.call("Open the session tree", self.on_open_tree)
         elif kind == "dismiss_notice":
@@ -998,6 +1055,30 @@ class RunView(PiWidget):
             self.send_state(list(self.content_traits))
         else:
             self._set_notice(f"Ignored an unknown widget request {kind!r}.")
+
+    def _code_action(self, message: dict[str, Any]) -> None:
+        """A click on a code block's button: acted on only for a runnable code block of one of
+        this view's replies, and only where the view offers that action."""
+        from .workspace.code_actions import code_blocks
+
+        action, source = message.get("action"), message.get("source")
+        offered = {
+            "insert": self._controls()["insert_code"],
+            "edit": bool(self._controls()["edit_code"]),
+        }
+        if not isinstance(source, str) or not offered.get(str(action)):
+            self._set_notice("Ignored a code action this view does not offer.")
+            return
+        item = next((i for i in self._items if i["id"] == message.get("item_id")), None)
+        blocks = [] if item is None or item["kind"] != "assistant" else item["blocks"]
+        text = "\n".join(b["text"] for b in blocks if b["type"] == "text")
+        if not any(block.rstrip() == source.rstrip() for block in code_blocks(text)):
+            self._set_notice(
+                "Ignored a code action: that code is not a block of this run's replies."
+            )
+            return
+        label = "Insert as cell" if action == "insert" else "Apply as edit"
+        self._channel.call(label, self.on_code_action, str(action), source.rstrip())
 
     def _send_text(self, text: str, *, steer: bool) -> None:
         kind: Literal["steer", "follow_up"] = "steer" if steer else "follow_up"

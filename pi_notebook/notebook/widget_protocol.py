@@ -58,6 +58,7 @@ __all__ = [
     "BlockEdit",
     "BudgetMeterRow",
     "ChangeReview",
+    "CodeActionRequest",
     "CompactRequest",
     "DismissNoticeRequest",
     "ExpandReply",
@@ -172,6 +173,11 @@ class RunControls(TypedDict):
     steer: bool
     follow_up: bool
     tree: bool
+    insert_code: bool
+    """Runnable code blocks of the replies get "Insert as cell" (``CodeActionRequest``)."""
+    edit_code: str
+    """They get "Apply as edit" of this cell (words naming it, e.g. ``cell 3f2a…``); ``""``:
+    no cell to edit."""
 
 
 class ImageData(TypedDict):
@@ -411,6 +417,18 @@ class ResyncRequest(TypedDict):
     type: Literal["resync"]
 
 
+class CodeActionRequest(TypedDict):
+    """A click on "Insert as cell" or "Apply as edit" under a fenced code block of a reply
+    (python or unlabelled); the kernel acts only on code that is a block of that reply."""
+
+    type: Literal["code_action"]
+    action: Literal["insert", "edit"]
+    item_id: str
+    """The reply (an :class:`AssistantItem`'s ``id``)."""
+    source: str
+    """The block's code."""
+
+
 class OpenTreeRequest(TypedDict):
     type: Literal["open_tree"]
 
@@ -427,6 +445,7 @@ RunRequest: TypeAlias = (
     | ApprovalReply
     | ReviewReply
     | ExpandRequest
+    | CodeActionRequest
     | OpenTreeRequest
     | DismissNoticeRequest
     | ResyncRequest

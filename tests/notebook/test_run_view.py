@@ -476,6 +476,8 @@ async def test_controls_show_which_callbacks_are_set() -> None:
         "steer": False,
         "follow_up": False,
         "tree": False,
+        "insert_code": False,
+        "edit_code": "",
     }
     view.on_stop = lambda: None
     view.on_open_tree = lambda: None
@@ -486,10 +488,19 @@ async def test_controls_show_which_callbacks_are_set() -> None:
         "steer": False,
         "follow_up": False,
         "tree": True,
+        "insert_code": False,
+        "edit_code": "",
     }
     view.on_stop = None
     view.flush()
     assert view.controls["stop"] is False
+    # the code blocks' buttons: offered by the owner, shown only with a callback to take them
+    view.set_code_actions(insert=True, edit_target="In [3]")
+    view.flush()
+    assert (view.controls["insert_code"], view.controls["edit_code"]) == (False, "")
+    view.on_code_action = lambda action, source: None
+    view.flush()
+    assert (view.controls["insert_code"], view.controls["edit_code"]) == (True, "In [3]")
     with pytest.raises(TypeError, match="callable"):
         view.on_steer = "nope"  # type: ignore[assignment]
 

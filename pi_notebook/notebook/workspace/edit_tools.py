@@ -178,6 +178,11 @@ class WriteTools:
             self._run_number = run_number
             self.anchor_cell_id = agent_cell_id
 
+    @property
+    def run_number(self) -> int | None:
+        """The run whose inserts :attr:`anchor_cell_id` places."""
+        return self._run_number
+
     def needs_approval(self, tool_name: str) -> bool:
         """Whether a call must be approved: nothing to approve without a frontend (the tool
         only reports what it would have done), for a tool always allowed, or for a cell that
@@ -236,7 +241,7 @@ class WriteTools:
             }
         cell = await self._cell(str(args.get("cell_id", "")))
         language = "markdown" if cell.cell_type == "markdown" else "python"
-        label = self._label(cell)
+        label = self.describe_cell(cell)
         if tool_name == "edit_cell":
             new = str(args.get("source", ""))
             return {
@@ -269,10 +274,10 @@ class WriteTools:
         cell = next((c for c in cells if c.id == self.anchor_cell_id), None)
         if cell is None:
             return "at the end of the notebook"
-        return f"below {self._label(cell)}"
+        return f"below {self.describe_cell(cell)}"
 
     @staticmethod
-    def _label(cell: DocumentCell) -> str:
+    def describe_cell(cell: DocumentCell) -> str:
         count = f"In [{cell.execution_count}] " if cell.execution_count is not None else ""
         first = next((line for line in cell.source.splitlines() if line.strip()), "")
         first = first if len(first) <= 40 else first[:39] + "…"
@@ -438,21 +443,9 @@ class WriteTools:
     ) -> AgentToolResult:
         source = str(params["source"])
         cell_type = cast(CellType, params.get("cell_type") or "code")
-        after = self.anchor_cell_id
-        note = ""
-        try:
-            cell_id = await self.document.insert_cell(
-                source, after_cell_id=after, cell_type=cell_type, cell_id=new_cell_id(call_id)
-            )
-        except DocumentError:
-            if after is None:
-                raise
-            # the cell it should follow was deleted meanwhile: the end, never the cursor
-            cell_id = await self.document.insert_cell(
-                source, after_cell_id=None, cell_type=cell_type, cell_id=new_cell_id(call_id)
-            )
-            note = " (the cell it should follow is gone, so it went to the end)"
-            after = None
+        cell_id, after, note = await self.place_cell(
+            source, cell_type, new_cell_id(call_id), self.anchor_cell_id
+        )
         self.anchor_cell_id = cell_id
         where = f"below cell {after}" if after is not None else "at the end of the notebook"
         language = "markdown" if cell_type == "markdown" else "python"
@@ -487,6 +480,27 @@ class WriteTools:
             else "Markdown cells do not run."
         )
         return _text_result(f"{inserted} {run_hint}\n" + _fence(source, language), detail)
+
+    async def place_cell(
+        self, source: str, cell_type: CellType, cell_id: str | None, after: str | None
+    ) -> tuple[str, str | None, str]:
+        """Insert a cell below ``after`` (None: at the end), or at the end when that cell is
+        gone, never at the user's cursor; ``cell_id`` is the id asked for (None: the
+        frontend's). Returns the new cell's id, the cell it follows and a note on where it
+        went when that is not where it was asked to go."""
+        try:
+            made = await self.document.insert_cell(
+                source, after_cell_id=after, cell_type=cell_type, cell_id=cell_id
+            )
+        except DocumentError:
+            if after is None:
+                raise
+            # the cell it should follow was deleted meanwhile: the end, never the cursor
+            made = await self.document.insert_cell(
+                source, after_cell_id=None, cell_type=cell_type, cell_id=cell_id
+            )
+            return made, None, " (the cell it should follow is gone, so it went to the end)"
+        return made, after, ""
 
     async def _edit(
         self, _call: str, params: dict[str, Any], _signal: AbortSignal | None
