@@ -381,6 +381,10 @@ class AgentHarness:
         self._last_run_messages: list[AgentMessage] = []
         self._overflow_recovery_attempted = False
         """An overflowed request was compacted and sent again since the last good reply."""
+        self.defer_threshold_compaction = False
+        """Leave the compaction a finished run's size calls for to :meth:`settle` (or to the
+        check before the next prompt), so the prompt returns its reply without waiting for a
+        summary. An overflow is still compacted and retried within the run."""
         self._budget: BudgetSettings | None = None
         """The caps the session stores, read on first use."""
         self._meter: BudgetMeter | None = None
@@ -1163,7 +1167,9 @@ class AgentHarness:
         all_messages = list(messages)
         while not controller.signal.aborted:
             reply = _last_assistant(messages)
-            if reply is None or not await self._check_and_compact(reply, controller.signal):
+            if reply is None or not await self._check_and_compact(
+                reply, controller.signal, defer_threshold=self.defer_threshold_compaction
+            ):
                 break
             snapshot = await self._snapshot()
             if snapshot.messages and snapshot.messages[-1].role != "assistant":
@@ -1177,11 +1183,17 @@ class AgentHarness:
         return all_messages
 
     async def _check_and_compact(
-        self, reply: AssistantMessage, signal: AbortSignal, *, skip_aborted: bool = True
+        self,
+        reply: AssistantMessage,
+        signal: AbortSignal,
+        *,
+        skip_aborted: bool = True,
+        defer_threshold: bool = False,
     ) -> bool:
         """pi 1.6's ``_checkCompaction`` for ``reply`` (:func:`check_compaction`), acted on:
         returns whether another run should follow (an overflow to retry, or queued messages
-        after a compaction)."""
+        after a compaction). ``defer_threshold``: a compaction for size alone is left for
+        later (:attr:`defer_threshold_compaction`)."""
         check: CompactionCheck | None = check_compaction(
             reply,
             self._session,
@@ -1190,7 +1202,7 @@ class AgentHarness:
             recovery_attempted=self._overflow_recovery_attempted,
             skip_aborted=skip_aborted,
         )
-        if check is None:
+        if check is None or (defer_threshold and check.reason == "threshold"):
             return False
         if check.recovery_failed is not None:
             _log.warning("automatic compaction: %s", check.recovery_failed)
@@ -1250,6 +1262,15 @@ class AgentHarness:
         return will_retry or bool(self._steer or self._follow_up)
 
     # --- compaction ------------------------------------------------------------------------------
+
+    async def settle(self) -> None:
+        """Compact now if the branch's last reply calls for it: the check the next prompt
+        makes first, for a caller that deferred a run's compaction
+        (:attr:`defer_threshold_compaction`). Raises ``AgentHarnessError`` ``busy``."""
+        async with self._operation_scope("compaction") as controller:
+            last = _last_assistant(self._session.build_context().messages)
+            if last is not None:
+                await self._check_and_compact(last, controller.signal, skip_aborted=False)
 
     async def compact(self, custom_instructions: str | None = None) -> CompactionResult:
         """Compact the current branch now (with ``custom_instructions`` as extra focus).

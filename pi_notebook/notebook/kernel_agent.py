@@ -108,6 +108,10 @@ def _thinking_level(value: str) -> ThinkingLevel:
 _SUMMARY_SHARE = 0.8
 """The part of the reserve a history summary may use (the harness's compaction)."""
 _MIN_KEEP = 256
+_KEEP_SHARE = 0.5
+"""Of the room a compacted context has for the conversation, the part kept verbatim: the rest
+is for the turns that follow, so the next compaction is turns away, not one (at 4k a turn of
+a few hundred tokens filled what a 90% share left)."""
 
 
 def _compaction_for(model: Model, overhead: int = 0) -> CompactionSettings:
@@ -115,7 +119,8 @@ def _compaction_for(model: Model, overhead: int = 0) -> CompactionSettings:
     would compact a 4k-token model (the embedded local one) after every turn. ``overhead`` is
     the size of what every request carries besides the conversation (system prompt, tools):
     the kept part is cut so that it, the overhead and the summary fit under the threshold, or
-    each compaction would leave the context over the line and the next turn compact again."""
+    each compaction would leave the context over the line and the next turn compact again;
+    and only a share of what is left, so that the turns after a compaction have room."""
     from ..harness.compaction import CompactionSettings
 
     pi = CompactionSettings()
@@ -127,7 +132,8 @@ def _compaction_for(model: Model, overhead: int = 0) -> CompactionSettings:
     return CompactionSettings(
         reserve_tokens=reserve,
         keep_recent_tokens=max(
-            _MIN_KEEP, min(pi.keep_recent_tokens, model.context_window // 2, room * 9 // 10)
+            _MIN_KEEP,
+            min(pi.keep_recent_tokens, model.context_window // 2, int(room * _KEEP_SHARE)),
         ),
     )
 
@@ -185,6 +191,12 @@ class NotebookAgent:
         self._harness: AgentHarness | None = None
         self._mcp_closing: asyncio.Future[None] | None = None
         self._tail: asyncio.Future[Any] | None = None
+        self._background: asyncio.Future[None] | None = None
+        """The compaction a finished run called for, running after it (:meth:`_settle_after`):
+        the next queued operation waits for it, ``wait()`` (``%%agent --wait``) does not."""
+        self._no_room: tuple[str, int, str] | None = None
+        """(model, request overhead, what to tell the user) after a compaction that could not
+        bring the context under the line: the next run starts only if its request fits."""
         self._inline: list[asyncio.Future[Any]] = []
         self._active: Run | None = None
         self._cell_starts: dict[str, str | None] = {}
@@ -452,6 +464,8 @@ class NotebookAgent:
             compaction=_compaction_for(model),
         )
         harness.on("tool_call", self._approve_tool_call)
+        harness.defer_threshold_compaction = True  # done after the run: _settle_after
+        harness.subscribe(self._check_room)
         return harness
 
     def _call_model(
@@ -546,6 +560,9 @@ class NotebookAgent:
         async def step() -> T:
             if previous is not None:
                 await asyncio.wait([previous])
+            background = self._background
+            if background is not None and not background.done():
+                await asyncio.wait([background])  # one harness operation at a time
             return await operation()
 
         future = asyncio.ensure_future(step())
@@ -557,14 +574,19 @@ class NotebookAgent:
         self._waiters += 1  # a cell waits for the run: the run cannot ask to run cells now
         try:
             while self._tail is not None and not self._tail.done():
-                await asyncio.wait([asyncio.shield(self._tail)])
+                shielded = asyncio.shield(self._tail)
+                await asyncio.wait([shielded])
+                if not shielded.cancelled():
+                    shielded.exception()  # reported by its run (its view), not as unretrieved
         finally:
             self._waiters -= 1
         return self.last_run.result if self.last_run is not None else None
 
     @property
     def busy(self) -> bool:
-        return self._tail is not None and not self._tail.done()
+        """Something is queued or running (a compaction after a run included)."""
+        queued = self._tail is not None and not self._tail.done()
+        return queued or (self._background is not None and not self._background.done())
 
     def run_inline(self, future: asyncio.Future[Any]) -> None:
         """Mark an operation that started with nothing queued before it: the cell that queued
@@ -700,6 +722,9 @@ class NotebookAgent:
         self._branch_for_cell(cell_key)
         self.update_instructions()
         self._fit_compaction(harness)
+        refusal = self._no_room_for(harness, run.prompt)
+        if refusal is not None:
+            raise RuntimeError(refusal)
         _ = self.approval_policy  # one set by the environment is recorded before the run
         await self._start_mcp()
         await self._append_change_summary(changes, self._run_cells.get(run.number))
@@ -721,14 +746,80 @@ class NotebookAgent:
     def _fit_compaction(self, harness: AgentHarness) -> None:
         """Size the compaction for the model and what each request carries besides the
         conversation (a model switch, tools or instructions changed since the last run)."""
+        harness.compaction_settings = _compaction_for(harness.model, self._overhead(harness))
+
+    def _overhead(self, harness: AgentHarness) -> int:
+        """Tokens each request spends on the system prompt and the tools offered."""
         from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
 
         prompt = self.session.build_context().system_prompt
         if prompt is None:
             configured = harness.system_prompt
             prompt = configured if isinstance(configured, str) else DEFAULT_SYSTEM_PROMPT
-        overhead = _request_overhead(prompt, self.offered_tools(harness.model))
-        harness.compaction_settings = _compaction_for(harness.model, overhead)
+        return _request_overhead(prompt, self.offered_tools(harness.model))
+
+    def _check_room(self, event: object) -> None:
+        """A harness listener: after an automatic compaction, whether the context is under the
+        line now. When it is not, compacting again would cost another summary each turn and
+        free nothing: the live run stops, the view says what to do, and the next run starts
+        only if its request fits (:meth:`_no_room_for`)."""
+        if getattr(event, "type", None) != "compaction_end":
+            return
+        after = getattr(event, "tokens_after", None)
+        harness = self._harness
+        if harness is None or getattr(event, "result", None) is None or after is None:
+            return
+        overhead = self._overhead(harness)
+        words = _no_room_words(harness, after + overhead, overhead)
+        if words is None:
+            self._no_room = None
+            return
+        model = harness.model
+        self._no_room = (f"{model.provider}/{model.id}", overhead, words)
+        run = self._active or self.last_run
+        if getattr(event, "reason", None) == "manual":
+            return  # %compact says so itself; the next run is held to the line all the same
+        if run is not None:
+            run.view.note_stopped(words)
+        if self._active is not None:
+            harness.abort()
+
+    def _no_room_for(self, harness: AgentHarness, prompt: str) -> str | None:
+        """Why a run cannot start: a compaction left the context over the line, and with this
+        prompt the request still is (the same model and tools). None: it may start."""
+        if self._no_room is None:
+            return None
+        model, overhead, _words = self._no_room
+        now = self._overhead(harness)
+        if model != f"{harness.model.provider}/{harness.model.id}" or now != overhead:
+            self._no_room = None  # another model or other tools: the line moved
+            return None
+        words = _no_room_words(harness, _compacted_size(harness, prompt) + now, now)
+        if words is None:
+            self._no_room = None
+        return words
+
+    def _settle_after(self, run: Run) -> None:
+        """Compact after a run if its size calls for it, off the run's path: the run's reply
+        is out and ``%%agent --wait`` returns at once; the next queued operation (the next
+        run, a ``%model``) waits for the compaction, which shows in ``run``'s view."""
+        harness = self._harness
+        if harness is None or harness.phase != "idle":
+            return
+        from ..harness import AgentHarnessError
+
+        async def settle() -> None:
+            unsubscribe = harness.subscribe(run.view.handle)
+            try:
+                await harness.settle()
+            except AgentHarnessError as exc:  # reported on compaction_end, in the view
+                run.view.note_stopped(f"Compacting after the run failed: {exc}")
+            finally:
+                unsubscribe()
+                self._note_session_writes(run)
+                self.refresh_tree_views()
+
+        self._background = asyncio.ensure_future(settle())
 
     async def prepare_run(self) -> None:
         """Import what a run needs beyond ``%load_ext`` (:data:`RUN_MODULES`) and make the
@@ -811,6 +902,7 @@ class NotebookAgent:
             self.refresh_tree_views()
             for _kind, late in run.take_pending():  # sent as the run ended: the next prompts
                 self._follow_up_in(run, late)
+            self._settle_after(run)
 
     def _watch_writes(self, run: Run, event: object) -> None:
         """A listener of the run's events: after each saved message, how the file stands; a
@@ -975,6 +1067,10 @@ class NotebookAgent:
         when there is neither."""
         run = self._target_run()
         if run is None:
+            if self._background is not None and not self._background.done():
+                assert self._harness is not None
+                self._harness.abort()  # the compaction after the last run
+                return True
             return False
         if run is self._active and self._harness is not None:
             self._harness.abort()
@@ -1435,6 +1531,35 @@ class NotebookAgent:
                 asyncio.run(self.mcp.aclose())
             else:
                 self._mcp_closing = asyncio.ensure_future(self.mcp.aclose())
+
+
+def _no_room_words(harness: AgentHarness, tokens: int, overhead: int) -> str | None:
+    """What to tell the user when a request of about ``tokens`` tokens (``overhead`` of them
+    the instructions and tools) is over the compaction line; None when it is under."""
+    window = harness.model.context_window
+    reserve = harness.compaction_settings.reserve_tokens
+    line = window - reserve
+    if window <= 0 or tokens <= line:
+        return None
+    return (
+        f"The context is still about {tokens:,} tokens after compacting ({overhead:,} of them "
+        f"the instructions and tools), over the {line:,} this model takes before it compacts "
+        f"(a {window:,}-token window, {reserve:,} kept for the reply); compacting again would "
+        "not make room, so the run stops. Use a model with a larger window, redo the "
+        "compaction keeping less of the latest turns (%compact --keep 0), offer fewer tools "
+        "(%tools remove NAME), or start a new session (%session new)."
+    )
+
+
+def _compacted_size(harness: AgentHarness, prompt: str) -> int:
+    """About how many tokens the session's context and ``prompt`` hold, by their text alone
+    (as a compaction's ``tokens_after``): a reply's usage kept from before a compaction would
+    count what the compaction removed."""
+    from ..ai.types import UserMessage
+    from ..harness.tokens import estimate_tokens
+
+    messages = [*harness.session.build_context().messages, UserMessage(content=prompt)]
+    return sum(estimate_tokens(m) for m in messages)
 
 
 def _request_size(harness: AgentHarness, prompt: str) -> int:

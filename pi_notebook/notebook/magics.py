@@ -15,6 +15,7 @@ local model's start) begin at once and a typed line is followed by a wait for th
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import re
 import shlex
@@ -728,18 +729,48 @@ class PiMagics(Magics):
 
     @magic_arguments()
     @argument("instructions", nargs="*", help="What the summary should focus on.")
+    @argument(
+        "--keep",
+        type=int,
+        metavar="TOKENS",
+        help="Keep about this many tokens of the latest turns verbatim (default: sized for the "
+        "model's window); fewer leaves more room. Right after a compaction it redoes that one.",
+    )
     @line_magic
     def compact(self, line: str) -> None:
         """Summarise older turns to free the context window (nothing is deleted from the file)."""
-        instructions = line.strip() or None
+        args = _parse(self.compact, line)
+        instructions = " ".join(args.instructions).strip() or None
+        if args.keep is not None and args.keep < 0:
+            raise UsageError("%compact --keep takes a number of tokens, 0 or more")
         self._writable()
         if not self.pi.busy:
             self._harness_or_usage()
 
         async def run() -> str:
             harness = self._harness_or_usage()
-            result = await harness.compact(custom_instructions=instructions)
-            return f"Compacted: the summary replaces about {result.tokens_before:,} tokens."
+            settings = harness.compaction_settings
+            session = harness.session
+            redone = None
+            if args.keep is not None:
+                harness.compaction_settings = dataclasses.replace(
+                    settings, keep_recent_tokens=args.keep
+                )
+                branch = session.get_branch()
+                if branch and branch[-1].type == "compaction":
+                    # right after a compaction: redo it keeping less (a sibling of the first)
+                    redone = branch[-1].id
+                    session.set_leaf(branch[-1].parent_id)
+            try:
+                result = await harness.compact(custom_instructions=instructions)
+            except BaseException:
+                if redone is not None:
+                    session.set_leaf(redone)
+                raise
+            finally:
+                harness.compaction_settings = settings
+            again = " (the previous compaction redone)" if redone is not None else ""
+            return f"Compacted{again}: the summary replaces about {result.tokens_before:,} tokens."
 
         self._report("%compact", run)
 

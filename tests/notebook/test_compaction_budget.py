@@ -73,7 +73,8 @@ def test_one_compaction_gets_under_the_threshold(window: int, overhead: int) -> 
 
 def test_the_window_alone_left_an_8k_context_over_the_line() -> None:
     model = _model(8192)
-    unaware = _compaction_for(model)  # no overhead counted: the settings before
+    # the settings before: scaled by the window alone (a quarter reserved, half kept)
+    unaware = CompactionSettings(reserve_tokens=8192 // 4, keep_recent_tokens=8192 // 2)
     threshold = 8192 - unaware.reserve_tokens
     summary = min(int(0.8 * unaware.reserve_tokens), model.max_tokens)
     assert _after_compaction(unaware, _long_session(turns=30), summary) > threshold
