@@ -5,9 +5,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { RUNNABLE_LANGUAGES } from "../src/code_actions.js";
 import { RunView } from "../src/run_view.js";
 import { FakeModel } from "./fake_model.js";
+import { USAGE, baseState } from "./run_state.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url.replace(/^[a-z]+:\/\/[^/]*/, "file://")));
-const USAGE = { input: 10, output: 5, cache_read: 0, cache_write: 0, total_tokens: 15, cost: 0 };
 const REPLY = [
   "Load it like this:",
   "",
@@ -33,20 +33,8 @@ const REPLY = [
 const assistant = (id, text, stop_reason = "stop") => ({ kind: "assistant", id, blocks: [{ type: "text", text }], stop_reason, error_message: null, model: "faux/faux-1", usage: USAGE });
 
 function state(controls, messages = [assistant("m1", REPLY)], extra = {}) {
-  return {
-    status: "done",
-    header: { model: "faux/faux-1", thinking_level: "off", usage: USAGE, context_tokens: 0, context_window: 0, answers_only: false, compaction: "" },
-    messages,
-    current: {},
-    stalled_ms: 0,
-    patch_seq: 0,
-    running_tools: {},
-    queued: [],
-    notice: "",
-    error: "",
-    controls: { stop: true, stop_tool: true, steer: true, follow_up: true, tree: true, ...controls },
-    ...extra,
-  };
+  const base = baseState();
+  return { ...base, status: "done", messages, controls: { ...base.controls, stop_tool: true, ...controls }, ...extra };
 }
 
 const views = [];

@@ -1,25 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import widget, { RunView, applyPatch } from "../src/run_view.js";
 import { FakeModel } from "./fake_model.js";
-
-const USAGE = { input: 1200, output: 340, cache_read: 0, cache_write: 0, total_tokens: 1540, cost: 0.0123 };
-
-function baseState(overrides = {}) {
-  return {
-    status: "waiting",
-    header: { model: "faux/faux-1", thinking_level: "off", usage: { ...USAGE }, context_tokens: 1540, context_window: 10_000, answers_only: false, compaction: "" },
-    messages: [],
-    current: {},
-    stalled_ms: 0,
-    patch_seq: 0,
-    running_tools: {},
-    queued: [],
-    notice: "",
-    error: "",
-    controls: { stop: true, steer: true, follow_up: true, tree: true },
-    ...overrides,
-  };
-}
+import { USAGE, baseState } from "./run_state.js";
 
 const views = [];
 function mount(state) {
