@@ -812,7 +812,7 @@ class NotebookAgent:
             unsubscribe = harness.subscribe(run.view.handle)
             try:
                 await harness.settle()
-            except AgentHarnessError as exc:  # reported on compaction_end, in the view
+            except AgentHarnessError as exc:  # busy: something else began first
                 run.view.note_stopped(f"Compacting after the run failed: {exc}")
             finally:
                 unsubscribe()

@@ -1062,10 +1062,8 @@ class RunView(PiWidget):
         from .workspace.code_actions import code_blocks
 
         action, source = message.get("action"), message.get("source")
-        offered = {
-            "insert": self._controls()["insert_code"],
-            "edit": bool(self._controls()["edit_code"]),
-        }
+        controls = self._controls()
+        offered = {"insert": controls["insert_code"], "edit": bool(controls["edit_code"])}
         if not isinstance(source, str) or not offered.get(str(action)):
             self._set_notice("Ignored a code action this view does not offer.")
             return

@@ -151,3 +151,53 @@ def test_a_compaction_that_cannot_make_room_stops_the_run(tmp_path: Path) -> Non
     summaries = [i for i, s in enumerate(report["seen"]) if s[0] == "summary"]
     turns_after = [s for s in report["seen"][summaries[0] :] if s[0] == "turn"]
     assert len(turns_after) == 1  # refused runs sent nothing; the last one did
+
+
+MID_RUN = """\
+import json
+import pi_notebook
+from pi_notebook.ai import Model, faux_assistant_message, faux_tool_call, register_faux_provider
+from pi_notebook.harness.prompts import SUMMARIZATION_SYSTEM_PROMPT
+model = Model(id="w", name="w", api="x", provider="x", context_window=4096, max_tokens=1024)
+faux = register_faux_provider(provider="win", models=[model])
+seen = []
+def step(context, options, state, model):
+    if context.system_prompt == SUMMARIZATION_SYSTEM_PROMPT:
+        seen.append("summary")
+        return faux_assistant_message("## Goal\\nRead the pages.\\n## Progress\\n" + "noted " * 40)
+    seen.append("turn")
+    return faux_assistant_message([faux_tool_call("page", {"n": len(seen)})])
+faux.set_responses([step] * 20)
+def page(n: int) -> str:
+    return f"page {n}: " + "text " * 1200
+pi_notebook.tool(page, description="A page of the report.")
+def lookup(key: str) -> str:
+    return key
+for i in range(5):
+    pi_notebook.tool(lookup, name=f"lookup_{i}", description="Look a key up. " * 100)
+"""
+
+
+def test_a_run_whose_compaction_cannot_make_room_stops_mid_run(tmp_path: Path) -> None:
+    """The compaction before the next request of a running turn: still over the line after
+    it, the run stops there (no request over the line, no second compaction)."""
+    report_cell = (
+        "pi = pi_notebook.current()\n"
+        "print(json.dumps({'seen': seen, 'state': pi.last_run.state, "
+        "'notice': pi.last_run.view.notice, 'compactions': sum(e.type == 'compaction' "
+        "for e in pi.session.get_entries())}))"
+    )
+    cells = [
+        "%load_ext pi_notebook",
+        MID_RUN,
+        "%model win/w",
+        "%%agent --wait\nRead it.",
+        report_cell,
+    ]
+    nb = execute(cells, tmp_path, timeout=120, allow_errors=True)
+    report = json.loads(outputs_text(nb.cells[-1]))
+    assert report["compactions"] == 1, report
+    # one request, then the compaction's summaries (a split turn's prefix too), and no more
+    assert report["seen"][0] == "turn" and report["seen"].count("turn") == 1, report
+    assert report["state"] == "aborted"
+    assert "compacting again would not make room, so the run stops" in report["notice"]
