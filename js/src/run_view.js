@@ -292,7 +292,12 @@ export class RunView {
   }
 
   renderCodeActions() {
-    decorateCodeBlocks(this.transcriptEl, this.model.get("controls") || {}, (message) => this.send(message));
+    // A page rendering saved widget state with no kernel behind it (nbconvert's HTML with the
+    // widgets embedded) has a widget manager without a kernel: no buttons nothing would answer.
+    const manager = this.model.widget_manager;
+    const live = !manager || Boolean(manager.kernel);
+    const controls = live ? this.model.get("controls") || {} : {};
+    decorateCodeBlocks(this.transcriptEl, controls, (message) => this.send(message));
   }
 
   renderMessages() {

@@ -38,8 +38,9 @@ function state(controls, messages = [assistant("m1", REPLY)], extra = {}) {
 }
 
 const views = [];
-function mount(st) {
+function mount(st, manager = undefined) {
   const model = new FakeModel(st);
+  if (manager) model.widget_manager = manager;
   const el = document.createElement("div");
   views.push(new RunView(model, el, { setInterval: () => 0, clearInterval: () => {} }));
   return { model, el };
@@ -90,6 +91,12 @@ describe("code actions", () => {
     const { el } = mount(state({}));
     expect(el.querySelector(".pi-code-actions")).toBeNull();
     expect(el.querySelectorAll("pre.pi-code").length).toBe(4);
+  });
+
+  it("shows none where no kernel is behind the page (saved state embedded in nbconvert's HTML)", () => {
+    const offered = state({ insert_code: true, edit_code: "In [3]" });
+    expect(mount(offered, {}).el.querySelector(".pi-code-actions")).toBeNull(); // html-manager
+    expect(bars(mount(offered, { kernel: {} }).el).length).toBe(2); // JupyterLab, Notebook 7
   });
 
   it("waits for the reply to finish streaming", () => {
