@@ -154,6 +154,8 @@ class PiMagics(Magics):
         self.pi = agent
         self.outcomes: list[Outcome] = []
         """Queued magics' outputs still to resync (see :meth:`resync`)."""
+        self.cards: list[Any] = []
+        """``%fork --restore`` cards still to resync (``RestoreView``)."""
 
     # --- helpers ---------------------------------------------------------------------------------
 
@@ -178,6 +180,10 @@ class PiMagics(Magics):
     def resync(self) -> None:
         """The ``post_run_cell`` hook's part: re-send finished outcomes (see :class:`Outcome`)."""
         self.outcomes = [outcome for outcome in self.outcomes if outcome.resync()]
+        for card in self.cards:
+            card.resync()
+        # a decided card changes no more: resynced once more, then dropped
+        self.cards = [c for c in self.cards if c.card.get("state") in (None, "pending", "allowed")]
 
     def _writable(self) -> None:
         """Refuse a change to a session opened read-only (``%session open --read-only``)."""
@@ -391,6 +397,7 @@ class PiMagics(Magics):
         self.outcomes.append(outcome)
         card = RestoreView()
         card.show()
+        self.cards.append(card)
 
         async def move() -> str | None:
             harness = self._harness_or_usage()

@@ -45,7 +45,12 @@ async def test_a_card_waits_for_its_own_answer() -> None:
     assert not asking.done()  # a stale card's answer is not this card's
     assert slot.answer({"type": "restore", "card_id": "restore-1", "allow": True}) is None
     reply = await asking
-    assert reply == {"type": "restore", "card_id": "restore-1", "allow": True, "revert_document": True}
+    assert reply == {
+        "type": "restore",
+        "card_id": "restore-1",
+        "allow": True,
+        "revert_document": True,
+    }
     assert shown[-1]["state"] == "allowed"
     assert "already answered" in (slot.answer({"card_id": "restore-1", "allow": False}) or "")
     slot.finish("done", "Variables restored: df.")
