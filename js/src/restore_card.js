@@ -24,11 +24,13 @@ function variableGroups(variables) {
   for (const change of CHANGE_ORDER) {
     const items = variables.filter((v) => v.change === change);
     if (!items.length) continue;
+    // what stays as it is matters least: folded, so the changes stay in view
+    const folded = change === "kept";
     groups.push(
       h(
-        "div",
+        folded ? "details" : "div",
         { class: `pi-restore-group pi-restore-${change}` },
-        h("div", { class: "pi-restore-group-head", text: `${CHANGE_TEXT[change]} (${items.length})` }),
+        h(folded ? "summary" : "div", { class: "pi-restore-group-head", text: `${CHANGE_TEXT[change]} (${items.length})` }),
         h(
           "ul",
           { class: "pi-restore-list" },
@@ -105,9 +107,10 @@ export function renderRestoreCard(card, onDecide) {
   );
   const parts = [head];
   if (card.refusal) parts.push(h("div", { class: "pi-restore-refusal", text: card.refusal }));
-  parts.push(...variableGroups(variables), cellsSection(cells), documentSection(steps, checkbox));
+  const listed = [...variableGroups(variables), cellsSection(cells), documentSection(steps, checkbox)];
   if (pending) {
     parts.push(
+      ...listed,
       h("div", { class: "pi-restore-question", text: "Nothing changes until you allow it. Deny keeps the variables and the notebook as they are (the conversation has moved already)." }),
       h(
         "div",
@@ -117,6 +120,7 @@ export function renderRestoreCard(card, onDecide) {
       ),
     );
   } else {
+    // once decided, the outcome leads and the lists fold away under it
     parts.push(
       h(
         "div",
@@ -125,6 +129,7 @@ export function renderRestoreCard(card, onDecide) {
         card.result ? h("pre", { class: "pi-pre pi-restore-result", text: card.result }) : null,
       ),
     );
+    if (listed.some(Boolean)) parts.push(h("details", { class: "pi-restore-listed" }, h("summary", { text: "what the card listed" }), ...listed));
   }
   return h("div", { class: `pi-restore pi-restore-${card.state}`, "data-card-id": card.id }, ...parts);
 }

@@ -104,3 +104,17 @@ describe("restore card", () => {
     expect(el.querySelector(".pi-tree-restore .pi-restore-allow")).toBeNull();
   });
 });
+
+describe("restore card layout", () => {
+  it("folds what stays as it is, and once decided folds the lists under the outcome", () => {
+    const pending = renderRestoreCard(CARD, () => {});
+    const kept = pending.querySelector(".pi-restore-kept");
+    expect(kept.tagName).toBe("DETAILS");
+    expect(kept.open).toBe(false);
+    const done = renderRestoreCard({ ...CARD, state: "done", result: "ok" }, () => {});
+    const children = [...done.children].map((el) => el.className);
+    expect(children).toEqual(["pi-restore-head", "pi-restore-outcome pi-restore-outcome-done", "pi-restore-listed"]);
+    expect(done.querySelector(".pi-restore-listed").open).toBe(false);
+    expect(done.querySelectorAll(".pi-restore-variable").length).toBe(4);
+  });
+});

@@ -61,7 +61,8 @@ class DocumentStep:
             "unedit": "Restore the source of the edited cell",
             "reinsert": "Insert again the deleted cell",
         }[self.action]
-        return f"{verb} {self.cell_id[:12]} ({first!r})"
+        cell = self.cell_id if len(self.cell_id) <= 24 else self.cell_id[:23] + "…"
+        return f"{verb} {cell} ({first!r})"
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ async def capture_now(agent: NotebookAgent) -> Manifest | str | None:
     checkpoints = agent.checkpoints
     if not checkpoints.enabled:
         return None
+    await checkpoints.settled()  # those being written first: a capture is never dropped here
     report = await checkpoints.capture("manual")
     if report is None:
         return "checkpoints are busy or off"
@@ -79,7 +80,12 @@ async def offer_restore(
         words = "Restore denied: the variables and the notebook were left as they were."
         slot.finish("denied", words)
         return words
-    result = await restorer.apply(plan, revert_document=reply.get("revert_document", True))
+    try:
+        result = await restorer.apply(plan, revert_document=reply.get("revert_document", True))
+    except Exception as exc:  # the card must not stay "Restoring…": say what failed
+        words = f"The restore failed: {type(exc).__name__}: {exc}"
+        slot.finish("refused", words)
+        raise
     if result.done:
         from ...harness.session import SessionWriteError
 
