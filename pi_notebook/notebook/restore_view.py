@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import html
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -21,7 +22,17 @@ from .coalesce import Coalescer
 from .widget_base import PiWidget, module_loader
 from .widget_protocol import RestoreCard, RestoreCardState, RestoreReply
 
-__all__ = ["CardSlot", "RestoreView", "card_text"]
+__all__ = ["CardSlot", "RestoreView", "card_text", "shown_cards"]
+
+_shown: list[weakref.ref[RestoreView]] = []
+
+
+def shown_cards() -> list[RestoreView]:
+    """The ``%fork --restore`` cards made in this kernel, oldest first (for a cell that answers
+    one, where nobody can click: an executed notebook)."""
+    alive = [card for ref in _shown if (card := ref()) is not None]
+    _shown[:] = [weakref.ref(card) for card in alive]
+    return alive
 
 
 class CardSlot:
@@ -91,9 +102,15 @@ def card_text(card: RestoreCard | dict[str, Any]) -> str:
     lines = [str(card.get("title", "Restore"))]
     if card.get("refusal"):
         lines.append(str(card["refusal"]))
+    kept = []
     for variable in card.get("variables", []):
+        if variable["change"] == "kept":
+            kept.append(variable["name"])
+            continue
         note = f" — {variable['note']}" if variable.get("note") else ""
         lines.append(f"  {variable['change']}: {variable['name']} ({variable['type']}){note}")
+    if kept:
+        lines.append("  left as is: " + ", ".join(kept))
     for cell in card.get("cells", []):
         lines.append(f"  run again {cell['label']} for {', '.join(cell['names'])}")
     for step in card.get("document", []):
@@ -118,6 +135,16 @@ class RestoreView(PiWidget):
         super().__init__()
         self.slot = CardSlot(self._show)
         self._connect(loop)
+        _shown.append(weakref.ref(self))
+
+    async def decide(self, allow: bool, *, revert_document: bool = True) -> None:
+        """Answer the card as its Allow or Deny button does, once it is waiting for an answer
+        (it is ready when the checkpoints have been compared)."""
+        while self.card.get("state") in (None, "allowed") or not self.card.get("id"):
+            await asyncio.sleep(0.05)
+        if self.card.get("state") == "pending":
+            answer = {"card_id": self.card["id"], "allow": allow}
+            self.slot.answer({**answer, "revert_document": revert_document})
 
     def _show(self, card: RestoreCard | dict[str, Any]) -> None:
         self.card = dict(card)

@@ -39,17 +39,12 @@ log.close()
 log = open("other.log", "w")"""
 
 ANSWER = """\
-import asyncio, ipywidgets, pi_notebook
-from pi_notebook.notebook.restore_view import RestoreView
-card = [w for w in list(ipywidgets.Widget.widgets.values()) if isinstance(w, RestoreView)][-1]
-for _ in range(600):
-    if card.card.get("state") not in (None, "allowed") and card.card.get("id"):
-        break
-    await asyncio.sleep(0.05)
-shown = dict(card.card)
-if shown["state"] == "pending":
-    card._handle_custom_msg({"type": "restore", "card_id": shown["id"], "allow": %s}, [])
+import pi_notebook
+from pi_notebook.notebook.restore_view import shown_cards
+card = shown_cards()[-1]
+await card.decide(allow=%s)  # what the card's Allow (or Deny) button does
 await pi_notebook.current().wait()
+shown = card.card  # the decided card keeps what it listed
 print(card.card["state"])"""
 
 
@@ -149,4 +144,32 @@ def test_a_damaged_checkpoint_is_refused_and_the_kernel_left_as_it_was(tmp_path:
         )
     assert "refused" in outputs_text(nb.cells[9])
     assert "damaged" in outputs_text(nb.cells[8])  # the card's text fallback says why
+    assert not any(e.get("customType") == "pi_notebook.restore" for e in _session(tmp_path))
+
+
+def test_deny_moves_the_conversation_and_leaves_the_kernel_as_it_was(tmp_path: Path) -> None:
+    with ThreadedServer() as server:
+        server.add(text_reply("Fitted."), text_reply("Scaled."))
+        nb = execute(
+            [
+                "%load_ext pi_notebook",
+                model_cell(server.url, image=False),
+                "%model lab/vision",
+                DATA,
+                "%%agent --wait\nFit a line.",
+                CHANGE,
+                "%%agent --wait\nNow scale it.",
+                "%fork -2 --restore",
+                ANSWER % "False",
+                "assert card.card['state'] == 'denied', card.card\n"
+                "assert df['y'].tolist() == [20.0, 41.0, 59.0, 82.0], df\n"
+                "assert extra == 42 and log.name == 'other.log' and not log.closed\n"
+                "roles = [m.role for m in pi_notebook.current().session.build_context().messages]\n"
+                "assert 'assistant' not in roles, roles  # moved back before the first turn",
+            ],
+            tmp_path,
+            env=ENV,
+            timeout=180,
+        )
+    assert "denied" in outputs_text(nb.cells[8])
     assert not any(e.get("customType") == "pi_notebook.restore" for e in _session(tmp_path))

@@ -31,6 +31,7 @@ __all__ = ["CUSTOM_TYPE", "RestoreResult", "Restorer"]
 
 CUSTOM_TYPE = "pi_notebook.restore"
 _MAX_OUTPUT = 600
+_MAX_NAMES = 30
 
 
 @dataclass
@@ -41,6 +42,12 @@ class RestoreResult:
     words: str
     message: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+
+
+def _names(names: list[str], limit: int = _MAX_NAMES) -> str:
+    """Names for the model's message, bounded (a namespace may hold hundreds)."""
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def _cut(text: str, limit: int = _MAX_OUTPUT) -> str:
@@ -153,16 +160,13 @@ class Restorer:
         details["kept"] = [v.name for v in kept]
         lines = []
         if restored:
-            names = ", ".join(f"{v.name} ({v.type})" for v in restored)
+            names = _names([f"{v.name} ({v.type})" for v in restored])
             lines.append(f"Variables restored to their values there: {names}.")
         if removed:
-            lines.append(
-                "Variables removed (they did not exist there): "
-                + ", ".join(v.name for v in removed)
-                + "."
-            )
+            names = _names([v.name for v in removed])
+            lines.append(f"Variables removed (they did not exist there): {names}.")
         if kept:
-            lines.append("Left as they are (the same there): " + ", ".join(v.name for v in kept))
+            lines.append("Left as they are (the same there): " + _names([v.name for v in kept]))
         unrestorable = [v for v in variables if v.change == "unrestorable"]
         details["unrestorable"] = {v.name: v.note for v in unrestorable}
         for change in unrestorable:
