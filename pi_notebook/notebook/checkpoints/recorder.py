@@ -118,7 +118,6 @@ class Checkpoints:
         self._enabled: bool | None = None
         self._store: CheckpointStore | None = None
         self._tasks: set[asyncio.Task[CaptureReport]] = set()
-        self._seq = 0
         self.last: CaptureReport | None = None
         """The last checkpoint that finished (or failed)."""
         self.dropped = 0
@@ -211,9 +210,9 @@ class Checkpoints:
             self.last = CaptureReport(None, 0, 0.0, 0.0, f"{type(exc).__name__}: {exc}")
             return None
         blocked = time.perf_counter() - started
-        self._seq = max(self._seq, store.next_seq() - 1) + 1
+        seq = store.allocate_seq()
         task = asyncio.ensure_future(
-            self._finish(store, pending, self._seq, entry_id, reason, refused, started, blocked)
+            self._finish(store, pending, seq, entry_id, reason, refused, started, blocked)
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

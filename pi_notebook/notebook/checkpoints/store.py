@@ -228,6 +228,7 @@ class CheckpointStore:
         self.root = root
         self.mode = mode & 0o777
         self._manifests: dict[int, Manifest] | None = None
+        self._last_seq: int | None = None
 
     # --- layout ----------------------------------------------------------------------------------
 
@@ -305,10 +306,13 @@ class CheckpointStore:
         if self.manifests_dir.is_dir():
             yield from self.manifests_dir.glob("*.json")
 
-    def next_seq(self) -> int:
-        existing = [m.seq for m in self.manifests()]
-        files = [int(p.stem) for p in self._manifest_files() if p.stem.isdigit()]
-        return max([0, *existing, *files]) + 1
+    def allocate_seq(self) -> int:
+        """The number of the next checkpoint (the folder is read once, then counted here)."""
+        if self._last_seq is None:
+            files = [int(p.stem) for p in self._manifest_files() if p.stem.isdigit()]
+            self._last_seq = max([0, *files])
+        self._last_seq += 1
+        return self._last_seq
 
     def write_manifest(self, manifest: Manifest) -> Path:
         """Write ``manifest`` whole (a temp file renamed into place)."""
@@ -379,6 +383,7 @@ class CheckpointStore:
     def forget(self) -> None:
         """Re-read the manifests from disk on next use (another writer changed them)."""
         self._manifests = None
+        self._last_seq = None
 
     # --- loading ---------------------------------------------------------------------------------
 
