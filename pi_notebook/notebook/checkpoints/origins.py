@@ -54,7 +54,7 @@ def _python(source: str) -> str:
         return source
     from IPython.core.inputtransformer2 import TransformerManager
 
-    return str(TransformerManager().transform_cell(source))
+    return str(TransformerManager().transform_cell(source))  # type: ignore[no-untyped-call]
 
 
 def find_origins(
