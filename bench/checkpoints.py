@@ -72,6 +72,9 @@ MIXED_SETUP = [
     "squares = (i * i for i in range(10))",
     "log = open(LOG_PATH, 'w')",
 ]
+OBJECTS_SETUP = [
+    "records = [{'id': i, 'name': f'user{i}', 'score': i * 0.5} for i in range(500_000)]",
+]
 BIG_SETUP = [
     "import numpy as np, pandas as pd",
     # 13,421,773 rows x 10 float64 columns = 1 GiB
@@ -80,7 +83,10 @@ BIG_SETUP = [
 ]
 
 
-def step_cell(i: int) -> str:
+def step_cell(i: int, workload: str = "mixed") -> str:
+    if workload == "objects":
+        cell = f"step = {i}\nresult = records[{i}]['score']"
+        return cell + (f"\nrecords[{i}]['score'] = 0.0" if i % 4 == 3 else "")
     cell = f"step = {i}\nresult = float(df.c0.iloc[:{i + 1}].sum())"
     if i % 4 == 3:
         cell += f"\ndf.loc[{i}, 'c1'] = 0.5"
@@ -155,7 +161,10 @@ class ChildSampler:
 
 
 def du(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+    """Bytes under a folder, or of a file and its siblings named after it (SQLite's -wal…)."""
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if p.is_file())
 
 
 # --- workers: one system, one workload, in this process ----------------------------------------
@@ -177,8 +186,8 @@ def run_cell(shell: Any, code: str) -> None:
 
 def worker(system: str, workload: str, steps: int, workdir: Path) -> dict[str, Any]:
     shell = make_shell(workdir)
-    setup = MIXED_SETUP if workload == "mixed" else BIG_SETUP
-    cells = [step_cell(i) for i in range(steps)] if workload == "mixed" else []
+    setup = {"mixed": MIXED_SETUP, "objects": OBJECTS_SETUP, "big": BIG_SETUP}[workload]
+    cells = [step_cell(i, workload) for i in range(steps)] if workload != "big" else []
     if system == "kishu":
         return kishu_worker(shell, setup, cells, workdir)
 
@@ -382,15 +391,17 @@ def pct(values: list[float], q: float) -> float:
 
 def summarise(name: str, result: dict[str, Any]) -> list[str]:
     if "error" in result:
-        return [f"| {name} | could not run: {result['error']} | | | | | | |"]
+        return [f"| {name} | could not run: {result['error']} | | | | | | | |"]
     rows = result["rows"]
     first, rest = rows[0], rows[1:]
     blocked = [r["blocked"] for r in rest] or [0.0]
     done = [r["done"] for r in rest] or [0.0]
     overhead = result["peak"] - result["base"] + max(r["child"] for r in rows)
+    snapshot = [r.get("snapshot", r["blocked"]) for r in rest] or [0.0]
     return [
         f"| {name} | {ms(first['blocked'])} | {ms(first['done'])} "
         f"| {ms(pct(blocked, 50))} / {ms(pct(blocked, 95))} "
+        f"| {ms(pct(snapshot, 50))} / {ms(pct(snapshot, 95))} "
         f"| {ms(pct(done, 50))} / {ms(pct(done, 95))} "
         f"| {mb(first['written'])} | {mb(sum(r['written'] for r in rest))} "
         f"| {mb(overhead)} |"
@@ -401,7 +412,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--systems", default=",".join(SYSTEMS))
-    parser.add_argument("--no-big", action="store_true", help="Skip the 1 GB namespace.")
+    parser.add_argument(
+        "--workloads", default="mixed,objects,big", help="Of mixed, objects, big (1 GB)."
+    )
     parser.add_argument("--kishu-python", default=os.environ.get("KISHU_PYTHON", sys.executable))
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--workload", default="mixed", help=argparse.SUPPRESS)
@@ -418,6 +431,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    workloads = {w.strip() for w in args.workloads.split(",")}
     print(f"Checkpoint benchmark ({os.cpu_count()} CPUs, {shutil.which('python3')})\n")
     ser = run_worker(sys.executable, ["--worker", "serialisers"])
     if "error" not in ser:
@@ -434,28 +448,40 @@ def main(argv: list[str] | None = None) -> int:
 
     header = (
         "| system | first: blocked ms | first: done ms | next: blocked p50/p95 ms "
-        "| next: done p50/p95 ms | first: written MB | next {n}: written MB | RSS+ peak MB |"
+        "| next: on loop p50/p95 ms | next: done p50/p95 ms | first: written MB "
+        "| next {n}: written MB | RSS+ peak MB |"
     )
-    print(
-        f"Mixed namespace (100 MB DataFrame, fitted RandomForest, figure, generator, open "
-        f"file), first checkpoint then {args.steps} cells (every 4th changes the DataFrame):\n"
-    )
-    print(header.format(n=args.steps))
-    print("|---|---|---|---|---|---|---|---|")
-    skipped: dict[str, list[str]] = {}
-    for system in systems:
-        python = args.kishu_python if system == "kishu" else sys.executable
-        result = run_worker(python, ["--worker", system, "--steps", str(args.steps)])
-        if "version" in result:
-            system = f"kishu {result['version']}"
-        for line in summarise(system, result):
-            print(line, flush=True)
-        if "rows" in result:
-            skipped[system] = result["rows"][0]["skipped"]
-    print()
-    for system, names in skipped.items():
-        print(f"- {system} left out: {', '.join(names) or 'nothing'}")
-    if args.no_big:
+    titles = {
+        "mixed": "Mixed namespace (100 MB DataFrame, fitted RandomForest, figure, generator, "
+        "open file)",
+        "objects": "Python objects (a list of 500,000 dicts)",
+    }
+    for workload, title in titles.items():
+        if workload not in workloads:
+            continue
+        print(
+            f"{title}: a first checkpoint, then {args.steps} cells each followed by one "
+            "(every 4th changes the large value):\n"
+        )
+        print(header.format(n=args.steps))
+        print("|---|---|---|---|---|---|---|---|---|")
+        skipped: dict[str, list[str]] = {}
+        for system in systems:
+            python = args.kishu_python if system == "kishu" else sys.executable
+            command = ["--worker", system, "--workload", workload, "--steps", str(args.steps)]
+            result = run_worker(python, command)
+            if "version" in result:
+                system = f"kishu {result['version']}"
+            for line in summarise(system, result):
+                print(line, flush=True)
+            if "rows" in result:
+                skipped[system] = result["rows"][0]["skipped"]
+        print()
+        for system, names in skipped.items():
+            if names:
+                print(f"- {system} left out: {', '.join(names)}")
+        print()
+    if "big" not in workloads:
         return 0
     print("\n1 GB namespace (one 1 GiB DataFrame), first checkpoint:\n")
     print("| system | blocked ms | done ms | written MB | RSS+ peak MB |")

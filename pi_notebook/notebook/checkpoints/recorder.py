@@ -60,7 +60,8 @@ laptop's disk in a handful of turns."""
 DEFAULT_MAX_TOTAL = 8 * GiB
 """All checkpoints of a session (oldest pruned first): unchanged values are stored once, so
 this holds many turns of a typical analysis."""
-DEFAULT_TIMEOUT = 600.0
+DEFAULT_TIMEOUT = 300.0
+"""A checkpoint still being written after this many seconds is stopped (and said so)."""
 MAX_IN_FLIGHT = 2
 """Checkpoints being written at once; a further one is skipped (and said so) rather than
 queued, since a late snapshot would not show the namespace as it was."""

@@ -45,6 +45,7 @@ IPYTHON_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit"})
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 _OWN_PACKAGE = __name__.split(".", 1)[0]
 ENVIRONMENT_REASON = "environment variables are never stored"
+CHILD_NICENESS = 10
 
 
 def fork_available() -> bool:
@@ -150,6 +151,7 @@ def _child(
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         gc.disable()  # a collection would touch (and so copy) every page holding objects
+        os.nice(CHILD_NICENESS)  # the kernel comes first on a busy machine
         result = write_values(store, items, max_size=max_size)
         payload = json.dumps({"ok": result.to_data()}).encode()
         code = 0
