@@ -160,7 +160,8 @@ def test_checkpoint_switch_is_kept_in_the_session_and_bad_input_is_one_line(
     assert json.loads(texts[5]) == []  # no checkpoint while off
     assert "Checkpoints: off" in texts[6] and "0 checkpoints" in texts[6]
     assert texts[7].strip() == (
-        "UsageError: 'sometimes' is not on, off or status. Usage: %checkpoint [on|off|status]"
+        "UsageError: 'sometimes' is not on, off or status. "
+        "Usage: %checkpoint [on [--max-size SIZE] [--max-total SIZE] | off | status]"
     )
     assert "UsageError" in texts[8] and "Traceback" not in "".join(texts)
     # a reopened notebook (a new kernel on the same session file) keeps the switch
@@ -173,3 +174,68 @@ def test_checkpoint_switch_is_kept_in_the_session_and_bad_input_is_one_line(
     again = [outputs_text(cell) for cell in reopened.cells]
     assert "Checkpoints: off" in again[1]
     assert "checkpoints: on" in again[2]
+
+
+CAPS = """\
+agent = pi_notebook.current()
+await agent.checkpoints.settled()
+store = agent.checkpoints.store
+kept = store.manifests()
+print(json.dumps({"seqs": [m.seq for m in kept], "total": store.total_size(),
+                  "last_values": sorted(kept[-1].values),
+                  "last_skipped": {n: s.reason for n, s in kept[-1].skipped.items()}}))
+"""
+
+DAMAGE = """\
+from pi_notebook.notebook.checkpoints import CheckpointError
+manifest = agent.checkpoints.checkpoint_for(agent.session.leaf_id)
+blob = store.object_path(manifest.values["chunk"].hash)
+blob.write_bytes(blob.read_bytes()[:-100])
+before = dict(chunk=chunk)
+try:
+    agent.checkpoints.load(manifest)
+except CheckpointError as exc:
+    print("refused:", exc)
+print("unchanged:", chunk is before["chunk"])
+"""
+
+
+def test_caps_prune_the_oldest_and_a_damaged_checkpoint_is_refused(tmp_path: Path) -> None:
+    chunk = "chunk = os.urandom({size})"
+    texts = run(
+        tmp_path,
+        [
+            "%checkpoint on --max-size 1MB --max-total 1.5MB",
+            "%checkpoint on --max-size lots",
+            "%checkpoint on --max-total",
+            "big = os.urandom(2 * 1024 * 1024)\n"
+            f"server.add(call(1, {chunk.format(size=600_000)!r}),"
+            f" call(2, {chunk.format(size=600_001)!r}), call(3, {chunk.format(size=600_002)!r}),"
+            " answer('done'))\n"
+            "await pi_notebook.current().ensure_harness(model)",
+            "%%agent --wait\nMake chunks.",
+            CAPS,
+            DAMAGE,
+            "%checkpoint status",
+        ],
+        allow_errors=True,
+    )
+    assert (
+        "checkpoints: on (test.pi.ckpt/ beside the session file; caps 1.0 MB each, 1.5 MB"
+        in (texts[2])
+    )
+    assert "UsageError: 'lots' is not a size (such as 500MB or 2GB)" in texts[3]
+    assert "UsageError: --max-total needs a size" in texts[4]
+    report = json.loads(texts[7])
+    # four checkpoints were taken (the run's start, three cells); each new 600 KB chunk pushed
+    # the total over 1.5 MB, so only the newest two are left
+    assert report["seqs"] == [3, 4]
+    assert report["total"] <= 1.5 * 2**20
+    assert "chunk" in report["last_values"] and "big" not in report["last_values"]
+    assert report["last_skipped"]["big"].startswith("over the checkpoint's size cap (1.0 MB")
+    damage = texts[8]
+    assert "refused: the stored value of 'chunk' is damaged" in damage
+    assert "unchanged: True" in damage
+    status = texts[9]
+    assert "2 checkpoints" in status and "cap 1.0 MB each, 1.5 MB in all" in status
+    assert "skipped big (bytes): over the checkpoint's size cap (1.0 MB" in status

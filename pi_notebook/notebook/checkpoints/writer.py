@@ -180,6 +180,7 @@ def _store_value(store: CheckpointStore, value: Any, limit: int) -> tuple[str, i
         _Pickler(probe, protocol=PROTOCOL).dump(value)
     digest = probe.digest.hexdigest()
     if store.has_object(digest):
+        store.touch(digest)
         return digest, probe.size, False
     path, fd = store.open_temp()
     try:

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 
 from pi_notebook.harness import JsonlSessionStorage, Session
 from pi_notebook.notebook.checkpoints import (
+    CaptureReport,
     CheckpointError,
     Checkpoints,
     Manifest,
@@ -23,6 +25,7 @@ from pi_notebook.notebook.checkpoints import (
     store_dir_for,
 )
 from pi_notebook.notebook.checkpoints.origins import bound_names, find_origins
+from pi_notebook.notebook.checkpoints.store import GC_MARGIN_SECONDS
 
 
 def make(tmp_path: Path, namespace: dict[str, Any], **options: Any) -> tuple[Checkpoints, Session]:
@@ -35,7 +38,13 @@ def make(tmp_path: Path, namespace: dict[str, Any], **options: Any) -> tuple[Che
 
 def take(checkpoints: Checkpoints, session: Session) -> Manifest:
     session.append_custom("step", {})
-    report = asyncio.run(checkpoints.capture("cell"))
+
+    async def capture() -> CaptureReport | None:
+        report = await checkpoints.capture("cell")
+        await checkpoints.settled()  # the pruning after it
+        return report
+
+    report = asyncio.run(capture())
     assert report is not None and report.problem is None, report
     assert report.manifest is not None
     return report.manifest
@@ -99,6 +108,8 @@ def test_the_oldest_checkpoints_are_pruned_to_the_total_cap(tmp_path: Path) -> N
     kept = store.manifests()
     assert [m.seq for m in kept] == [taken[-2].seq, taken[-1].seq]
     assert store.total_size() <= 250_000
+    time.sleep(2 * GC_MARGIN_SECONDS)  # an object this new could be one a checkpoint reuses
+    store.collect_garbage()
     assert len(objects(store.root)) == 2  # the objects only dropped checkpoints named are gone
     with pytest.raises(CheckpointError, match="missing"):
         store.load(taken[0])
@@ -251,3 +262,19 @@ def test_a_failed_checkpoint_is_noted_not_raised(tmp_path: Path) -> None:
     assert report is None or report.problem is not None
     assert checkpoints.last is not None and checkpoints.last.problem
     assert "Last problem:" in checkpoints.status()
+
+
+def test_a_collection_spares_objects_a_checkpoint_reuses_meanwhile(tmp_path: Path) -> None:
+    namespace: dict[str, Any] = {"keep": b"k" * 1000}
+    checkpoints, session = make(tmp_path, namespace)
+    manifest = take(checkpoints, session)
+    store = checkpoints.store
+    digest = manifest.values["keep"].hash
+    (store.manifests_dir / f"{manifest.seq:06d}.json").unlink()  # nothing names it now
+    store.forget()
+    store.touch(digest)  # a checkpoint being written found it in the store
+    store.collect_garbage()
+    assert store.has_object(digest)
+    time.sleep(2 * GC_MARGIN_SECONDS)
+    store.collect_garbage()
+    assert not store.has_object(digest)
