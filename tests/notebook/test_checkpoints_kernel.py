@@ -166,14 +166,22 @@ def test_checkpoint_switch_is_kept_in_the_session_and_bad_input_is_one_line(
     assert "UsageError" in texts[8] and "Traceback" not in "".join(texts)
     # a reopened notebook (a new kernel on the same session file) keeps the switch
     reopened = execute(
-        ["%load_ext pi_notebook", "%checkpoint status", "%checkpoint on"],
+        [
+            "%load_ext pi_notebook",
+            "%checkpoint status",
+            "%checkpoint on",
+            "%unload_ext pi_notebook",
+            "%checkpoint",
+        ],
         tmp_path,
         env=ENV,
         name="again.ipynb",
+        allow_errors=True,
     )
     again = [outputs_text(cell) for cell in reopened.cells]
     assert "Checkpoints: off" in again[1]
     assert "checkpoints: on" in again[2]
+    assert "Line magic function `%checkpoint` not found" in again[4]
 
 
 CAPS = """\
