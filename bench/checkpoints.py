@@ -357,17 +357,20 @@ def serialisers(workdir: Path) -> dict[str, Any]:
 # --- the driver ----------------------------------------------------------------------------------
 
 
-def run_worker(python: str, args: list[str], timeout: float = 1800) -> dict[str, Any]:
+def run_worker(python: str, args: list[str], timeout: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="ckpt-bench-") as tmp:
         out = Path(tmp) / "result.json"
         env = {**os.environ, "PYTHONPATH": str(ROOT), "KISHU_PATH_ROOT": tmp}
-        done = subprocess.run(
-            [python, str(Path(__file__).resolve()), *args, "--workdir", tmp, "--out", str(out)],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env,
-        )
+        try:
+            done = subprocess.run(
+                [python, str(Path(__file__).resolve()), *args, "--workdir", tmp, "--out", str(out)],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=env,
+            )
+        except subprocess.TimeoutExpired:
+            return {"error": f"did not finish in {timeout:.0f} s"}
         if done.returncode != 0 or not out.exists():
             tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
             return {"error": " | ".join(tail) or f"exit status {done.returncode}"}
@@ -415,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workloads", default="mixed,objects,big", help="Of mixed, objects, big (1 GB)."
     )
+    parser.add_argument(
+        "--timeout", type=float, default=1200, help="Seconds one system may take per workload."
+    )
     parser.add_argument("--kishu-python", default=os.environ.get("KISHU_PYTHON", sys.executable))
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--workload", default="mixed", help=argparse.SUPPRESS)
@@ -433,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     workloads = {w.strip() for w in args.workloads.split(",")}
     print(f"Checkpoint benchmark ({os.cpu_count()} CPUs, {shutil.which('python3')})\n")
-    ser = run_worker(sys.executable, ["--worker", "serialisers"])
+    ser = run_worker(sys.executable, ["--worker", "serialisers"], args.timeout)
     if "error" not in ser:
         print(f"Serialisers (best of 3; dill {ser['dill']}):\n")
         print("| value | cloudpickle ms | cloudpickle MB | dill ms | dill MB |")
@@ -469,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
         for system in systems:
             python = args.kishu_python if system == "kishu" else sys.executable
             command = ["--worker", system, "--workload", workload, "--steps", str(args.steps)]
-            result = run_worker(python, command)
+            result = run_worker(python, command, args.timeout)
             if "version" in result:
                 system = f"kishu {result['version']}"
             for line in summarise(system, result):
@@ -488,7 +494,8 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|")
     for system in systems:
         python = args.kishu_python if system == "kishu" else sys.executable
-        result = run_worker(python, ["--worker", system, "--workload", "big", "--steps", "0"])
+        command = ["--worker", system, "--workload", "big", "--steps", "0"]
+        result = run_worker(python, command, args.timeout)
         if "error" in result:
             print(f"| {system} | could not run: {result['error']} | | | |", flush=True)
             continue
