@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from .origins import find_origins
 from .snapshot import capture_forked, capture_in_thread, fork_available, select_values
 from .store import (
-    CheckpointError,
     CheckpointStore,
     Loaded,
     Manifest,
@@ -231,25 +230,26 @@ class Checkpoints:
     def capture_soon(self, reason: Reason = "manual") -> asyncio.Task[CaptureReport] | None:
         """Snapshot the namespace now, at the session's leaf, and write it in the background
         (None: checkpoints are off, or too many are being written). Never raises."""
-        if not self.enabled:
-            return None
-        if len(self._tasks) >= MAX_IN_FLIGHT:
-            self.dropped += 1
-            return None
-        entry_id = self._session().leaf_id
         started = time.perf_counter()
         try:
+            if not self.enabled:
+                return None
+            if len(self._tasks) >= MAX_IN_FLIGHT:
+                self.dropped += 1
+                return None
+            entry_id = self._session().leaf_id
             store = self.store
+            seq = store.allocate_seq()
             items, refused = select_values(self.namespace, _hidden_names())
+            pending: Awaitable[WriteResult]
             if self.use_fork:
                 pending = capture_forked(store, items, max_size=self.max_size, timeout=self.timeout)
             else:
                 pending = capture_in_thread(store, items, max_size=self.max_size)
-        except (OSError, CheckpointError) as exc:
+        except Exception as exc:  # the run this was called from goes on without a checkpoint
             self.last = CaptureReport(None, 0, 0.0, 0.0, f"{type(exc).__name__}: {exc}")
             return None
         blocked = time.perf_counter() - started
-        seq = store.allocate_seq()
         task = asyncio.ensure_future(
             self._finish(store, pending, seq, entry_id, reason, refused, started, blocked)
         )
@@ -296,7 +296,7 @@ class Checkpoints:
     async def _finish(
         self,
         store: CheckpointStore,
-        pending: Any,
+        pending: Awaitable[WriteResult],
         seq: int,
         entry_id: str | None,
         reason: Reason,
@@ -305,7 +305,7 @@ class Checkpoints:
         blocked: float,
     ) -> CaptureReport:
         try:
-            result: WriteResult = await pending
+            result = await pending
             skipped = {**refused, **self._with_origins(result.skipped)}
             manifest = Manifest(
                 seq=seq,
