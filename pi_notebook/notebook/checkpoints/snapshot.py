@@ -10,10 +10,10 @@ values are pickled in a worker thread instead: the loop still goes on (the pickl
 GIL back between frames), but a value changed during the checkpoint may be stored half-changed
 or skipped, and a value whose pickle changes the object (a matplotlib figure's is different
 each time) is stored again at every checkpoint; a forked child always starts from the kernel's
-state. Both are measured
-by ``bench/checkpoints.py``; fork is the default for the consistent snapshot. Its cost is the
-``fork()`` call (page tables: it grows with the kernel's memory) and, for namespaces of many
-small Python objects, the pages the child's reference counting copies.
+state. Both are measured by ``bench/checkpoints.py``; fork is the default for the consistent
+snapshot. Its cost is the ``fork()`` call (page tables: it grows with the kernel's memory)
+and, for namespaces of many small Python objects, the pages the child's reference counting
+copies.
 
 Left out, always: names starting with ``_``, the names IPython puts in the namespace (``In``,
 ``Out``, ``get_ipython``, ``exit``…), modules, pi_notebook's own objects, and the environment
