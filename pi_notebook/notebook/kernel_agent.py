@@ -1273,6 +1273,11 @@ class NotebookAgent:
             storage = self._session.storage
             if isinstance(storage, JsonlSessionStorage):
                 storage.relocate(target)
+        from .checkpoints.store import move_store
+
+        move_store(self._session_file, target)
+        if self._checkpoints is not None:
+            self._checkpoints.session_changed()
         self._session_file = target
         self.session_lock.move(target)
 

@@ -2,8 +2,9 @@
 
 A value that cannot be pickled (an open file, a connection, a generator) can only come back by
 running its cell again, so a checkpoint lists that cell with it. "Binds" is read from the
-cell's syntax tree: an assignment, ``for``/``with … as``, ``import``, ``def``/``class``, a
-walrus. Cells that do not parse (IPython magics) are matched on ``name =`` at a line's start.
+cell's syntax tree (after IPython's own transformation of magics): an assignment,
+``for``/``with … as``, ``import``, ``def``/``class``, a walrus. Cells that still do not parse
+are matched on ``name =`` at a line's start.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:[-+*/%&|^@]|//|\*\*|>>|<<)?=(
 def bound_names(source: str) -> set[str]:
     """The top-level names ``source`` assigns (not those inside its functions)."""
     try:
-        tree = ast.parse(source)
+        tree = ast.parse(_python(source))
     except SyntaxError:
         return set(_ASSIGNMENT.findall(source))
     names: set[str] = set()
@@ -45,6 +46,15 @@ def bound_names(source: str) -> set[str]:
             names.update(node.names)
         pending.extend(ast.iter_child_nodes(node))
     return names
+
+
+def _python(source: str) -> str:
+    """A cell's source as IPython runs it (magics and ``!commands`` become calls)."""
+    if "%" not in source and "!" not in source:
+        return source
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return str(TransformerManager().transform_cell(source))  # type: ignore[no-untyped-call]
 
 
 def find_origins(

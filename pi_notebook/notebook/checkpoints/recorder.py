@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from .origins import find_origins
 from .snapshot import capture_forked, capture_in_thread, fork_available, select_values
 from .store import (
-    CheckpointError,
     CheckpointStore,
     Loaded,
     Manifest,
@@ -60,8 +59,9 @@ laptop's disk in a handful of turns."""
 DEFAULT_MAX_TOTAL = 8 * GiB
 """All checkpoints of a session (oldest pruned first): unchanged values are stored once, so
 this holds many turns of a typical analysis."""
-DEFAULT_TIMEOUT = 600.0
-MAX_IN_FLIGHT = 2
+DEFAULT_TIMEOUT = 300.0
+"""A checkpoint still being written after this many seconds is stopped (and said so)."""
+MAX_IN_FLIGHT = 4
 """Checkpoints being written at once; a further one is skipped (and said so) rather than
 queued, since a late snapshot would not show the namespace as it was."""
 
@@ -82,6 +82,10 @@ class CaptureReport:
 def _default_enabled() -> bool:
     value = os.environ.get(CHECKPOINTS_ENV, "on").strip().lower()
     return value not in ("off", "0", "false", "no")
+
+
+def _positive(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and value > 0 else default
 
 
 def _hidden_names() -> Collection[str]:
@@ -111,14 +115,15 @@ class Checkpoints:
         self._session_path = session_path
         self.namespace = namespace
         self.history = history
-        self.max_size = max_size
-        self.max_total = max_total
+        self._defaults = (max_size, max_total)
+        self._max_size = max_size
+        self._max_total = max_total
         self.use_fork = fork_available() if use_fork is None else use_fork
         self.timeout = timeout
         self._enabled: bool | None = None
         self._store: CheckpointStore | None = None
         self._tasks: set[asyncio.Task[CaptureReport]] = set()
-        self._seq = 0
+        self._pruning: asyncio.Task[None] | None = None
         self.last: CaptureReport | None = None
         """The last checkpoint that finished (or failed)."""
         self.dropped = 0
@@ -131,23 +136,55 @@ class Checkpoints:
         """On unless the session's latest switch entry (or ``PI_NOTEBOOK_CHECKPOINTS``) says
         off."""
         if self._enabled is None:
-            from ...harness.entries import CustomEntry
+            self._read_settings()
+        return bool(self._enabled)
 
-            found = _default_enabled()
-            for entry in reversed(self._session().get_entries()):
-                if isinstance(entry, CustomEntry) and entry.custom_type == CHECKPOINT_ENTRY:
-                    found = bool((entry.data or {}).get("enabled", True))
-                    break
-            self._enabled = found
-        return self._enabled
+    @property
+    def max_size(self) -> int:
+        """Bytes one checkpoint may hold (a larger variable is skipped with a note)."""
+        if self._enabled is None:
+            self._read_settings()
+        return self._max_size
 
-    def set_enabled(self, on: bool) -> None:
-        """Turn checkpoints on or off and record it in the session."""
-        self._session().append_custom(CHECKPOINT_ENTRY, {"enabled": on})
-        self._enabled = on
+    @property
+    def max_total(self) -> int:
+        """Bytes all checkpoints of the session may hold (the oldest are pruned first)."""
+        if self._enabled is None:
+            self._read_settings()
+        return self._max_total
+
+    def _read_settings(self) -> None:
+        """The switch and the caps from the session's latest entry (any branch: they belong to
+        the session, not to one conversation in it)."""
+        from ...harness.entries import CustomEntry
+
+        enabled = _default_enabled()
+        self._max_size, self._max_total = self._defaults
+        for entry in reversed(self._session().get_entries()):
+            if isinstance(entry, CustomEntry) and entry.custom_type == CHECKPOINT_ENTRY:
+                data = entry.data if isinstance(entry.data, dict) else {}
+                enabled = bool(data.get("enabled", True))
+                self._max_size = _positive(data.get("max_size"), self._max_size)
+                self._max_total = _positive(data.get("max_total"), self._max_total)
+                break
+        self._enabled = enabled
+
+    def set_enabled(
+        self, on: bool, *, max_size: int | None = None, max_total: int | None = None
+    ) -> None:
+        """Turn checkpoints on or off, or change the caps, and record it in the session."""
+        size = max_size or self.max_size
+        total = max_total or self.max_total
+        data: dict[str, Any] = {"enabled": on}
+        if (size, total) != self._defaults:
+            data.update(max_size=size, max_total=total)
+        self._session().append_custom(CHECKPOINT_ENTRY, data)
+        self._enabled, self._max_size, self._max_total = on, size, total
 
     def switch(self, on: bool) -> None:
         """Turn checkpoints on or off for now, without recording it (``set_enabled`` does)."""
+        if self._enabled is None:
+            self._read_settings()
         self._enabled = on
 
     def session_changed(self) -> None:
@@ -193,30 +230,31 @@ class Checkpoints:
     def capture_soon(self, reason: Reason = "manual") -> asyncio.Task[CaptureReport] | None:
         """Snapshot the namespace now, at the session's leaf, and write it in the background
         (None: checkpoints are off, or too many are being written). Never raises."""
-        if not self.enabled:
-            return None
-        if len(self._tasks) >= MAX_IN_FLIGHT:
-            self.dropped += 1
-            return None
-        entry_id = self._session().leaf_id
         started = time.perf_counter()
         try:
+            if not self.enabled:
+                return None
+            if len(self._tasks) >= MAX_IN_FLIGHT:
+                self.dropped += 1
+                return None
+            entry_id = self._session().leaf_id
             store = self.store
+            seq = store.allocate_seq()
             items, refused = select_values(self.namespace, _hidden_names())
+            pending: Awaitable[WriteResult]
             if self.use_fork:
                 pending = capture_forked(store, items, max_size=self.max_size, timeout=self.timeout)
             else:
                 pending = capture_in_thread(store, items, max_size=self.max_size)
-        except (OSError, CheckpointError) as exc:
+        except Exception as exc:  # the run this was called from goes on without a checkpoint
             self.last = CaptureReport(None, 0, 0.0, 0.0, f"{type(exc).__name__}: {exc}")
             return None
         blocked = time.perf_counter() - started
-        self._seq = max(self._seq, store.next_seq() - 1) + 1
         task = asyncio.ensure_future(
-            self._finish(store, pending, self._seq, entry_id, reason, refused, started, blocked)
+            self._finish(store, pending, seq, entry_id, reason, refused, started, blocked)
         )
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
         return task
 
     def after_message(self, message: object) -> None:
@@ -238,13 +276,27 @@ class Checkpoints:
 
     async def settled(self) -> None:
         """Wait for the checkpoints being written."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        while self._tasks or (self._pruning is not None and not self._pruning.done()):
+            waiting = [*self._tasks, *([self._pruning] if self._pruning is not None else [])]
+            await asyncio.gather(*waiting, return_exceptions=True)
+
+    def _task_done(self, task: asyncio.Task[CaptureReport]) -> None:
+        self._tasks.discard(task)
+        if not self._tasks and (self._pruning is None or self._pruning.done()):
+            self._pruning = asyncio.ensure_future(self._prune())
+
+    async def _prune(self) -> None:
+        """Drop the oldest checkpoints over the total cap and the objects no checkpoint names
+        (a checkpoint started meanwhile marks the objects it reuses: they stay)."""
+        try:
+            await asyncio.to_thread(self.store.prune, self.max_total)
+        except OSError as exc:
+            self.last = CaptureReport(None, 0, 0.0, 0.0, f"pruning failed: {exc}")
 
     async def _finish(
         self,
         store: CheckpointStore,
-        pending: Any,
+        pending: Awaitable[WriteResult],
         seq: int,
         entry_id: str | None,
         reason: Reason,
@@ -253,7 +305,7 @@ class Checkpoints:
         blocked: float,
     ) -> CaptureReport:
         try:
-            result: WriteResult = await pending
+            result = await pending
             skipped = {**refused, **self._with_origins(result.skipped)}
             manifest = Manifest(
                 seq=seq,
@@ -264,8 +316,6 @@ class Checkpoints:
                 skipped=skipped,
             )
             await asyncio.to_thread(store.write_manifest, manifest)
-            if len(self._tasks) <= 1:  # no other writer: unreferenced objects are garbage
-                await asyncio.to_thread(store.prune, self.max_total)
             report = CaptureReport(
                 manifest, result.new_bytes, blocked, time.perf_counter() - started
             )

@@ -6,8 +6,14 @@ snapshot of the whole process at that instant: it pickles the values into the st
 work, whatever the sizes) and exits, while the kernel goes on at once. Memory grows only by
 the pages the kernel writes while the child runs, not by the namespace's size. Only the
 ``fork()`` call itself runs on the event loop. Where ``fork`` is not safe (macOS, Windows) the
-values are pickled in a worker thread instead: the loop still goes on, but a value changed
-during the checkpoint may be stored half-changed or skipped.
+values are pickled in a worker thread instead: the loop still goes on (the pickler hands the
+GIL back between frames), but a value changed during the checkpoint may be stored half-changed
+or skipped, and a value whose pickle changes the object (a matplotlib figure's is different
+each time) is stored again at every checkpoint; a forked child always starts from the kernel's
+state. Both are measured by ``bench/checkpoints.py``; fork is the default for the consistent
+snapshot. Its cost is the ``fork()`` call (page tables: it grows with the kernel's memory)
+and, for namespaces of many small Python objects, the pages the child's reference counting
+copies.
 
 Left out, always: names starting with ``_``, the names IPython puts in the namespace (``In``,
 ``Out``, ``get_ipython``, ``exit``…), modules, pi_notebook's own objects, and the environment
@@ -45,6 +51,7 @@ IPYTHON_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit"})
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 _OWN_PACKAGE = __name__.split(".", 1)[0]
 ENVIRONMENT_REASON = "environment variables are never stored"
+CHILD_NICENESS = 10
 
 
 def fork_available() -> bool:
@@ -91,7 +98,8 @@ def _is_environment(value: Any, env: Mapping[str, str], secrets: set[str]) -> bo
         return True
     if isinstance(value, str):
         return value in secrets
-    if isinstance(value, Mapping) and len(value) >= 8 and len(value) >= len(env) // 2:
+    # a copy of the environment has about its size: larger mappings are not walked on the loop
+    if isinstance(value, Mapping) and max(8, len(env) // 2) <= len(value) <= 2 * len(env) + 8:
         try:
             same = sum(1 for k, v in value.items() if env.get(k) == v)
         except Exception:  # a mapping whose items() fails is not a copy of the environment
@@ -150,6 +158,7 @@ def _child(
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         gc.disable()  # a collection would touch (and so copy) every page holding objects
+        os.nice(CHILD_NICENESS)  # the kernel comes first on a busy machine
         result = write_values(store, items, max_size=max_size)
         payload = json.dumps({"ok": result.to_data()}).encode()
         code = 0

@@ -39,14 +39,17 @@ __all__ = [
     "SkippedValue",
     "StoredValue",
     "ValueOrigin",
+    "move_store",
     "store_dir_for",
 ]
 
 MANIFEST_VERSION = 1
 _HASH = "sha256"
-_CHUNK = 1 << 20
 
 Reason = Literal["run_start", "cell", "manual"]
+GC_MARGIN_SECONDS = 0.1
+"""Objects touched this close before a collection starts are spared (file times are taken
+from a coarser clock than ``time.time()``)."""
 
 
 def store_dir_for(session_path: Path) -> Path:
@@ -54,6 +57,15 @@ def store_dir_for(session_path: Path) -> Path:
     name = session_path.name
     stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
     return session_path.with_name(stem + ".ckpt")
+
+
+def move_store(old_session: Path, new_session: Path) -> None:
+    """The session file was renamed (its notebook was): its checkpoints follow it, unless
+    the new name's folder exists already (then they stay where they were)."""
+    source, target = store_dir_for(old_session), store_dir_for(new_session)
+    if source.is_dir() and not target.exists():
+        with contextlib.suppress(OSError):
+            source.rename(target)
 
 
 class CheckpointError(Exception):
@@ -228,6 +240,7 @@ class CheckpointStore:
         self.root = root
         self.mode = mode & 0o777
         self._manifests: dict[int, Manifest] | None = None
+        self._last_seq: int | None = None
 
     # --- layout ----------------------------------------------------------------------------------
 
@@ -305,10 +318,13 @@ class CheckpointStore:
         if self.manifests_dir.is_dir():
             yield from self.manifests_dir.glob("*.json")
 
-    def next_seq(self) -> int:
-        existing = [m.seq for m in self.manifests()]
-        files = [int(p.stem) for p in self._manifest_files() if p.stem.isdigit()]
-        return max([0, *existing, *files]) + 1
+    def allocate_seq(self) -> int:
+        """The number of the next checkpoint (the folder is read once, then counted here)."""
+        if self._last_seq is None:
+            files = [int(p.stem) for p in self._manifest_files() if p.stem.isdigit()]
+            self._last_seq = max([0, *files])
+        self._last_seq += 1
+        return self._last_seq
 
     def write_manifest(self, manifest: Manifest) -> Path:
         """Write ``manifest`` whole (a temp file renamed into place)."""
@@ -345,8 +361,8 @@ class CheckpointStore:
 
     def prune(self, max_total: int, keep: int = 1) -> list[Manifest]:
         """Drop the oldest checkpoints until the objects they name fit ``max_total`` bytes (the
-        newest ``keep`` always stay), then delete objects no checkpoint names and stale temp
-        files. Returns the checkpoints dropped."""
+        newest ``keep`` always stay), then :meth:`collect_garbage`. Returns the checkpoints
+        dropped."""
         dropped: list[Manifest] = []
         manifests = self.manifests()
         while len(manifests) > keep and self.total_size() > max_total:
@@ -359,26 +375,33 @@ class CheckpointStore:
         return dropped
 
     def collect_garbage(self) -> int:
-        """Delete objects no checkpoint names (and temp files of writers that are gone);
-        returns the bytes freed. Call it only while no checkpoint is being written."""
+        """Delete objects no checkpoint names, and temp files; returns the bytes freed. Start
+        it only while no checkpoint is being written: one that starts meanwhile touches the
+        objects it reuses (:meth:`touch`), and what was touched since the start is spared."""
         wanted = {v.hash for m in self.manifests() for v in m.values.values()}
+        recent = time.time() - GC_MARGIN_SECONDS
         freed = 0
-        if self.objects_dir.is_dir():
-            for folder in self.objects_dir.iterdir():
-                for path in folder.iterdir() if folder.is_dir() else ():
-                    if folder.name + path.name not in wanted:
-                        with contextlib.suppress(OSError):
-                            freed += path.stat().st_size
-                            path.unlink()
-        if self.tmp_dir.is_dir():
-            for path in self.tmp_dir.iterdir():
+        for folder in (self.objects_dir, self.tmp_dir):
+            for path in folder.rglob("*") if folder.is_dir() else ():
+                if path.is_dir() or path.parent.name + path.name in wanted:
+                    continue
                 with contextlib.suppress(OSError):
-                    path.unlink()
+                    info = path.stat()
+                    if info.st_mtime < recent:
+                        path.unlink()
+                        freed += info.st_size
         return freed
+
+    def touch(self, digest: str) -> None:
+        """Mark an object as in use now (a checkpoint reuses it: a collection that started
+        before spares it)."""
+        with contextlib.suppress(OSError):
+            os.utime(self.object_path(digest))
 
     def forget(self) -> None:
         """Re-read the manifests from disk on next use (another writer changed them)."""
         self._manifests = None
+        self._last_seq = None
 
     # --- loading ---------------------------------------------------------------------------------
 
@@ -392,10 +415,7 @@ class CheckpointStore:
         try:
             data = path.read_bytes()
         except FileNotFoundError:
-            raise CheckpointError(
-                f"checkpoint {manifest_label(value)}: the stored value of {name!r} is missing "
-                f"({path})"
-            ) from None
+            raise CheckpointError(f"the stored value of {name!r} is missing ({path})") from None
         except OSError as exc:
             raise CheckpointError(f"cannot read the stored value of {name!r}: {exc}") from None
         if len(data) != value.size or hashlib.new(_HASH, data).hexdigest() != value.hash:
@@ -411,7 +431,6 @@ class CheckpointStore:
         blobs = {name: self._read_object(name, v) for name, v in manifest.values.items()}
         values: dict[str, Any] = {}
         failed: dict[str, str] = {}
-        by_hash: dict[str, Any] = {}
         for name, value in manifest.values.items():
             if value.alias_of is not None and value.alias_of in values:
                 values[name] = values[value.alias_of]
@@ -422,18 +441,4 @@ class CheckpointStore:
                 failed[name] = f"{type(exc).__name__}: {exc}"
                 continue
             values[name] = obj
-            by_hash.setdefault(value.hash, obj)
         return Loaded(manifest=manifest, values=values, failed=failed)
-
-
-def manifest_label(value: StoredValue) -> str:
-    return value.hash[:12]
-
-
-def hash_file(path: Path) -> str:
-    """The store's hash of a file's bytes (for tests and checks)."""
-    digest = hashlib.new(_HASH)
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()

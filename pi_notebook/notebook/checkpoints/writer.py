@@ -27,6 +27,8 @@ __all__ = ["WriteResult", "describe_type", "format_size", "write_values"]
 PROTOCOL = 5
 MIN_FREE_DISK = 1 << 30
 """Free space a checkpoint always leaves on the disk of the store."""
+KEEP_IN_MEMORY = 1 << 20
+"""A pickle up to this size is kept from the hashing pass and written from memory."""
 
 
 def describe_type(value: Any) -> str:
@@ -59,33 +61,44 @@ class _Pickler(cloudpickle.CloudPickler):  # type: ignore[misc]  # cloudpickle i
         return super().reducer_override(obj)
 
 
-class _HashingFile(io.RawIOBase):
-    """A write-only file that hashes what goes through it and stops at ``limit`` bytes."""
+class _Sink(io.RawIOBase):
+    """A write-only stream that hashes what goes through it, stops at ``limit`` bytes, keeps
+    the bytes while they are few (``kept``: None once past ``keep``) and writes them to
+    ``fd`` when given one."""
 
-    def __init__(self, fd: int, limit: int) -> None:
+    def __init__(self, limit: int, *, keep: int = 0, fd: int | None = None) -> None:
         super().__init__()
-        self._file = io.FileIO(fd, "wb", closefd=True)
+        self._file = io.FileIO(fd, "wb", closefd=True) if fd is not None else None
         self.digest = hashlib.sha256()
         self.size = 0
         self.limit = limit
+        self._keep = keep
+        self.kept: bytearray | None = bytearray() if keep else None
 
     def writable(self) -> bool:
         return True
 
     def write(self, data: Any) -> int:
         view = memoryview(data).cast("B")
-        self.size += view.nbytes
+        size = view.nbytes
+        self.size += size
         if self.size > self.limit:
             raise _OverLimit
         self.digest.update(view)
-        size = view.nbytes
-        while view:
-            written = self._file.write(view) or 0
-            view = view[written:]
+        if self.kept is not None:
+            if len(self.kept) + size > self._keep:
+                self.kept = None  # checked first: a large buffer is never copied
+            else:
+                self.kept += view
+        if self._file is not None:
+            while view:
+                written = self._file.write(view) or 0
+                view = view[written:]
         return size
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
         super().close()
 
 
@@ -123,6 +136,7 @@ def write_values(
     """Store each ``(name, value)`` of ``items`` (at most ``max_size`` bytes in all; a value
     that does not fit is skipped with a note, the next ones may still fit)."""
     result = WriteResult()
+    store.ensure_dir(store.tmp_dir)
     used = 0
     seen: dict[int, str] = {}
     for name, value in items:
@@ -135,14 +149,9 @@ def write_values(
         seen[id(value)] = name
         room = max_size - used
         free = shutil.disk_usage(store.root).free - MIN_FREE_DISK
-        limit = min(room, free)
-        path, fd = store.open_temp()
-        sink = _HashingFile(fd, limit)
         try:
-            _Pickler(sink, protocol=PROTOCOL).dump(value)
+            digest, size, new = _store_value(store, value, min(room, free))
         except _OverLimit:
-            sink.close()
-            path.unlink(missing_ok=True)
             why = (
                 f"over the checkpoint's size cap ({format_size(max_size)}"
                 + (f", {format_size(room)} left" if used else "")
@@ -153,18 +162,40 @@ def write_values(
             result.skipped[name] = SkippedValue(kind, why)
             continue
         except Exception as exc:  # pickle raises anything a __reduce__ raises
-            sink.close()
-            path.unlink(missing_ok=True)
             reason = f"cannot be pickled: {type(exc).__name__}: {exc}"
             result.skipped[name] = SkippedValue(kind, _short(reason), serialisable=False)
             continue
-        sink.close()
-        digest = sink.digest.hexdigest()
-        if store.adopt(path, digest):
-            result.new_bytes += sink.size
-        used += sink.size
-        result.values[name] = StoredValue(digest, kind, sink.size)
+        result.new_bytes += size if new else 0
+        used += size
+        result.values[name] = StoredValue(digest, kind, size)
     return result
+
+
+def _store_value(store: CheckpointStore, value: Any, limit: int) -> tuple[str, int, bool]:
+    """Pickle ``value`` into the store: ``(hash, size, newly written)``. The first pass only
+    hashes (keeping a small pickle's bytes); a large value the store lacks is pickled again
+    into a file, so an unchanged large value costs a hash and no write."""
+    probe = _Sink(limit, keep=KEEP_IN_MEMORY)
+    with probe:
+        _Pickler(probe, protocol=PROTOCOL).dump(value)
+    digest = probe.digest.hexdigest()
+    if store.has_object(digest):
+        store.touch(digest)
+        return digest, probe.size, False
+    path, fd = store.open_temp()
+    try:
+        if probe.kept is not None:
+            with io.FileIO(fd, "wb", closefd=True) as handle:
+                handle.write(probe.kept)
+            return digest, probe.size, store.adopt(path, digest)
+        sink = _Sink(limit, fd=fd)
+        with sink:
+            _Pickler(sink, protocol=PROTOCOL).dump(value)
+        # the same bytes unless the value changed in between (pickled in a thread)
+        digest = sink.digest.hexdigest()
+        return digest, sink.size, store.adopt(path, digest)
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def _short(text: str, limit: int = 300) -> str:
