@@ -1,8 +1,9 @@
 """The time machine's restore in a real JupyterLab and Chromium: the agent (a faux model)
-inserts and runs a cell that changes the kernel's variables; in ``%tree`` the user goes back to
-the node before that turn ("Continue from here"), the restore card lists what changes, Allow
-restores the variables from the checkpoint there and deletes the cell the agent inserted, and
-the tree shows the restore as an entry.
+inserts and runs a cell that changes the kernel's variables, edits one cell and deletes another;
+in ``%tree`` the user goes back to the node before that turn ("Continue from here"), the restore
+card lists what changes, Allow restores the variables from the checkpoint there and undoes the
+three cell changes (the deleted cell comes back with its id, where it was), and the tree shows
+the restore as an entry.
 
 Screenshots: ``restore-card.png`` (the card in the tree) and ``restore-tree.png`` (the tree
 after the restore), copied into docs/ with ``PI_NOTEBOOK_UPDATE_DOCS=1``."""
@@ -20,13 +21,24 @@ __all__ = ["open_ws", "workspace_lab"]  # fixtures used here
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
-INSERT_AND_RUN = """[
+CELL_IDS = """
+import pi_notebook
+def cell_id(prefix):
+    return next(r.cell_id for r in pi_notebook.current().history.records()
+                if r.source.startswith(prefix))
+"""
+
+CHANGES = """[
     faux_assistant_message([faux_tool_call(
         "insert_cell",
         {"source": "df = df.assign(y=df.x * 10)\\nsteps = 2\\nprint(sorted(df.columns), steps)",
          "run": True},
         id="call_insert")]),
-    faux_assistant_message("Added the column y and ran it."),
+    lambda context, options, state, model: faux_assistant_message([faux_tool_call(
+        "edit_cell", {"cell_id": cell_id("rate ="), "source": "rate = 0.9"}, id="call_edit")]),
+    lambda context, options, state, model: faux_assistant_message([faux_tool_call(
+        "delete_cell", {"cell_id": cell_id("scratch =")}, id="call_delete")]),
+    faux_assistant_message("Added the column y, raised the rate and dropped the scratch cell."),
 ]"""
 
 DATA = 'import pandas as pd\ndf = pd.DataFrame({"x": [1, 2, 3]})\nsteps = 1'
@@ -38,56 +50,72 @@ def test_go_here_then_allow_restores_the_variables_and_the_cells(
 ) -> None:
     nb = open_ws(
         "restore.ipynb",
-        [LOAD, faux_setup(INSERT_AND_RUN), DATA, "%%agent\nAdd a column y.", "%tree", CHECK],
+        [
+            LOAD,
+            CELL_IDS + faux_setup(CHANGES),
+            DATA,
+            "rate = 0.2",
+            "scratch = 1",
+            "%%agent\nAdd a column y, raise the rate, drop the scratch cell.",
+            "%tree",
+            CHECK,
+        ],
     )
-    nb.run_and_wait(0, 1, 2)
+    nb.run_and_wait(0, 1, 2, 3, 4)
     before = cells_of(nb)
-    nb.run(3)
-    run = nb.cell(3).locator(".pi-run")
-    card = run.locator('.pi-tool[data-tool-call-id="call_insert"]')
-    card.locator(".pi-allow").click()
-    nb.wait_until(lambda: len(cells_of(nb)) == len(before) + 1, "the inserted cell")
+    nb.run(5)
+    run = nb.panel.locator(".pi-run")
+    for call in ("call_insert", "call_edit", "call_delete"):
+        card = run.locator(f'.pi-tool[data-tool-call-id="{call}"]')
+        card.locator(".pi-allow").click()
     run.locator(".pi-status.pi-status-done").wait_for()
-    inserted = cells_of(nb)[4]
-    assert inserted["id"] == "agent-call_insert"
-    nb.run_and_wait(6)
-    assert "['x', 'y'] 2 (3, 2)" in nb.output_text(6)
+    changed = cells_of(nb)
+    ids = [c["id"] for c in changed]
+    assert "agent-call_insert" in ids and before[4]["id"] not in ids
+    assert changed[3]["source"] == "rate = 0.9"
+    check = ids.index(before[-1]["id"])
+    nb.run_and_wait(check)
+    assert "['x', 'y'] 2 (3, 2)" in nb.output_text(check)
 
     # Go back to before the turn: the user's prompt node, "Continue from here".
-    nb.run_and_wait(5)
-    tree = nb.panel.locator(".pi-tree")  # by index it would move up with the deleted cell
-    prompt = tree.locator(
-        ".pi-node", has=nb.page.locator(".pi-node-title", has_text="Add a column y.")
-    )
-    prompt.first.click()
+    nb.run_and_wait(ids.index(before[6]["id"]))
+    tree = nb.panel.locator(".pi-tree")  # not by index: the cells above it move
+    title = nb.page.locator(".pi-node-title", has_text="Add a column y")
+    tree.locator(".pi-node", has=title).first.click()
     tree.locator(".pi-tree-detail .pi-navigate").click()
 
-    # The card: what changes, and the agent's cell to delete; nothing changed yet.
+    # The card: what changes, and the agent's three cell changes to undo; nothing changed yet.
     restore = tree.locator(".pi-tree-restore .pi-restore-pending")
     restore.wait_for()
     changes = {
         v.get_attribute("data-name"): v.get_attribute("data-change")
         for v in restore.locator(".pi-restore-variable").all()
     }
-    assert changes["df"] == "restored" and changes["steps"] == "restored", changes
+    assert changes["df"] == changes["steps"] == "restored", changes
+    assert changes["rate"] == changes["scratch"] == "kept", changes
     steps = restore.locator(".pi-restore-step")
-    assert steps.count() == 1 and steps.first.get_attribute("data-cell-id") == inserted["id"]
-    assert len(cells_of(nb)) == len(before) + 1
+    assert [s.get_attribute("data-cell-id") for s in steps.all()] == [
+        before[4]["id"],
+        before[3]["id"],
+        "agent-call_insert",
+    ]
+    assert [c["id"] for c in cells_of(nb)] == ids
     keep(nb.screenshot(restore, "restore-card.png"), "restore-card.png")
     restore.locator(".pi-restore-allow").click()
 
-    # Allowed: the inserted cell is gone, the variables are as they were, the tree shows it.
+    # Allowed: the cells are as they were, ids included; the variables too; the tree shows it.
     tree.locator(".pi-tree-restore .pi-restore-done").wait_for()
-    nb.wait_until(lambda: len(cells_of(nb)) == len(before), "the inserted cell deleted")
-    assert [c["id"] for c in cells_of(nb)] == [c["id"] for c in before]
-    nb.run_and_wait(5)  # the check cell, back at its place
-    assert "['x'] 1 (3, 1)" in nb.output_text(5)
+    nb.wait_until(lambda: cells_of(nb) == before, "the notebook as it was")
+    nb.run_and_wait(len(before) - 1)  # the check cell, back at its place
+    assert "['x'] 1 (3, 1)" in nb.output_text(len(before) - 1)
     entry = tree.locator(".pi-node", has_text="pi_notebook.restore")
     entry.first.wait_for()
     assert "pi-node-leaf" in (entry.first.get_attribute("class") or "")
     keep(nb.screenshot(tree, "restore-tree.png"), "restore-tree.png")
     restored = [e for e in nb.session_entries() if e.get("customType") == "pi_notebook.restore"]
     assert len(restored) == 1 and restored[0]["details"]["restored"] == ["df", "steps"]
-    assert restored[0]["details"]["document"] == [
-        {"action": "delete", "cellId": inserted["id"], "done": True}
+    assert [(d["action"], d["done"]) for d in restored[0]["details"]["document"]] == [
+        ("reinsert", True),
+        ("unedit", True),
+        ("delete", True),
     ]
