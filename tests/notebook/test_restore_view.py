@@ -103,3 +103,19 @@ async def test_the_tree_and_the_fork_widget_take_the_answer_from_their_front_end
     assert "restored: df (DataFrame)" in text and "run again In [2] for f" in text
     assert "[denied] Restore denied." in text
     assert card_text({}) == "Restore: nothing to show yet."
+
+
+async def test_the_trees_card_is_answered_no_when_a_run_starts_first() -> None:
+    from pi_notebook.notebook.restore.offer import deny_when_a_run_starts
+
+    shown: list[dict[str, Any]] = []
+    slot = CardSlot(lambda value: shown.append(dict(value)))
+    runs: list[object] = []
+    watch = asyncio.ensure_future(deny_when_a_run_starts(slot, runs))
+    asking = asyncio.ensure_future(slot.ask(card()))
+    await asyncio.sleep(0.3)
+    assert not asking.done()
+    runs.append(object())  # what start_run does when an %%agent cell runs
+    assert await asyncio.wait_for(asking, 2) is None
+    await watch
+    assert shown[-1]["state"] == "denied" and "run started" in shown[-1]["result"]

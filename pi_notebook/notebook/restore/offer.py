@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .flow import CUSTOM_TYPE, Restorer
@@ -21,10 +21,17 @@ if TYPE_CHECKING:
     from ..kernel_agent import NotebookAgent
     from ..restore_view import CardSlot
 
-__all__ = ["CARD_TIMEOUT", "capture_now", "move_with_restore", "offer_restore"]
+__all__ = [
+    "CARD_TIMEOUT",
+    "capture_now",
+    "deny_when_a_run_starts",
+    "move_with_restore",
+    "offer_restore",
+]
 
 CARD_TIMEOUT = 300.0
 """Seconds a card waits for an answer; then it is taken as a "no" (nothing changes)."""
+RUN_POLL_SECONDS = 0.25
 
 
 async def capture_now(agent: NotebookAgent) -> Manifest | str | None:
@@ -75,7 +82,16 @@ async def offer_restore(
         slot.card = plan.card()
         slot.finish("refused" if plan.refusal else "done", words)
         return words
-    reply = await slot.ask(plan.card(), timeout)
+    if explicit:
+        reply = await slot.ask(plan.card(), timeout)
+    else:
+        watch = asyncio.ensure_future(deny_when_a_run_starts(slot, agent.runs))
+        try:
+            reply = await slot.ask(plan.card(), timeout)
+        finally:
+            watch.cancel()
+    if reply is None and slot.card is not None and slot.card["state"] == "denied":
+        return slot.card["result"]
     if reply is None or not reply["allow"]:
         words = "Restore denied: the variables and the notebook were left as they were."
         slot.finish("denied", words)
@@ -97,6 +113,19 @@ async def offer_restore(
         agent.refresh_tree_views()
     slot.finish("done" if result.done else "refused", result.words)
     return result.words
+
+
+async def deny_when_a_run_starts(slot: CardSlot, runs: Sequence[object]) -> None:
+    """The tree's card is answered "no" when an ``%%agent`` run is started before it is
+    answered: the card would otherwise hold that run back (it waits in the queue behind it)."""
+    started = len(runs)
+    while len(runs) == started:
+        await asyncio.sleep(RUN_POLL_SECONDS)
+    slot.finish(
+        "denied",
+        "An %%agent run started before the card was answered, so nothing was restored; the "
+        "variables and the notebook are as they were.",
+    )
 
 
 def move_with_restore(
