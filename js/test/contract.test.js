@@ -113,6 +113,10 @@ describe("restore card ← kernel state", () => {
     expect(card.querySelectorAll(".pi-restore-step").length).toBe(state.restore.document.length);
     card.querySelector(".pi-restore-allow").click();
     expect(model.sent.at(-1)).toEqual({ type: "restore", card_id: state.restore.id, allow: true, revert_document: true });
+    model.set("restore", { ...state.restore, state: "done", result: "ok" });
+    expect(el.querySelector(".pi-tree-restore .pi-restore-allow")).toBeNull();
+    model.set("restore", {});
+    expect(el.querySelector(".pi-tree-restore").hidden).toBe(true);
   });
 
   for (const [name, state] of Object.entries(fixture.restore_card)) {

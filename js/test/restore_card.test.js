@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
 import widget, { renderRestoreCard } from "../src/restore_card.js";
-import { SessionTreeView } from "../src/session_tree.js";
 import { FakeModel } from "./fake_model.js";
 
 // A card as the kernel sends it (RestoreCard in widget_protocol.py).
@@ -77,31 +76,6 @@ describe("restore card", () => {
     expect(model.sent).toEqual([{ type: "restore", card_id: "restore-3", allow: true, revert_document: true }]);
     model.set("notice", "That restore card was already answered.");
     expect(el.querySelector(".pi-notice").hidden).toBe(false);
-  });
-
-  it("the session tree shows the card of a move above the tree and answers it", () => {
-    const state = {
-      page: { layout: 1, total: 0, entries: 0, leaf_index: -1, show_meta: false, segments: [] },
-      leaf_id: "",
-      session_name: "Demo",
-      selected_id: "",
-      selected_detail: {},
-      controls: { navigate: true, fork: true, label: true, compact: true },
-      busy: "",
-      notice: "",
-      restore: {},
-    };
-    const model = new FakeModel(state);
-    const el = document.createElement("div");
-    const view = new SessionTreeView(model, el);
-    cleanups.push(() => view.dispose());
-    expect(el.querySelector(".pi-tree-restore").hidden).toBe(true);
-    model.set("restore", CARD);
-    expect(el.querySelector(".pi-tree-restore").hidden).toBe(false);
-    el.querySelector(".pi-tree-restore .pi-restore-allow").click();
-    expect(model.sent.at(-1)).toEqual({ type: "restore", card_id: "restore-3", allow: true, revert_document: true });
-    model.set("restore", { ...CARD, state: "done", result: "ok" });
-    expect(el.querySelector(".pi-tree-restore .pi-restore-allow")).toBeNull();
   });
 });
 

@@ -15,18 +15,12 @@ from collections.abc import Callable
 import pytest
 
 from .lab import LabNotebook
+from .test_review_browser import CELL_IDS
 from .test_workspace_browser import LOAD, cells_of, faux_setup, keep, open_ws, workspace_lab
 
 __all__ = ["open_ws", "workspace_lab"]  # fixtures used here
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
-
-CELL_IDS = """
-import pi_notebook
-def cell_id(prefix):
-    return next(r.cell_id for r in pi_notebook.current().history.records()
-                if r.source.startswith(prefix))
-"""
 
 CHANGES = """[
     faux_assistant_message([faux_tool_call(

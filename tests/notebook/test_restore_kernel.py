@@ -48,6 +48,20 @@ shown = card.card  # the decided card keeps what it listed
 print(card.card["state"])"""
 
 
+def two_branches(url: str) -> list[str]:
+    """The cells up to the second turn: a table, a model and an open file at the first turn,
+    all changed (and a variable added) before the second."""
+    return [
+        "%load_ext pi_notebook",
+        model_cell(url, image=False),
+        "%model lab/vision",
+        DATA,
+        "%%agent --wait\nFit a line.",
+        CHANGE,
+        "%%agent --wait\nNow scale it.",
+    ]
+
+
 def _session(directory: Path) -> list[dict[str, Any]]:
     path = directory / "test.pi.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
@@ -58,13 +72,7 @@ def test_a_restore_across_branches_brings_back_the_table_and_the_model(tmp_path:
         server.add(text_reply("Fitted."), text_reply("Scaled."), text_reply("All restored."))
         nb = execute(
             [
-                "%load_ext pi_notebook",
-                model_cell(server.url, image=False),
-                "%model lab/vision",
-                DATA,
-                "%%agent --wait\nFit a line.",
-                CHANGE,
-                "%%agent --wait\nNow scale it.",
+                *two_branches(server.url),
                 "%fork -2 --restore",
                 ANSWER % "True",
                 # the card listed every change, and the kernel is as it was at the first turn
@@ -117,13 +125,7 @@ def test_a_damaged_checkpoint_is_refused_and_the_kernel_left_as_it_was(tmp_path:
         server.add(text_reply("Fitted."), text_reply("Scaled."))
         nb = execute(
             [
-                "%load_ext pi_notebook",
-                model_cell(server.url, image=False),
-                "%model lab/vision",
-                DATA,
-                "%%agent --wait\nFit a line.",
-                CHANGE,
-                "%%agent --wait\nNow scale it.",
+                *two_branches(server.url),
                 # damage the first checkpoint: the object holding the table as it was then
                 "import pi_notebook\n"
                 "checkpoints = pi_notebook.current().checkpoints\n"
@@ -152,13 +154,7 @@ def test_deny_moves_the_conversation_and_leaves_the_kernel_as_it_was(tmp_path: P
         server.add(text_reply("Fitted."), text_reply("Scaled."))
         nb = execute(
             [
-                "%load_ext pi_notebook",
-                model_cell(server.url, image=False),
-                "%model lab/vision",
-                DATA,
-                "%%agent --wait\nFit a line.",
-                CHANGE,
-                "%%agent --wait\nNow scale it.",
+                *two_branches(server.url),
                 "%fork -2 --restore",
                 ANSWER % "False",
                 "assert card.card['state'] == 'denied', card.card\n"

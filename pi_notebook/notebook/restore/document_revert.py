@@ -72,15 +72,6 @@ class StepOutcome:
     words: str
 
 
-def _common_prefix(a: Sequence[str], b: Sequence[str]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def branch_left(session: Any, from_id: str | None, to_id: str | None) -> list[Any]:
     """The entries a move from ``from_id`` to ``to_id`` leaves behind: those on the path to
     ``from_id`` after its common ancestor with ``to_id``, oldest first (empty when ``to_id``
@@ -88,9 +79,9 @@ def branch_left(session: Any, from_id: str | None, to_id: str | None) -> list[An
     if from_id is None:
         return []
     left = session.get_branch(from_id)
-    target = session.get_branch(to_id) if to_id is not None else []
-    shared = _common_prefix([e.id for e in left], [e.id for e in target])
-    return list(left[shared:])
+    # both are paths from the root: what they share is the start of each
+    shared = {e.id for e in session.get_branch(to_id)} if to_id is not None else set()
+    return [e for e in left if e.id not in shared]
 
 
 def _notebook_detail(entry: Any) -> dict[str, Any] | None:
