@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .flow import CUSTOM_TYPE, Restorer
+from .plan import RestorePlan
 
 if TYPE_CHECKING:
     from ..checkpoints.store import Manifest
@@ -152,7 +153,13 @@ def move_with_restore(
                 moved.set_result(None)  # the whole operation's future carries the error
             raise
         moved.set_result(where)
-        if where is None or where == left:
+        if where is None:
+            if explicit:  # the card says so rather than "preparing…" for ever
+                words = "The move did not happen, so there is nothing to restore."
+                slot.card = RestorePlan(target_id="", target_title="?", refusal=words).card()
+                slot.finish("refused", words)
+            return ""
+        if where == left and not explicit:
             return ""
         return await offer_restore(agent, slot, left, where, now, explicit=explicit)
 
