@@ -4,6 +4,8 @@ a kernel is in ``test_restore_kernel``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pi_notebook.notebook.checkpoints import Manifest, SkippedValue, StoredValue, ValueOrigin
 from pi_notebook.notebook.restore.plan import RestorePlan, compare, recreate_cells
 
@@ -75,3 +77,31 @@ def test_a_refused_plan_offers_no_variables() -> None:
     card = plan.card()
     assert card["variables"] == [] and card["cells"] == [] and card["checkpoint"] == ""
     assert card["refusal"].startswith("The checkpoint at e1 is damaged")
+
+
+async def test_a_missing_checkpoint_or_object_refuses_the_variables(tmp_path: Path) -> None:
+    from pi_notebook.ai.types import UserMessage
+    from pi_notebook.harness import InMemorySessionStorage, Session
+    from pi_notebook.notebook.checkpoints import CheckpointStore
+    from pi_notebook.notebook.restore.flow import Restorer
+
+    session = Session.create(InMemorySessionStorage())
+    first = session.append_message(UserMessage(content="first")).id
+    second = session.append_message(UserMessage(content="second")).id
+    store = CheckpointStore(tmp_path / "test.pi.ckpt")
+    namespace: dict[str, object] = {"df": 1}
+    now = Manifest(2, second, "manual", 0.0, values={"df": stored(B)})
+    restorer = Restorer(session, namespace, None, store, run_code=lambda _src, _ns: "")
+
+    plan = await restorer.plan(second, first, now)  # no checkpoint on the way to the root
+    assert plan.refusal.startswith("No checkpoint at or above") and not plan.worth_asking
+
+    store.write_manifest(Manifest(1, first, "run_start", 0.0, values={"df": stored(A)}))
+    plan = await restorer.plan(second, first, now)  # its object was never written
+    assert plan.refusal.startswith(f"The checkpoint at {first[-8:]} cannot be used")
+    assert "is missing" in plan.refusal and not plan.worth_asking
+    assert plan.card()["variables"] == [] and namespace == {"df": 1}
+
+    store.write_manifest(Manifest(3, second, "cell", 0.0))  # intact (it names no object)
+    plan = await restorer.plan(second, second, "OSError: disk full")  # none of the namespace now
+    assert "could be taken (OSError: disk full)" in plan.refusal

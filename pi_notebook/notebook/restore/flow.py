@@ -98,8 +98,8 @@ class Restorer:
             await asyncio.to_thread(self.store.verify, manifest)
         except CheckpointError as exc:
             plan.refusal = (
-                f"The checkpoint at {short_id(manifest.entry_id or to_id)} is damaged ({exc}), so "
-                "nothing is restored from it; the kernel is left as it was."
+                f"The checkpoint at {short_id(manifest.entry_id or to_id)} cannot be used: {exc}. "
+                "Nothing is restored from it; the kernel is left as it was."
             )
             return plan
         if now is None or isinstance(now, str):
