@@ -113,3 +113,32 @@ def test_go_here_then_allow_restores_the_variables_and_the_cells(
         ("unedit", True),
         ("delete", True),
     ]
+
+
+def test_fork_restore_shows_its_card_in_the_cell(open_ws: Callable[..., LabNotebook]) -> None:
+    nb = open_ws(
+        "fork_restore.ipynb",
+        [
+            LOAD,
+            faux_setup('[faux_assistant_message("One."), faux_assistant_message("Two.")]'),
+            "x = 1",
+            "%%agent --wait\nFirst.",
+            "x = 2\ny = 3",
+            "%%agent --wait\nSecond.",
+            "%fork -2 --restore",
+            "print(x, 'y' in globals())",
+        ],
+    )
+    nb.run_and_wait(0, 1, 2, 3, 4, 5, 6)
+    assert "Moved to" in nb.output_text(6)
+    card = nb.cell(6).locator(".pi-restore-pending")
+    card.wait_for()
+    changes = {
+        v.get_attribute("data-name"): v.get_attribute("data-change")
+        for v in card.locator(".pi-restore-variable").all()
+    }
+    assert {k: v for k, v in changes.items() if v != "kept"} == {"x": "restored", "y": "removed"}
+    card.locator(".pi-restore-allow").click()
+    nb.cell(6).locator(".pi-restore-done").wait_for()
+    nb.run_and_wait(7)
+    assert "1 False" in nb.output_text(7)
