@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import path from "node:path";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const widgets = ["run_view", "session_tree"];
+const widgets = ["run_view", "session_tree", "restore_card"];
 
 await build({
   absWorkingDir: here,

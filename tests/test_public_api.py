@@ -16,6 +16,7 @@ PACKAGES = [
     "pi_notebook.harness",
     "pi_notebook.mcp",
     "pi_notebook.notebook.workspace",
+    "pi_notebook.notebook.checkpoints",
     "pi_notebook.eval",
 ]
 

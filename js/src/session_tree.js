@@ -5,6 +5,7 @@
 import { formatCost, formatTokens, h } from "./dom.js";
 import { renderItem } from "./items.js";
 import { showNotice } from "./notice.js";
+import { renderRestoreCard } from "./restore_card.js";
 import { BITS, BRANCHING, COST, DEPTH, EDIT_FLAGS, FLAG, FOLDED, FORK, HIDDEN, ID, KIND, LABEL, LAST, MODEL, OFFLINE_MS, PATH, RowCache, TITLE, TOKENS } from "./tree_model.js";
 
 export const ROW_HEIGHT = 24;
@@ -119,10 +120,12 @@ export class SessionTreeView {
     on("change:controls", this.renderControls);
     on("change:busy", this.renderControls);
     on("change:notice", this.renderNotice);
+    on("change:restore", this.renderRestore);
     on("msg:custom", this.onMessage);
     this.onPage();
     this.renderDetail();
     this.renderNotice();
+    this.renderRestore();
     this.keepLeafInViewOnceShown();
   }
 
@@ -174,12 +177,13 @@ export class SessionTreeView {
     this.resultsEl = h("div", { class: "pi-tree-results", hidden: true });
     this.offlineEl = h("div", { class: "pi-tree-offline", hidden: true });
     this.noticeEl = h("div", { class: "pi-notice", hidden: true });
+    this.restoreEl = h("div", { class: "pi-tree-restore", hidden: true });
     this.scroller = h("div", { class: "pi-tree-scroller", tabindex: 0, role: "tree" });
     this.scroller.addEventListener("keydown", (event) => this.onKey(event));
     this.list = new VirtualList(this.scroller, (index) => this.renderRow(index));
     this.list.onRender = (first, last) => this.fetch(first, last);
     this.detailEl = h("div", { class: "pi-tree-detail" });
-    this.root = h("div", { class: "pi-tree" }, this.toolbar, this.resultsEl, this.offlineEl, this.noticeEl, h("div", { class: "pi-tree-body" }, this.scroller, this.detailEl));
+    this.root = h("div", { class: "pi-tree" }, this.toolbar, this.resultsEl, this.offlineEl, this.noticeEl, this.restoreEl, h("div", { class: "pi-tree-body" }, this.scroller, this.detailEl));
     el.replaceChildren(this.root);
   }
 
@@ -440,6 +444,19 @@ export class SessionTreeView {
         onclick: () => this.send({ type: "label", id, text: input.value.trim() }) }));
     }
     this.actionsEl.replaceChildren(...parts);
+  }
+
+  // The card a move offers (restore the variables and cells as they were at the node moved to):
+  // above the tree, so it is seen whichever node is selected.
+  renderRestore() {
+    const card = this.model.get("restore") || {};
+    this.restoreEl.hidden = !card.id;
+    if (!card.id) {
+      this.restoreEl.replaceChildren();
+      return;
+    }
+    const decide = (cardId, allow, revertDocument) => this.send({ type: "restore", card_id: cardId, allow, revert_document: revertDocument });
+    this.restoreEl.replaceChildren(renderRestoreCard(card, decide));
   }
 
   renderNotice() {

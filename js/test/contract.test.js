@@ -7,6 +7,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { RunView } from "../src/run_view.js";
+import restoreWidget from "../src/restore_card.js";
 import { SessionTreeView } from "../src/session_tree.js";
 import { FakeModel } from "./fake_model.js";
 
@@ -96,4 +97,37 @@ describe("session tree ← kernel state", () => {
     expect(el.querySelector(".pi-node-leaf").getAttribute("data-id")).toBe(state.leaf_id);
     expect(el.textContent).toContain("start");
   });
+});
+
+describe("restore card ← kernel state", () => {
+  it("the tree reads only traits the kernel sends and shows the card a move offers", () => {
+    const state = fixture.session_tree.restore_offered;
+    const { model, el } = mountTree(state);
+    const missing = [...model.read].filter((trait) => !(trait in state));
+    expect(missing).toEqual([]);
+    const card = el.querySelector(".pi-tree-restore .pi-restore");
+    expect(card.getAttribute("data-card-id")).toBe(state.restore.id);
+    const changes = [...card.querySelectorAll(".pi-restore-variable")].map((v) => [v.dataset.name, v.dataset.change]);
+    expect(changes).toEqual(state.restore.variables.map((v) => [v.name, v.change]));
+    expect(card.querySelectorAll(".pi-restore-cell").length).toBe(state.restore.cells.length);
+    expect(card.querySelectorAll(".pi-restore-step").length).toBe(state.restore.document.length);
+    card.querySelector(".pi-restore-allow").click();
+    expect(model.sent.at(-1)).toEqual({ type: "restore", card_id: state.restore.id, allow: true, revert_document: true });
+    model.set("restore", { ...state.restore, state: "done", result: "ok" });
+    expect(el.querySelector(".pi-tree-restore .pi-restore-allow")).toBeNull();
+    model.set("restore", {});
+    expect(el.querySelector(".pi-tree-restore").hidden).toBe(true);
+  });
+
+  for (const [name, state] of Object.entries(fixture.restore_card)) {
+    it(`the %fork widget reads only traits the kernel sends (${name})`, () => {
+      const model = new RecordingModel(state);
+      const el = document.createElement("div");
+      const dispose = restoreWidget.render({ model, el });
+      const missing = [...model.read].filter((trait) => !(trait in state));
+      expect(missing).toEqual([]);
+      expect(el.querySelector(".pi-restore").classList.contains(`pi-restore-${state.card.state}`)).toBe(true);
+      dispose();
+    });
+  }
 });

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from .checkpoint_magics import CheckpointMagics
 from .current import current, install, uninstall
 from .guard_magics import GuardMagics
 from .input_rewrite import rewrite_input
@@ -39,6 +40,7 @@ _MAGIC_NAMES = {
         "budget",
         "verify",
         "export",
+        "checkpoint",
     ),
 }
 
@@ -90,6 +92,7 @@ def load_ipython_extension(ip: Any) -> None:
     ip.register_magics(magics)
     ip.register_magics(McpMagics(ip, agent))
     ip.register_magics(GuardMagics(ip, agent, magics._report))
+    ip.register_magics(CheckpointMagics(ip, agent))
     for problem in load_configured_servers(agent):
         print(f"pi_notebook: MCP configuration skipped: {problem}")
     agent.document.install()  # a notebook view with the pi_notebook labextension links now
@@ -117,6 +120,7 @@ def unload_ipython_extension(ip: Any) -> None:
     ip.magics_manager.registry.pop(PiMagics.__name__, None)
     ip.magics_manager.registry.pop(McpMagics.__name__, None)
     ip.magics_manager.registry.pop(GuardMagics.__name__, None)
+    ip.magics_manager.registry.pop(CheckpointMagics.__name__, None)
     if rewrite_input in ip.input_transformers_cleanup:
         ip.input_transformers_cleanup.remove(rewrite_input)
     ip.events.unregister("pre_run_cell", _hooks.pre_run_cell)

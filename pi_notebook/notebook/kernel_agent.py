@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from ..harness import AgentHarness, BudgetSettings, CompactionSettings, Session
     from ..harness.hooks import ToolCallEvent, ToolCallResult
     from ..mcp import McpServers
+    from .checkpoints import Checkpoints
     from .notebook_tools import ToolRegistry
     from .run_view import RunView
     from .runs import Run
@@ -86,6 +87,7 @@ RUN_MODULES = (
     "pi_notebook.notebook.workspace.summary",
     "pi_notebook.mcp.servers",
     "pi_notebook.ai.http",
+    "pi_notebook.notebook.checkpoints.recorder",
 )
 """What a run needs that ``%load_ext`` does not import (the harness, the agent loop, the tools,
 the HTTP layer and its transport): the first run imports them in a thread
@@ -251,6 +253,7 @@ class NotebookAgent:
             copied = self._continue_in_copy(held)
             self.load_notice = f"{notice}; {copied}" if notice else copied
         self._approval: ApprovalPolicy | None = None
+        self._checkpoints: Checkpoints | None = None
 
     # --- built on first use ----------------------------------------------------------------------
     # %load_ext builds none of these: each needs the pydantic models of its layer (issue 15).
@@ -272,6 +275,17 @@ class NotebookAgent:
         self._approval = None  # the other session's recorded policy applies
         if session.path is not None:
             self._session_file = session.path
+
+    @property
+    def checkpoints(self) -> Checkpoints:
+        """Checkpoints of the namespace beside the session file (``%checkpoint``)."""
+        if self._checkpoints is None:
+            from .checkpoints import Checkpoints
+
+            self._checkpoints = Checkpoints(
+                lambda: self.session, lambda: self.session_path, self.namespace, self.history
+            )
+        return self._checkpoints
 
     @property
     def restored_entries(self) -> int:
@@ -728,6 +742,7 @@ class NotebookAgent:
         _ = self.approval_policy  # one set by the environment is recorded before the run
         await self._start_mcp()
         await self._append_change_summary(changes, self._run_cells.get(run.number))
+        self.checkpoints.capture_soon("run_start")
         return await self._prompt(run, run.prompt)
 
     def update_instructions(self, *, preamble: object = KEEP, addendum: object = KEEP) -> bool:
@@ -914,6 +929,7 @@ class NotebookAgent:
             message = getattr(event, "message", None)
             if isinstance(message, AssistantMessage):
                 self.reply_changes.note_reply(message)
+            self.checkpoints.after_message(message)
         if kind in ("message_end", "turn_end", "agent_end"):
             self._note_session_writes(run)
 
@@ -1453,6 +1469,11 @@ class NotebookAgent:
             storage = self._session.storage
             if isinstance(storage, JsonlSessionStorage):
                 storage.relocate(target)
+        from .checkpoints.store import move_store
+
+        move_store(self._session_file, target)
+        if self._checkpoints is not None:
+            self._checkpoints.session_changed()
         self._session_file = target
         self.session_lock.move(target)
 
@@ -1511,6 +1532,8 @@ class NotebookAgent:
             self.session_lock.acquire(session.path)
         self.session = session
         self._cell_starts.clear()
+        if self._checkpoints is not None:
+            self._checkpoints.session_changed()
         self._harness = self._new_harness(model) if model is not None else None
         for view in self.tree_views:
             view.session = session

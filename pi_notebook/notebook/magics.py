@@ -155,6 +155,8 @@ class PiMagics(Magics):
         self.pi = agent
         self.outcomes: list[Outcome] = []
         """Queued magics' outputs still to resync (see :meth:`resync`)."""
+        self.cards: list[Any] = []
+        """``%fork --restore`` cards still to resync (``RestoreView``)."""
 
     # --- helpers ---------------------------------------------------------------------------------
 
@@ -179,6 +181,10 @@ class PiMagics(Magics):
     def resync(self) -> None:
         """The ``post_run_cell`` hook's part: re-send finished outcomes (see :class:`Outcome`)."""
         self.outcomes = [outcome for outcome in self.outcomes if outcome.resync()]
+        for card in self.cards:
+            card.resync()
+        # a decided card changes no more: resynced once more, then dropped
+        self.cards = [c for c in self.cards if c.card.get("state") in (None, "pending", "allowed")]
 
     def _writable(self) -> None:
         """Refuse a change to a session opened read-only (``%session open --read-only``)."""
@@ -344,6 +350,12 @@ class PiMagics(Magics):
         help="An entry id, a label, or -N for N user turns back (default -1).",
     )
     @argument("--summarize", action="store_true", help="Summarise the branch being left.")
+    @argument(
+        "--restore",
+        action="store_true",
+        help="Also offer to restore the variables (from the checkpoint there) and to undo the "
+        "agent's cell changes on the branch being left; a card asks first.",
+    )
     @line_magic
     def fork(self, line: str) -> None:
         """Move the session to TARGET; the next %%agent continues from there as a new branch."""
@@ -353,6 +365,9 @@ class PiMagics(Magics):
         target = self._resolve_target(args.target) if now else None
         if now:
             self._harness_or_usage()
+        if args.restore:
+            self._fork_restoring(target, args.target, args.summarize)
+            return
 
         async def move() -> str:
             harness = self._harness_or_usage()
@@ -360,13 +375,52 @@ class PiMagics(Magics):
             result = await harness.navigate_tree(where_to, summarize=args.summarize)
             if result.cancelled:
                 return "The move was cancelled."
-            where = self.pi.session.leaf_id or "the start"
-            done = f"Moved to {where}. The next %%agent continues from here as a new branch."
-            if result.editor_text:
-                done += f"\nThe prompt there was: {result.editor_text}"
-            return done
+            return self._moved_words(result.editor_text)
 
         self._report("%fork", move)
+
+    def _moved_words(self, editor_text: str | None) -> str:
+        where = self.pi.session.leaf_id or "the start"
+        done = f"Moved to {where}. The next %%agent continues from here as a new branch."
+        if editor_text:
+            done += f"\nThe prompt there was: {editor_text}"
+        return done
+
+    def _fork_restoring(self, target: str | None, typed: str, summarize: bool) -> None:
+        """``%fork TARGET --restore``: the move, then the restore card in this cell. The cell
+        waits for the move only (``settled``); the card waits in the queue, so a ``%%agent``
+        after it starts once the card is answered."""
+        from .restore.offer import move_with_restore
+        from .restore_view import RestoreView
+
+        waiting = self.pi.busy
+        outcome = Outcome("%fork", waiting=waiting)
+        self.outcomes.append(outcome)
+        card = RestoreView()
+        card.show()
+        self.cards.append(card)
+
+        async def move() -> str | None:
+            harness = self._harness_or_usage()
+            where_to = target or self._resolve_target(typed)
+            result = await harness.navigate_tree(where_to, summarize=summarize)
+            if result.cancelled:
+                outcome.finish("The move was cancelled.")
+                return None
+            outcome.finish(self._moved_words(result.editor_text))
+            return where_to
+
+        moved, whole = move_with_restore(self.pi, card.slot, move, explicit=True)
+
+        def failed(future: asyncio.Future[Any]) -> None:
+            error = None if future.cancelled() else future.exception()
+            if isinstance(error, Exception):
+                outcome.finish(f"%fork failed: {_reason(error)}")
+                card.slot.finish("refused", f"Nothing was restored: {_reason(error)}")
+
+        whole.add_done_callback(failed)
+        if not waiting:
+            self.pi.run_inline(moved)
 
     def _resolve_target(self, target: str) -> str:
         from ..ai.types import UserMessage
@@ -425,16 +479,27 @@ class PiMagics(Magics):
         """Show the session tree: click a node to see it, continue from it, fork, label."""
         if line.strip():
             raise UsageError("Usage: %tree")
+        from .restore.offer import move_with_restore
         from .tree_view import TreeView  # loads the widget libraries on first use
 
         view = TreeView(self.pi.session)
         harness = self._harness_or_none()
 
         async def navigate(entry_id: str, summarize: bool) -> None:
-            if harness is None:
-                self.pi.session.set_leaf(entry_id)
+            async def move() -> str | None:
+                if harness is None:
+                    self.pi.session.set_leaf(entry_id)
+                    return entry_id
+                result = await harness.navigate_tree(entry_id, summarize=summarize)
+                return None if result.cancelled else entry_id
+
+            if self.pi.read_only is not None:
+                await move()
             else:
-                await self.pi.enqueue(lambda: harness.navigate_tree(entry_id, summarize=summarize))
+                # the restore card waits in the queue (a %%agent after it waits for the
+                # answer); the tree is busy only until the move is done
+                moved, _whole = move_with_restore(self.pi, view.restore_slot, move, explicit=False)
+                await moved
             view.refresh()
 
         def fork(entry_id: str) -> None:

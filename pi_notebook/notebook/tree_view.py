@@ -12,7 +12,9 @@ answers. Clicking a node asks for its messages (``select``, answered through the
 
 Actions call callbacks the owner sets (``on_navigate(entry_id, summarize)``,
 ``on_fork(entry_id)``, ``on_label(entry_id, text)``, ``on_compact()``); they run on the
-kernel's event loop, even while a run streams, and the tree refreshes when they finish.
+kernel's event loop, even while a run streams, and the tree refreshes when they finish. After
+a move, the owner may offer a restore on the tree's card (:attr:`TreeView.restore_slot`, the
+``restore`` trait; see ``restore_view``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import traitlets
 
 from ..harness import Session
 from .coalesce import Coalescer, Scheduler
+from .restore_view import CardSlot
 from .tree_pages import NO, PATH, Layout, Shape, TreeIndex, side_branches, text_lines
 from .tree_rows import EDIT_FLAGS, EntryRow, entry_detail, node_row, short_id
 from .tree_search import TreeSearch
@@ -64,6 +67,7 @@ CONTENT_TRAITS = (
     "controls",
     "busy",
     "notice",
+    "restore",
 )
 """The tree's synced traits that carry the session (``resync`` re-sends these)."""
 _QUIET_EVENTS = frozenset(
@@ -88,6 +92,8 @@ class TreeView(PiWidget):
     selected_detail = traitlets.Dict().tag(sync=True)
     controls = traitlets.Dict().tag(sync=True)
     busy = traitlets.Unicode("").tag(sync=True)
+    restore = traitlets.Dict().tag(sync=True)
+    """The restore card a move offers (``RestoreCard``), ``{}`` for none."""
 
     on_navigate: Callback[Callable[[str, bool], object]] = Callback(
         "Called with (entry_id, summarize) for “Continue from here”."
@@ -142,7 +148,11 @@ class TreeView(PiWidget):
                 controls=dict(self._controls()),
             )
             self._sync.discard()  # the marks made while reading: their values were just sent
+        self.restore_slot = CardSlot(self._show_restore)
         self._connect(loop)
+
+    def _show_restore(self, card: Mapping[str, Any]) -> None:
+        self.restore = dict(card)
 
     # --- owner API -------------------------------------------------------------------------------
 
@@ -508,6 +518,10 @@ class TreeView(PiWidget):
             self._act(kind, "Label", self.on_label, entry_id, str(message.get("text", "")).strip())
         elif kind == "compact":
             self._act(kind, "Compact", self.on_compact)
+        elif kind == "restore":
+            problem = self.restore_slot.answer(message)
+            if problem:
+                self._set_notice(problem)
         elif kind == "dismiss_notice":
             self.notice = ""
         else:

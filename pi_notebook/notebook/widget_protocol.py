@@ -35,7 +35,12 @@ The functions at the end turn pi's message JSON into these shapes.
 Session tree (``TreeView``) traits: ``page`` (one bounded page of display rows: the tree is paged,
 the rest is fetched with ``rows`` requests answered by custom messages, never saved; see
 ``tree_view``), ``leaf_id``, ``session_name``, ``selected_id``, ``selected_detail``
-(:class:`NodeDetail` or ``{}``), ``controls`` (:class:`TreeControls`), ``busy`` and ``notice``.
+(:class:`NodeDetail` or ``{}``), ``controls`` (:class:`TreeControls`), ``busy``, ``notice`` and
+``restore`` (the :class:`RestoreCard` a move offers, ``{}`` for none).
+
+Restore card (``RestoreView``, shown by ``%fork TARGET --restore``) traits: ``card``
+(:class:`RestoreCard`, ``{}`` before there is one) and ``notice``. Both it and the tree answer
+the card with a :class:`RestoreReply`.
 """
 
 from __future__ import annotations
@@ -76,6 +81,12 @@ __all__ = [
     "Origin",
     "PatchOp",
     "QueuedMessage",
+    "RestoreCard",
+    "RestoreCardState",
+    "RestoreCell",
+    "RestoreDocumentStep",
+    "RestoreReply",
+    "RestoreVariable",
     "ResyncRequest",
     "ReviewChange",
     "ReviewDecision",
@@ -540,6 +551,71 @@ class CompactRequest(TypedDict):
     type: Literal["compact"]
 
 
+# --- restore card --------------------------------------------------------------------------------
+
+RestoreCardState: TypeAlias = Literal["pending", "allowed", "denied", "done", "refused"]
+
+
+class RestoreVariable(TypedDict):
+    name: str
+    change: Literal["restored", "removed", "kept", "unrestorable"]
+    """``restored`` (set back to its value at the node), ``removed`` (did not exist there),
+    ``kept`` (the same there: left as is), ``unrestorable`` (its value there was not stored)."""
+    type: str
+    note: str
+    """Plain words: a size, why it was not stored…"""
+
+
+class RestoreCell(TypedDict):
+    """A cell run again on approval: it made values that could not be restored."""
+
+    label: str
+    """``In [4]``."""
+    source: str
+    names: list[str]
+
+
+class RestoreDocumentStep(TypedDict):
+    """One undo of the agent's changes to the notebook on the branch being left."""
+
+    action: Literal["delete", "unedit", "reinsert"]
+    cell_id: str
+    title: str
+    source: str
+    """The source the cell gets back (``unedit``, ``reinsert``) or has (``delete``)."""
+    problem: str
+    """Why it cannot be undone, ``""`` when it can."""
+
+
+class RestoreCard(TypedDict):
+    """What moving to ``target_id`` would restore, approved or denied as one."""
+
+    id: str
+    target_id: str
+    title: str
+    checkpoint: str
+    """Which checkpoint the variables come from, ``""`` for none."""
+    refusal: str
+    """Why the variables cannot be restored (no checkpoint, a damaged one), ``""`` if they can;
+    the kernel is then left as it is and only ``document`` is offered."""
+    variables: list[RestoreVariable]
+    cells: list[RestoreCell]
+    document: list[RestoreDocumentStep]
+    state: RestoreCardState
+    result: str
+    """What was done, once decided."""
+
+
+class RestoreReply(TypedDict):
+    """Front end → kernel: the user's answer to the card ``card_id``."""
+
+    type: Literal["restore"]
+    card_id: str
+    allow: bool
+    revert_document: NotRequired[bool]
+    """Undo the agent's cell changes too (default true when the card lists any)."""
+
+
 TreeRequest: TypeAlias = (
     SelectRequest
     | NavigateRequest
@@ -547,6 +623,7 @@ TreeRequest: TypeAlias = (
     | LabelRequest
     | CompactRequest
     | DismissNoticeRequest
+    | RestoreReply
 )
 """Front end → kernel messages of the session tree (it needs no replies: answers are state)."""
 

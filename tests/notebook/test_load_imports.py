@@ -36,6 +36,8 @@ DEFERRED = (
     "docstring_parser",
     "pi_notebook.mcp.config",  # no mcp.json next to the probe: nothing to read
     "pi_notebook.mcp.servers",
+    "pi_notebook.notebook.checkpoints.recorder",  # checkpoints: the first run takes one
+    "cloudpickle",
     "yaml",  # skills and prompt templates: read by the harness
     "pathspec",
 )

@@ -29,7 +29,12 @@ from pi_notebook.ai import (
     faux_thinking,
     faux_tool_call,
 )
+from pi_notebook.ai.types import ToolResultMessage
 from pi_notebook.harness import InMemorySessionStorage, Session
+from pi_notebook.notebook.checkpoints import Manifest, SkippedValue, StoredValue, ValueOrigin
+from pi_notebook.notebook.restore.document_revert import plan_revert
+from pi_notebook.notebook.restore.plan import RestorePlan, compare, recreate_cells
+from pi_notebook.notebook.restore_view import RestoreView
 from pi_notebook.notebook.run_view import CONTENT_TRAITS, RunView
 from pi_notebook.notebook.tree_view import TreeView
 from tests.notebook.test_run_view import ls_tool, settle
@@ -167,13 +172,74 @@ def _tree() -> dict[str, Any]:
     return _state(view, tuple(TreeView.content_traits))
 
 
+def _restore_plan() -> RestorePlan:
+    """A real plan: two checkpoints compared, and one applied cell insert to undo."""
+    h = "ab" * 32
+    table = StoredValue(hash=h, type="pandas.DataFrame", size=120_000)
+    handle = SkippedValue(
+        "_io.TextIOWrapper",
+        "cannot be pickled",
+        serialisable=False,
+        origin=ValueOrigin(3, "c3", "log = open('run.log')"),
+    )
+    there = Manifest(1, "e1", "run_start", 0.0, values={"df": table}, skipped={"log": handle})
+    changed = StoredValue(hash="cd" * 32, type="pandas.DataFrame", size=90_000)
+    now = Manifest(
+        2, "e9", "manual", 0.0, values={"df": changed, "extra": StoredValue(h, "int", 5)}
+    )
+    session = Session.create(InMemorySessionStorage())
+    session.append_message(
+        ToolResultMessage(
+            tool_call_id="c1",
+            tool_name="insert_cell",
+            content=[TextContent(text="Inserted.")],
+            details={
+                "notebook": {
+                    "action": "insert",
+                    "applied": True,
+                    "cell_id": "agent-c1",
+                    "source": "x = 1",
+                }
+            },
+        )
+    )
+    plan = RestorePlan(target_id="e1", target_title="user: fit a line", checkpoint=there, now=now)
+    plan.variables = compare(there, now)
+    plan.recreate = recreate_cells(plan.variables)
+    plan.document = plan_revert(session.get_branch())
+    return plan
+
+
+async def _restore_states() -> tuple[dict[str, Any], dict[str, Any]]:
+    session = Session.create(InMemorySessionStorage())
+    session.append_message(UserMessage(content="fit a line", timestamp=1))
+    tree = TreeView(session)
+    plan = _restore_plan()
+    asking = asyncio.ensure_future(tree.restore_slot.ask(plan.card()))
+    await settle(tree)
+    offered = _state(tree, tuple(TreeView.content_traits))
+    tree.restore_slot.finish("done", "Variables restored to their values there: df.")
+    asking.cancel()
+    view = RestoreView()
+    view.slot.card = plan.card()
+    view.slot.finish("done", "Variables restored to their values there: df.")
+    view.flush()
+    cards = {
+        "pending": {"card": plan.card(), "notice": ""},
+        "done": _state(view, ("card", "notice")),
+    }
+    return offered, cards
+
+
 async def _current_states(faux: FauxProvider) -> dict[str, Any]:
+    offered, cards = await _restore_states()
     return {
         "run_view": {
             "finished_run": await _finished_run(faux),
             "awaiting_approval": await _awaiting_approval(faux),
         },
-        "session_tree": {"two_branches": _tree()},
+        "session_tree": {"two_branches": _tree(), "restore_offered": offered},
+        "restore_card": cards,
     }
 
 

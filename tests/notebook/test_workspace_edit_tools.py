@@ -296,6 +296,8 @@ async def test_edit_and_delete_apply_and_record(workspace: Setup) -> None:
         "applied": True,
         "cell_id": "later",
         "source": "# notes",
+        "cell_type": "markdown",
+        "after_cell_id": "agent",  # where it was: a restore puts it back there
     }
     missing = await call(tools, made, "delete_cell", {"cell_id": "later"}, approve=True)
     assert text(missing).startswith("The notebook refused: There is no cell with id 'later'")

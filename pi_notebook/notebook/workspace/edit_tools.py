@@ -523,12 +523,23 @@ class WriteTools:
         self, _call: str, params: dict[str, Any], _signal: AbortSignal | None
     ) -> AgentToolResult:
         cell = await self._cell(str(params["cell_id"]))
+        cells = await self.document.cells()
+        ids = [c.id for c in cells]
+        position = ids.index(cell.id) if cell.id in ids else 0
         await self.document.delete_cell(cell.id)
         if self.anchor_cell_id == cell.id:
             self.anchor_cell_id = None
         return _text_result(
             f"Deleted {cell.cell_type} cell {cell.id}.",
-            {"action": "delete", "applied": True, "cell_id": cell.id, "source": cell.source},
+            {
+                "action": "delete",
+                "applied": True,
+                "cell_id": cell.id,
+                "source": cell.source,
+                # where it was, so that a restore can put it back there
+                "cell_type": cell.cell_type,
+                "after_cell_id": ids[position - 1] if position > 0 else None,
+            },
         )
 
     async def _run(
