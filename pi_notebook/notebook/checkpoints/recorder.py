@@ -306,7 +306,7 @@ class Checkpoints:
     ) -> CaptureReport:
         try:
             result = await pending
-            skipped = {**refused, **self._with_origins(result.skipped)}
+            skipped = self._with_origins({**refused, **result.skipped})
             manifest = Manifest(
                 seq=seq,
                 entry_id=entry_id,

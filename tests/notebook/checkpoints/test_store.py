@@ -301,3 +301,15 @@ def test_the_switch_and_caps_are_read_from_the_session(tmp_path: Path) -> None:
     assert not fresh.enabled and fresh.max_size == 1000 and fresh.max_total == 8 << 30
     assert asyncio.run(fresh.capture("manual")) is None  # off: nothing taken
     assert fresh.store.manifests() == []
+
+
+def test_a_tensor_in_gpu_memory_is_listed_not_pickled() -> None:
+    # stand-ins with the attributes torch and JAX arrays have (no GPU library needed)
+    cuda_tensor = type("Tensor", (), {"__module__": "torch", "is_cuda": True})()
+    cpu_tensor = type("Tensor", (), {"__module__": "torch", "is_cuda": False})()
+    device = type("Device", (), {"platform": "gpu"})()
+    jax_array = type("ArrayImpl", (), {"__module__": "jaxlib.xla_extension", "device": device})()
+    taken, refused = select_values({"w": cuda_tensor, "c": cpu_tensor, "j": jax_array})
+    assert [name for name, _ in taken] == ["c"]
+    assert set(refused) == {"w", "j"}
+    assert not refused["w"].serialisable and "GPU memory" in refused["w"].reason
