@@ -24,7 +24,8 @@ API for restore
 - :func:`select_values` (namespace) → the names a checkpoint would take now, to tell
   "removed" (taken now, absent from the checkpoint) from "left as is" (never taken).
 - ``await checkpoints.settled()`` waits for checkpoints still being written;
-  ``checkpoints.capture(reason)`` takes one and waits for it.
+  ``await checkpoints.capture("restore")`` takes one at the session's leaf now (after a restore
+  entry is appended, say) and waits for it; ``capture_soon(reason)`` does not wait.
 """
 
 import lazy_loader as _lazy

@@ -306,7 +306,7 @@ class Checkpoints:
     ) -> CaptureReport:
         try:
             result = await pending
-            skipped = {**refused, **self._with_origins(result.skipped)}
+            skipped = self._with_origins({**refused, **result.skipped})
             manifest = Manifest(
                 seq=seq,
                 entry_id=entry_id,
@@ -365,9 +365,11 @@ class Checkpoints:
         last = manifests[-1] if manifests else None
         if last is not None:
             when = time.strftime("%H:%M:%S", time.localtime(last.created))
-            what = {"run_start": "at the start of a run", "cell": "after an agent's cell"}.get(
-                last.reason, "on request"
-            )
+            what = {
+                "run_start": "at the start of a run",
+                "cell": "after an agent's cell",
+                "restore": "after a restore",
+            }.get(last.reason, "on request")
             lines.append(
                 f"Last: #{last.seq} at {when} {what} (entry {last.entry_id or '-'}), "
                 f"{len(last.values)} values, {format_size(last.size)}"

@@ -18,6 +18,7 @@ copies.
 Left out, always: names starting with ``_``, the names IPython puts in the namespace (``In``,
 ``Out``, ``get_ipython``, ``exit``…), modules, pi_notebook's own objects, and the environment
 (``os.environ``, a copy of it, or the value of a secret-looking variable such as an API key).
+Tensors in GPU memory are listed as not stored (with the cell that made them), never pickled.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ IPYTHON_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit"})
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 _OWN_PACKAGE = __name__.split(".", 1)[0]
 ENVIRONMENT_REASON = "environment variables are never stored"
+GPU_REASON = "in GPU memory: not pickled (a forked copy of the kernel cannot use the GPU)"
+_GPU_LIBRARIES = ("torch", "cupy", "jax", "jaxlib", "tensorflow")
 CHILD_NICENESS = 10
 
 
@@ -89,8 +92,29 @@ def select_values(
         if _is_environment(value, env, secrets):
             refused[name] = SkippedValue(describe_type(value), ENVIRONMENT_REASON)
             continue
+        if _on_gpu(value):
+            refused[name] = SkippedValue(describe_type(value), GPU_REASON, serialisable=False)
+            continue
         taken.append((name, value))
     return taken, refused
+
+
+def _on_gpu(value: Any) -> bool:
+    """A tensor or array of a GPU library that lives on a GPU (read from attributes only: no
+    library is imported here)."""
+    module = getattr(type(value), "__module__", "") or ""
+    if module.split(".", 1)[0] not in _GPU_LIBRARIES:
+        return False
+    try:
+        if getattr(value, "is_cuda", False) is True:  # torch
+            return True
+        device = getattr(value, "device", None)
+        kind = getattr(device, "type", None) or getattr(device, "platform", None)
+        if module.startswith("cupy") or kind in ("cuda", "gpu", "rocm", "mps", "xpu"):
+            return True
+    except Exception:  # an attribute that fails to read: let pickling decide
+        return False
+    return False
 
 
 def _is_environment(value: Any, env: Mapping[str, str], secrets: set[str]) -> bool:

@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 __all__ = [
     "MANIFEST_VERSION",
@@ -46,7 +46,9 @@ __all__ = [
 MANIFEST_VERSION = 1
 _HASH = "sha256"
 
-Reason = Literal["run_start", "cell", "manual"]
+Reason = Literal["run_start", "cell", "restore", "manual"]
+"""Why a checkpoint was taken: an ``%%agent`` run started, the agent ran a cell, variables were
+restored, or it was asked for (``Checkpoints.capture``)."""
 GC_MARGIN_SECONDS = 0.1
 """Objects touched this close before a collection starts are spared (file times are taken
 from a coarser clock than ``time.time()``)."""
@@ -198,7 +200,7 @@ class Manifest:
             }
             entry = data["entry_id"]
             reason = data["reason"]
-            if reason not in ("run_start", "cell", "manual"):
+            if reason not in get_args(Reason):
                 raise ValueError(f"unknown reason {reason!r}")
             return cls(
                 seq=int(data["seq"]),

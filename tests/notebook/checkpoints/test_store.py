@@ -20,12 +20,13 @@ from pi_notebook.notebook.checkpoints import (
     CaptureReport,
     CheckpointError,
     Checkpoints,
+    CheckpointStore,
     Manifest,
     select_values,
     store_dir_for,
 )
 from pi_notebook.notebook.checkpoints.origins import bound_names, find_origins
-from pi_notebook.notebook.checkpoints.store import GC_MARGIN_SECONDS
+from pi_notebook.notebook.checkpoints.store import GC_MARGIN_SECONDS, move_store
 
 
 def make(tmp_path: Path, namespace: dict[str, Any], **options: Any) -> tuple[Checkpoints, Session]:
@@ -278,3 +279,37 @@ def test_a_collection_spares_objects_a_checkpoint_reuses_meanwhile(tmp_path: Pat
     time.sleep(2 * GC_MARGIN_SECONDS)
     store.collect_garbage()
     assert not store.has_object(digest)
+
+
+def test_the_checkpoints_follow_a_renamed_session_file(tmp_path: Path) -> None:
+    checkpoints, session = make(tmp_path, {"a": 1})
+    take(checkpoints, session)
+    old, new = tmp_path / "analysis.pi.jsonl", tmp_path / "renamed.pi.jsonl"
+    move_store(old, new)
+    assert not store_dir_for(old).exists()
+    assert len(CheckpointStore(store_dir_for(new)).manifests()) == 1
+    store_dir_for(old).mkdir()  # a folder of that name exists already: nothing moves
+    move_store(new, old)
+    assert store_dir_for(new).is_dir()
+
+
+def test_the_switch_and_caps_are_read_from_the_session(tmp_path: Path) -> None:
+    checkpoints, session = make(tmp_path, {"a": 1})
+    assert checkpoints.enabled and checkpoints.max_size == 2 << 30
+    checkpoints.set_enabled(False, max_size=1000)
+    fresh = Checkpoints(lambda: session, lambda: tmp_path / "analysis.pi.jsonl", {})
+    assert not fresh.enabled and fresh.max_size == 1000 and fresh.max_total == 8 << 30
+    assert asyncio.run(fresh.capture("manual")) is None  # off: nothing taken
+    assert fresh.store.manifests() == []
+
+
+def test_a_tensor_in_gpu_memory_is_listed_not_pickled() -> None:
+    # stand-ins with the attributes torch and JAX arrays have (no GPU library needed)
+    cuda_tensor = type("Tensor", (), {"__module__": "torch", "is_cuda": True})()
+    cpu_tensor = type("Tensor", (), {"__module__": "torch", "is_cuda": False})()
+    device = type("Device", (), {"platform": "gpu"})()
+    jax_array = type("ArrayImpl", (), {"__module__": "jaxlib.xla_extension", "device": device})()
+    taken, refused = select_values({"w": cuda_tensor, "c": cpu_tensor, "j": jax_array})
+    assert [name for name, _ in taken] == ["c"]
+    assert set(refused) == {"w", "j"}
+    assert not refused["w"].serialisable and "GPU memory" in refused["w"].reason
