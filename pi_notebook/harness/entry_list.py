@@ -92,7 +92,10 @@ class EntryList(Sequence[SessionEntry]):
     """Entries by position: typed entries, or the lines of those not read yet.
 
     ``lines`` holds each entry's line number in ``source`` (for the errors of a line read
-    late); a list made of entries alone has none. Reading is not thread-safe beyond what the
+    late); a list made of entries alone has none. ``strict`` says whether a line whose content
+    is not an entry raises when read, or is kept as an unknown entry with a warning; an
+    application may turn it off after a strict open (the notebook does: a damaged line found
+    by a run must not fail every run). Reading is not thread-safe beyond what the
     GIL gives: two threads may build the same entry, and either copy is kept.
     """
 
