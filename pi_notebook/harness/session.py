@@ -7,7 +7,7 @@ rewritten or deleted. ``build_context`` walks root → leaf and yields what the 
 context edits applied).
 
 A session is put together from parts that each hold one thing: the appends and the write path
-(:mod:`.session_appends`, :mod:`.session_writer`), the tree with its labels, name and leaf
+(:mod:`.session_appends`), the tree with its labels, name and leaf
 (:mod:`.session_tree`), the steps of the context (:mod:`.session_context`), what a fork copies
 (:mod:`.session_fork`) and the usage totals (:mod:`.session_usage`). An opened file's entries
 are kept as their lines until first read (:mod:`.entry_list`).
@@ -44,7 +44,7 @@ from .entries import (
 from .entry_list import EntryList
 from .layout import default_session_dir, session_file_name
 from .messages import CompactionSummaryMessage, HarnessMessage
-from .session_appends import SessionAppends
+from .session_appends import EntryWriter, SessionAppends, SessionWriteError
 from .session_context import (
     ModelRef,
     SessionContext,
@@ -60,7 +60,6 @@ from .session_fork import forked_entries
 from .session_index import SessionIndex
 from .session_tree import SessionTree, SessionTreeNode, entry_ms
 from .session_usage import USAGE_TYPES, UsageTotals, usage_totals
-from .session_writer import EntryWriter, SessionWriteError
 from .storage import JsonlSessionStorage, SessionStorage
 
 __all__ = [
