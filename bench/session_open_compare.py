@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -65,6 +67,38 @@ else:
 """
 
 
+_ONCE = r"""
+import os, sys
+from pi_notebook.harness import Session
+
+mode, path = sys.argv[1], sys.argv[2]
+if mode != "none":
+    session = Session.open(path)
+    if mode == "context":
+        session.build_context()
+sys.stdout.flush()
+os._exit(0)  # no teardown in the count
+"""
+
+
+def _instructions(tree: Path, mode: str, path: Path) -> int:
+    """Instructions of a child that imports the session and, by ``mode``, opens ``path``
+    (``open``) and builds its context (``context``), under callgrind."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+    env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
+    done = subprocess.run(
+        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c",
+         _ONCE, mode, str(path)],
+        capture_output=True, text=True, env=env, cwd=tree, check=False,
+    )  # fmt: skip
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise RuntimeError(f"{tree} ({mode}): {done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
 def _child(tree: Path, mode: str, path: Path, reps: int) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
     done = subprocess.run(
@@ -107,6 +141,12 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="timed opens per process")
     parser.add_argument("--rounds", type=int, default=2, help="processes per tree and size")
     parser.add_argument("--no-pi", action="store_true", help="leave pi 1.6 out")
+    parser.add_argument(
+        "--instructions",
+        type=parse_size,
+        metavar="SIZE",
+        help="also count instructions per entry under callgrind at one size (load-independent)",
+    )
     args = parser.parse_args()
     trees = [(name, Path(path)) for name, path in (t.split("=", 1) for t in args.tree)]
     with_pi = not args.no_pi and pi16_available(install=False)
@@ -172,6 +212,19 @@ def main() -> None:
                 mem_row.append(f"{pi['heap_bytes'] / entries:,.0f}")
             times.append(row)
             memory.append(mem_row)
+        counted: list[list[str]] = []
+        if args.instructions:
+            path = Path(folder) / f"counted-{args.instructions}.jsonl"
+            generate_16(path, args.instructions)
+            entries = path.read_bytes().count(b"\n") - 1
+            for name, tree in trees:
+                base, opened, built = (
+                    _instructions(tree, mode, path) for mode in ("none", "open", "context")
+                )
+                counted.append(
+                    [name, f"{entries:,}", f"{(opened - base) / entries / 1e3:,.1f} k",
+                     f"{(built - base) / entries / 1e3:,.1f} k"]
+                )  # fmt: skip
     names = [name for name, _ in trees] + (["pi 1.6"] if with_pi else [])
     headers = ["entries", "MB"]
     for name in names:
@@ -202,6 +255,13 @@ def main() -> None:
             "used with the SessionManager alive after a full collection, less before."
         ),
     )
+    if counted:
+        print_table(
+            "Instructions per entry (callgrind)",
+            ["tree", "entries", "open", "open + context"],
+            counted,
+            note="(I(open) − I(imports only)) ÷ entries; the child exits without teardown.",
+        )
 
 
 if __name__ == "__main__":
