@@ -28,8 +28,8 @@ from .entries import (
     ThinkingLevelChangeEntry,
 )
 from .entry_list import EntryList
-from .messages import BranchSummaryMessage, CustomMessage, HarnessMessage
-from .session_tree import entry_ms
+from .messages import HarnessMessage
+from .projection import entry_messages
 
 __all__ = [
     "ModelRef",
@@ -204,18 +204,11 @@ def collect_messages(
         message: HarnessMessage
         if isinstance(entry, MessageEntry):
             message = entry.message
-        elif isinstance(entry, CustomMessageEntry):
-            message = CustomMessage(
-                custom_type=entry.custom_type,
-                content=entry.content,
-                display=entry.display,
-                details=entry.details,
-                timestamp=entry_ms(entry.timestamp),
-            )
-        elif isinstance(entry, BranchSummaryEntry) and entry.summary:
-            message = BranchSummaryMessage(
-                summary=entry.summary, from_id=entry.from_id, timestamp=entry_ms(entry.timestamp)
-            )
+        elif isinstance(entry, CustomMessageEntry | BranchSummaryEntry):
+            made = entry_messages(entry)  # (an empty branch summary adds none)
+            if not made:
+                continue
+            message = made[0]
         else:
             continue
         if edits is not None and (edit := edits.get(entry.id)) is not None:

@@ -55,6 +55,15 @@ def two_turns(directory: Path, env: dict[str, str] | None = None) -> Path:
     return Path((env or {}).get("PI_NOTEBOOK_SESSION_DIR", directory)) / "test.pi.jsonl"
 
 
+def third_turn(directory: Path) -> Any:
+    """A kernel that loads the extension on the session in ``directory`` and runs a turn."""
+    return execute(
+        [faux("three"), LOAD, "%model faux/faux-1", "%%agent --wait\nthird", CONTEXT],
+        directory,
+        env=ENV,
+    )
+
+
 def assert_clean(text: str) -> None:
     assert "Traceback" not in text and "Error" not in text, text
 
@@ -65,11 +74,7 @@ def test_a_corrupt_line_is_skipped_and_named_and_the_rest_opens(tmp_path: Path) 
     lines.insert(3, '{"type": "message", "id": \n')  # a torn write in the middle of the file
     path.write_text("".join(lines))
     before = path.read_bytes()
-    nb = execute(
-        [faux("three"), LOAD, "%model faux/faux-1", "%%agent --wait\nthird", CONTEXT],
-        tmp_path,
-        env=ENV,
-    )
+    nb = third_turn(tmp_path)
     loaded = outputs_text(nb.cells[1])
     assert_clean(loaded)
     notice = loaded.splitlines()[0]
@@ -93,11 +98,7 @@ def test_an_entry_whose_content_is_damaged_is_left_out_of_runs_with_a_warning(
     lines[-3] = json.dumps(first_reply) + "\n"
     path.write_text("".join(lines))
     before = path.read_bytes()
-    nb = execute(
-        [faux("three"), LOAD, "%model faux/faux-1", "%%agent --wait\nthird", CONTEXT],
-        tmp_path,
-        env=ENV,
-    )
+    nb = third_turn(tmp_path)
     assert_clean(outputs_text(nb.cells[1]))
     run = "".join(outputs_text(cell) for cell in nb.cells[2:4])
     assert "Traceback" not in run and "kept as an entry of unknown content" in run, [
