@@ -32,7 +32,7 @@ from typing_extensions import TypedDict
 
 from .._gc import gc_paused
 from ..ai.js_json import stringify_owned
-from .entries import LeafEntry, SessionEntry, SessionHeader, new_id
+from .entries import LeafEntry, SessionEntry, SessionHeader
 from .entry_list import (
     ENTRY_ADAPTER,
     EntryList,
@@ -42,6 +42,7 @@ from .entry_list import (
     validate_entry_json,
     validate_entry_python,
 )
+from .migration import migrated_records
 from .session_file import utf8_line
 from .session_index import LEAF_TYPE, SessionIndex
 from .stamps import SESSION_VERSION
@@ -458,7 +459,7 @@ def decode_session(lines: Sequence[bytes], *, source: str, strict: bool = True) 
                 decoder.take(start + 1, lines[start : start + _BATCH_LINES])
         else:
             raw_header["version"] = SESSION_VERSION
-            for index, data in _migrate(lines, first, version, decoder):
+            for index, data in migrated_records(lines, first, version, decoder.reject):
                 try:
                     entry = validate_entry_python(data)
                 except ValidationError as exc:
@@ -490,44 +491,3 @@ def decode_session_file(fd: int, size: int, *, source: str, strict: bool = True)
             decoder.take(first, batch)
             first += len(batch)
         return _finish(decoder, raw_header, number, version, source)
-
-
-def _migrate(
-    lines: Sequence[bytes], first: int, version: int, decoder: _Decoder
-) -> list[tuple[int, dict[str, Any]]]:
-    """Bring v1/v2 entry dicts to v3, as pi-coding-agent does.
-
-    v1 → v2: ids and a linear ``parentId`` chain are added; a compaction's
-    ``firstKeptEntryIndex`` (an index into the file's records, header = 0) becomes
-    ``firstKeptEntryId``. v2 → v3: message role ``hookMessage`` becomes ``custom``.
-    """
-    records: list[tuple[int, dict[str, Any]]] = []
-    for index in range(first + 1, len(lines)):
-        if not lines[index].strip():
-            continue
-        try:
-            data = from_json(lines[index])
-        except ValueError as exc:
-            decoder.reject(index + 1, f"not valid JSON ({exc})")
-            continue
-        if not isinstance(data, dict):
-            decoder.reject(index + 1, "not a JSON object")
-            continue
-        records.append((index, data))
-    if version < 2:
-        previous: str | None = None
-        for _, data in records:
-            data["id"] = new_id()
-            data["parentId"] = previous
-            previous = data["id"]
-        for _, data in records:
-            kept = data.pop("firstKeptEntryIndex", None)
-            if data.get("type") != "compaction" or not isinstance(kept, int):
-                continue
-            if 1 <= kept <= len(records):  # an index into the file's records, header = 0
-                data["firstKeptEntryId"] = records[kept - 1][1]["id"]
-    for _, data in records:
-        message = data.get("message")
-        if isinstance(message, dict) and message.get("role") == "hookMessage":
-            message["role"] = "custom"
-    return records
