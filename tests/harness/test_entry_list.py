@@ -80,5 +80,7 @@ def test_reading_gives_the_entries_an_eager_read_gives(tmp_path: Path) -> None:
     assert _entries(session).cold() == 0
     one = session.get_entry(eager[0].id)
     assert one is session.get_entry(eager[0].id)  # built once, then kept
+    # a reader that saw the line before another thread built it gets the built entry
+    assert _entries(session)._read(0) is one
     assert isinstance(one, MessageEntry)
     assert session.usage_totals() == written.usage_totals()
