@@ -4,7 +4,8 @@ Files of 1k, 10k and 100k entries (a linear conversation of user / assistant too
 result / assistant reply turns, about 700 bytes an entry as in pi's own files) are written once,
 then each repetition times, side by side on the same file:
 
-- ``pi_notebook``: ``Session.open(path)`` (read, validate every line, index) and
+- ``pi_notebook``: ``Session.open(path)`` (read, check every line's JSON and structure, index;
+  entries are built when first read) and
   ``build_context()`` (the whole branch: every message is in the context);
 - ``pi``: pi-coding-agent 0.73.1's ``SessionManager.open`` + ``buildSessionContext`` in node
   (``bench/peers/session_manager.mjs``; skipped when the peers are not installed);
@@ -350,9 +351,10 @@ def measure(sizes: list[int], reps: int, folder: Path) -> None:
         ],
         rows,
         note=(
-            f"{reps} repetitions. ours: Session.open validates every line (pydantic-core from "
-            "bytes) and indexes the tree; build_context puts every message of the branch in the "
-            "context. jiter floor: from_json of every line into dicts (no validation, no index)."
+            f"{reps} repetitions. ours: Session.open checks every line's JSON and structure "
+            "(pydantic-core from bytes) and indexes the tree; build_context builds every message "
+            "of the branch (first read) and puts it in the context. jiter floor: from_json of "
+            "every line into dicts (no validation, no index)."
         ),
     )
 

@@ -443,7 +443,7 @@ class AgentHarness:
     def budget(self) -> BudgetSettings:
         """The session's caps and the default caps of every run (stored in the session)."""
         if self._budget is None:
-            self._budget = latest_budget_settings(self._session.get_entries())
+            self._budget = latest_budget_settings(self._session.entries_of("custom"))
         return self._budget
 
     def set_budget(self, settings: BudgetSettings) -> None:
@@ -782,7 +782,7 @@ class AgentHarness:
         if run_caps.empty and settings.session.empty:
             return None
         totals = self._session.usage_totals()
-        spent = session_spend(self._session.get_entries(), totals.cost, totals.total_tokens)
+        spent = session_spend(self._session.entries_of("message"), totals.cost, totals.total_tokens)
         return BudgetMeter(run_caps, settings.session, spent)
 
     async def _user_run_metered(

@@ -1,11 +1,13 @@
-"""The JSONL codec of session files: pi's exact bytes out, validated records in, v1/v2 migrated.
+"""The JSONL codec of session files: pi's exact bytes out, checked records in, v1/v2 migrated.
 
 Writing reproduces ``JSON.stringify``: compact separators, non-ASCII kept, and JavaScript number
-formatting (``0`` not ``0.0``, ``1e-7`` not ``1e-07``). Reading validates every line with
-pydantic-core straight from bytes (jiter underneath), with the garbage collector paused; a file is
-read a slice at a time, and the entries' structure (ids, parents, types, timestamps) is filed a
-batch of lines at a time in C-level passes, unless the batch needs the per-entry checks (a
-skipped line, a repeated id, a leaf move): those go entry by entry, in line order.
+formatting (``0`` not ``0.0``, ``1e-7`` not ``1e-07``). Reading checks every line's JSON and
+structure (id, parent id, type, timestamp) with pydantic-core straight from bytes (jiter
+underneath), with the garbage collector paused, and keeps the lines of the common entry types
+as they are: each becomes its typed entry when first read (:mod:`.entry_list`). A file is read a
+slice at a time, and the entries' structure is filed a batch of lines at a time in C-level
+passes, unless the batch needs the per-entry checks (a skipped line, a repeated id, a leaf
+move): those go entry by entry, in line order.
 
 Like pi 1.6, a line of an entry type this version does not know is kept (as an
 :class:`~pi_notebook.harness.entries.UnknownEntry`). Unlike pi, which would loop forever on it,
@@ -17,25 +19,30 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice, repeat
-from operator import attrgetter, ge
-from typing import Any
+from operator import ge
+from typing import Any, Required, cast
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
+from typing_extensions import TypedDict
 
 from .._gc import gc_paused
 from ..ai.js_json import stringify_owned
-from .entries import (
-    KnownEntry,
-    LeafEntry,
-    SessionEntry,
-    SessionHeader,
-    UnknownEntry,
-    new_id,
+from .entries import LeafEntry, SessionEntry, SessionHeader
+from .entry_list import (
+    ENTRY_ADAPTER,
+    EntryList,
+    SessionFileError,
+    SessionFileWarning,
+    invalid_reason,
+    validate_entry_json,
+    validate_entry_python,
 )
+from .migration import migrated_records
 from .session_file import utf8_line
 from .session_index import LEAF_TYPE, SessionIndex
 from .stamps import SESSION_VERSION
@@ -53,56 +60,39 @@ __all__ = [
     "validate_entry_json",
 ]
 
-ENTRY_ADAPTER: TypeAdapter[KnownEntry] = TypeAdapter(KnownEntry)
-_UNKNOWN = UnknownEntry.__pydantic_validator__
-_ID, _PARENT_ID, _TYPE, _TIMESTAMP = map(attrgetter, ("id", "parent_id", "type", "timestamp"))
 _BATCH_LINES = 512
-"""Lines validated before their structure is filed in one C-level pass per field."""
+"""Lines checked before their structure is filed in one C-level pass per field."""
 _SLICE_BYTES = 1 << 18
 """How much of a session file is read and cut into lines at a time."""
 
 
-def _unknown_type(exc: ValidationError) -> bool:
-    """True when validation failed only because the entry's ``type`` is not one we know."""
-    errors = exc.errors(include_url=False)
-    return len(errors) == 1 and errors[0]["type"] == "union_tag_invalid"
+class _Structure(TypedDict, total=False):
+    """What opening a file reads of an entry line (the rest is read with the entry)."""
+
+    type: Required[str]
+    id: Required[str]
+    parentId: str | None
+    timestamp: str | None
 
 
-def validate_entry_json(line: bytes) -> SessionEntry:
-    """One entry line: a known entry, or an :class:`UnknownEntry` for a type we do not know."""
-    try:
-        entry: KnownEntry = ENTRY_ADAPTER.validator.validate_json(line)
-    except ValidationError as exc:
-        if not _unknown_type(exc):
-            raise
-        unknown: UnknownEntry = _UNKNOWN.validate_json(line)
-        return unknown
-    return entry
-
-
-def _validate_entry_python(data: Any) -> SessionEntry:
-    try:
-        return ENTRY_ADAPTER.validate_python(data)
-    except ValidationError as exc:
-        if not _unknown_type(exc):
-            raise
-        unknown: UnknownEntry = _UNKNOWN.validate_python(data)
-        return unknown
-
-
-class SessionFileError(ValueError):
-    """A session file that cannot be read as one: names the file and (when known) the line."""
-
-    def __init__(self, source: str, line: int | None, reason: str) -> None:
-        where = f"{source}:{line}" if line is not None else source
-        super().__init__(f"{where}: {reason}")
-        self.source = source
-        self.line = line
-        self.reason = reason
-
-
-class SessionFileWarning(UserWarning):
-    """Something in a session file was dropped or repaired (torn last line, skipped line)."""
+_STRUCTURE = TypeAdapter(_Structure).validator
+_READ_LATER = {
+    kind: kind
+    for kind in (
+        "message",
+        "thinking_level_change",
+        "model_change",
+        "active_tools_change",
+        "compaction",
+        "branch_summary",
+        "custom",
+        "custom_message",
+        "usage",
+    )
+}
+"""The entry types kept as lines until read (one string object each). The others are read at
+open: leaf moves, labels, names and context edits change how the tree reads, and a type this
+version does not know is checked as an unknown entry there and then."""
 
 
 # --- writing -------------------------------------------------------------------------------------
@@ -120,29 +110,22 @@ def encode_record(record: SessionHeader | SessionEntry) -> bytes:
 @dataclass(slots=True)
 class DecodedSession:
     header: SessionHeader
-    entries: list[SessionEntry]
+    entries: EntryList
     migrated_from: int | None
     """The file's version when it was older than 3 (the caller should rewrite it), else None."""
     index: SessionIndex
-    """The entries' structure, collected while each entry was fresh from validation."""
-
-
-def _reason(exc: ValidationError) -> str:
-    error = exc.errors(include_url=False)[0]
-    if error["type"] == "json_invalid":
-        return f"not valid JSON ({error['msg']})"
-    loc = ".".join(str(part) for part in error["loc"])
-    return f"invalid entry: {loc}: {error['msg']}" if loc else f"invalid entry: {error['msg']}"
+    """The entries' structure, collected while each line was checked."""
 
 
 class _Decoder:
-    """Validates lines, raising (strict) or warning and skipping (lenient) in line order."""
+    """Checks lines, raising (strict) or warning and skipping (lenient) in line order."""
 
     def __init__(self, source: str, strict: bool) -> None:
         self.source = source
         self.strict = strict
-        self.entries: list[SessionEntry] = []
-        self.lines: list[int] = []  # the line number of each entry
+        self.entries: list[SessionEntry | bytes] = []
+        """Typed entries, and the lines of the entries read later."""
+        self.lines = array("I")  # the line number of each entry
         self.ids: dict[str, int] = {}
         """Each entry's position (checks duplicates and forward parents; the index keeps it)."""
         self.id_list: list[str] = []
@@ -162,88 +145,124 @@ class _Decoder:
             f"{self.source}:{line}: skipped: {reason}", SessionFileWarning, stacklevel=stacklevel
         )
 
-    def add(self, line: int, entry: SessionEntry, stacklevel: int = 4) -> None:
-        """One entry, with the checks that refuse it (their messages name the line)."""
-        if entry.id in self.ids:
-            self.reject(line, f"duplicate entry id {entry.id!r}", stacklevel)
+    def add_entry(self, line: int, entry: SessionEntry, stacklevel: int = 5) -> None:
+        self.add(line, entry, entry.id, entry.parent_id, entry.type, entry.timestamp, stacklevel)
+
+    def add(
+        self,
+        line: int,
+        item: SessionEntry | bytes,
+        entry_id: str,
+        parent_id: str | None,
+        kind: str,
+        timestamp: str | None,
+        stacklevel: int = 4,
+    ) -> None:
+        """One entry (or its line), with the checks that refuse it (their messages name the
+        line)."""
+        if entry_id in self.ids:
+            self.reject(line, f"duplicate entry id {entry_id!r}", stacklevel)
         elif (
-            isinstance(entry, LeafEntry)
-            and entry.target_id is not None
-            and entry.target_id not in self.ids
+            isinstance(item, LeafEntry)
+            and item.target_id is not None
+            and item.target_id not in self.ids
         ):
-            self.reject(line, f"leaf entry targets unknown entry {entry.target_id!r}", stacklevel)
+            self.reject(line, f"leaf entry targets unknown entry {item.target_id!r}", stacklevel)
         else:
-            up = -1 if entry.parent_id is None else self.ids.get(entry.parent_id, -1)
-            if entry.parent_id is not None and up < 0:
+            up = -1 if parent_id is None else self.ids.get(parent_id, -1)
+            if parent_id is not None and up < 0:
                 self.forward = True
             self.parent_positions.append(up)
-            self.ids[entry.id] = len(self.entries)
-            self.entries.append(entry)
+            self.ids[entry_id] = len(self.entries)
+            self.entries.append(item)
             self.lines.append(line)
-            self.id_list.append(entry.id)
-            self.parent_ids.append(entry.parent_id)
-            self.types.append(entry.type)
-            self.timestamps.append(entry.timestamp)
+            self.id_list.append(entry_id)
+            self.parent_ids.append(parent_id if up < 0 else self.id_list[up])
+            self.types.append(kind)
+            self.timestamps.append(timestamp)
 
     def take(self, number: int, lines: Sequence[bytes]) -> None:
-        """Validate the entry lines ``lines`` (the first is line ``number``) and add them.
+        """Check the entry lines ``lines`` (the first is line ``number``) and add them.
 
-        Each line is validated from bytes while the structure is filed a batch at a time, in
-        one C-level pass per field (:meth:`_file`), when the batch needs none of :meth:`add`'s
-        checks. A batch with a skipped line goes through :meth:`add` in line order, so that
-        errors and warnings come out exactly in the order of the file.
+        A line of a type in :data:`_READ_LATER` whose structure is sound is kept as it is; any
+        other line is validated into its entry now. The structure is filed a batch at a time,
+        in one C-level pass per field (:meth:`_file`), when the batch needs none of
+        :meth:`add`'s checks. A batch with a skipped line goes through :meth:`add` in line
+        order, so that errors and warnings come out exactly in the order of the file.
         """
-        validate = ENTRY_ADAPTER.validator.validate_json
-        batch: list[SessionEntry] = []
-        append = batch.append
+        structure = _STRUCTURE.validate_json
+        later = _READ_LATER
+        items: list[SessionEntry | bytes] = []
+        ids: list[str] = []
+        parents: list[str | None] = []
+        kinds: list[str] = []
+        stamps: list[str | None] = []
         skipped: list[tuple[int, int, str | None]] | None = None
         """(entries before it, line number, reason or None for a blank line) of each line
         that is no entry."""
         for line in lines:
             try:
-                append(validate(line))
+                fields = structure(line)
+            except ValidationError:
+                pass
+            else:
+                kind = later.get(fields["type"])
+                stamp = fields.get("timestamp")
+                if kind is not None and type(stamp) is str and "parentId" in fields:
+                    items.append(line)
+                    ids.append(fields["id"])
+                    parents.append(fields["parentId"])
+                    kinds.append(kind)
+                    stamps.append(stamp)
+                    continue
+            try:
+                entry = validate_entry_json(line)
             except ValidationError as exc:
                 if skipped is None:
                     skipped = []
-                here = number + len(batch) + len(skipped)
-                if not line or line.isspace():
-                    skipped.append((len(batch), here, None))
-                    continue
-                if _unknown_type(exc):
-                    try:
-                        append(_UNKNOWN.validate_json(line))
-                        continue
-                    except ValidationError as unknown_exc:
-                        exc = unknown_exc
-                skipped.append((len(batch), here, _reason(exc)))
+                here = number + len(items) + len(skipped)
+                blank = not line or line.isspace()
+                skipped.append((len(items), here, None if blank else invalid_reason(exc)))
+                continue
+            items.append(entry)
+            ids.append(entry.id)
+            parents.append(entry.parent_id)
+            kinds.append(entry.type)
+            stamps.append(entry.timestamp)
         if skipped is None:
-            if not self._file(number, batch):
-                for line_number, entry in enumerate(batch, number):
-                    self.add(line_number, entry, 5)
+            if not self._file(number, items, ids, parents, kinds, stamps):
+                for at, line_number in enumerate(range(number, number + len(items))):
+                    self.add(line_number, items[at], ids[at], parents[at], kinds[at], stamps[at], 5)
             return
         line_number, done = number, 0
         for before, here, reason in skipped:
-            for entry in batch[done:before]:
-                self.add(line_number, entry, 5)
+            for at in range(done, before):
+                self.add(line_number, items[at], ids[at], parents[at], kinds[at], stamps[at], 5)
                 line_number += 1
             done = before
             if reason is not None:
                 self.reject(here, reason, 5)
             line_number += 1
-        for entry in batch[done:]:
-            self.add(line_number, entry, 5)
+        for at in range(done, len(items)):
+            self.add(line_number, items[at], ids[at], parents[at], kinds[at], stamps[at], 5)
             line_number += 1
 
-    def _file(self, number: int, batch: list[SessionEntry]) -> bool:
+    def _file(
+        self,
+        number: int,
+        items: list[SessionEntry | bytes],
+        ids: list[str],
+        parents: list[str | None],
+        kinds: list[str],
+        stamps: list[str | None],
+    ) -> bool:
         """:meth:`add` for consecutive lines, a pass per field; ``False`` (nothing added) when
         an entry needs :meth:`add`'s checks: a leaf move, or an id seen before."""
-        count = len(batch)
+        count = len(items)
         if not count:
             return True
-        ids = list(map(_ID, batch))
-        types = list(map(_TYPE, batch))
         positions = self.ids
-        if LEAF_TYPE in types or not positions.keys().isdisjoint(ids):
+        if LEAF_TYPE in kinds or not positions.keys().isdisjoint(ids):
             return False
         base = len(self.entries)
         new = range(base, base + count)
@@ -252,25 +271,31 @@ class _Decoder:
             for entry_id in ids:
                 positions.pop(entry_id, None)
             return False
-        parents = list(map(_PARENT_ID, batch))
         # a parent's position, the entry's own or a later one is not a parent seen before it
-        ups = list(map(positions.get, parents, repeat(-1)))
+        # map() with dict.get runs in C (a None parent id is no key either)
+        lookup = cast("Callable[[str | None, int], int]", positions.get)
+        ups = list(map(lookup, parents, repeat(-1)))
         if any(map(ge, ups, new)):
             ups = [-1 if up >= own else up for up, own in zip(ups, new, strict=True)]
         if ups.count(-1) != parents.count(None):
             self.forward = True
-        self.entries.extend(batch)
+        self.entries.extend(items)
         self.lines.extend(range(number, number + count))
-        self.id_list.extend(ids)
-        self.parent_ids.extend(parents)
-        self.types.extend(types)
-        self.timestamps.extend(map(_TIMESTAMP, batch))
+        id_list = self.id_list
+        id_list.extend(ids)
+        # a parent id is the parent's own id string: one string an id, not two
+        self.parent_ids.extend(
+            [parent if up < 0 else id_list[up] for parent, up in zip(parents, ups, strict=True)]
+        )
+        self.types.extend(kinds)
+        self.timestamps.extend(stamps)
         self.parent_positions.extend(ups)
         return True
 
     def index(self) -> SessionIndex:
+        entries = EntryList(self.entries, lines=self.lines, source=self.source, strict=self.strict)
         return SessionIndex.from_fields(
-            self.entries,
+            entries,
             self.id_list,
             self.parent_ids,
             self.types,
@@ -281,10 +306,10 @@ class _Decoder:
 
     def break_cycles(self) -> None:
         """Refuse (strict) or repair parent-id cycles; O(entries), one step each in a sane file."""
-        entries = self.entries
+        parent_ids = self.parent_ids
         index = self.ids
-        state = bytearray(len(entries))  # 0 unseen, 1 on the current walk, 2 done
-        for start in range(len(entries)):
+        state = bytearray(len(parent_ids))  # 0 unseen, 1 on the current walk, 2 done
+        for start in range(len(parent_ids)):
             if state[start]:
                 continue
             walk: list[int] = []
@@ -295,17 +320,17 @@ class _Decoder:
                     break
                 state[i] = 1
                 walk.append(i)
-                parent = entries[i].parent_id
+                parent = parent_ids[i]
                 i = None if parent is None else index.get(parent)
             for k in walk:
                 state[k] = 2
 
     def _cycle(self, members: list[int]) -> None:
         first = min(members)
-        entry = self.entries[first]
+        entry_id = self.id_list[first]
         lines = sorted(self.lines[k] for k in members)
         shown = ", ".join(map(str, lines[:5])) + (", …" if len(lines) > 5 else "")
-        reason = f"parent ids form a cycle through entry {entry.id!r} (lines {shown})"
+        reason = f"parent ids form a cycle through entry {entry_id!r} (lines {shown})"
         if self.strict:
             raise SessionFileError(self.source, self.lines[first], reason)
         warnings.warn(
@@ -313,7 +338,12 @@ class _Decoder:
             SessionFileWarning,
             stacklevel=6,
         )
-        self.entries[first] = entry.model_copy(update={"parent_id": None})
+        item = self.entries[first]
+        if type(item) is bytes:  # read it now, to repair it
+            one = array("I", [self.lines[first]])
+            item = EntryList([item], lines=one, source=self.source, strict=False)[0]
+        assert not isinstance(item, bytes)
+        self.entries[first] = item.model_copy(update={"parent_id": None})
         self.parent_ids[first] = None
         self.parent_positions[first] = -1
 
@@ -408,10 +438,11 @@ def _finish(
     try:
         header = SessionHeader.model_validate(raw_header)
     except ValidationError as exc:
-        reason = f"invalid session header: {_reason(exc)}"
+        reason = f"invalid session header: {invalid_reason(exc)}"
         raise SessionFileError(source, number, reason) from None
     migrated = version if version < SESSION_VERSION else None
-    return DecodedSession(header, decoder.entries, migrated, decoder.index())
+    index = decoder.index()
+    return DecodedSession(header, index.entries, migrated, index)
 
 
 def decode_session(lines: Sequence[bytes], *, source: str, strict: bool = True) -> DecodedSession:
@@ -428,13 +459,13 @@ def decode_session(lines: Sequence[bytes], *, source: str, strict: bool = True) 
                 decoder.take(start + 1, lines[start : start + _BATCH_LINES])
         else:
             raw_header["version"] = SESSION_VERSION
-            for index, data in _migrate(lines, first, version, decoder):
+            for index, data in migrated_records(lines, first, version, decoder.reject):
                 try:
-                    entry = _validate_entry_python(data)
+                    entry = validate_entry_python(data)
                 except ValidationError as exc:
-                    decoder.reject(index + 1, _reason(exc))
+                    decoder.reject(index + 1, invalid_reason(exc))
                     continue
-                decoder.add(index + 1, entry)
+                decoder.add_entry(index + 1, entry)
         return _finish(decoder, raw_header, first + 1, version, source)
 
 
@@ -460,44 +491,3 @@ def decode_session_file(fd: int, size: int, *, source: str, strict: bool = True)
             decoder.take(first, batch)
             first += len(batch)
         return _finish(decoder, raw_header, number, version, source)
-
-
-def _migrate(
-    lines: Sequence[bytes], first: int, version: int, decoder: _Decoder
-) -> list[tuple[int, dict[str, Any]]]:
-    """Bring v1/v2 entry dicts to v3, as pi-coding-agent does.
-
-    v1 → v2: ids and a linear ``parentId`` chain are added; a compaction's
-    ``firstKeptEntryIndex`` (an index into the file's records, header = 0) becomes
-    ``firstKeptEntryId``. v2 → v3: message role ``hookMessage`` becomes ``custom``.
-    """
-    records: list[tuple[int, dict[str, Any]]] = []
-    for index in range(first + 1, len(lines)):
-        if not lines[index].strip():
-            continue
-        try:
-            data = from_json(lines[index])
-        except ValueError as exc:
-            decoder.reject(index + 1, f"not valid JSON ({exc})")
-            continue
-        if not isinstance(data, dict):
-            decoder.reject(index + 1, "not a JSON object")
-            continue
-        records.append((index, data))
-    if version < 2:
-        previous: str | None = None
-        for _, data in records:
-            data["id"] = new_id()
-            data["parentId"] = previous
-            previous = data["id"]
-        for _, data in records:
-            kept = data.pop("firstKeptEntryIndex", None)
-            if data.get("type") != "compaction" or not isinstance(kept, int):
-                continue
-            if 1 <= kept <= len(records):  # an index into the file's records, header = 0
-                data["firstKeptEntryId"] = records[kept - 1][1]["id"]
-    for _, data in records:
-        message = data.get("message")
-        if isinstance(message, dict) and message.get("role") == "hookMessage":
-            message["role"] = "custom"
-    return records

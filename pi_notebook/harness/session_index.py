@@ -19,6 +19,8 @@ from itertools import compress, count, islice, repeat
 from operator import attrgetter, eq, ge, ne
 from typing import TYPE_CHECKING, cast
 
+from .entry_list import EntryList
+
 if TYPE_CHECKING:
     from .entries import SessionEntry
 
@@ -53,8 +55,8 @@ class SessionIndex:
         "types",
     )
 
-    def __init__(self, entries: list[SessionEntry]) -> None:
-        self.entries = entries
+    def __init__(self, entries: Sequence[SessionEntry]) -> None:
+        self.entries = entries if isinstance(entries, EntryList) else EntryList(entries)
         self.ids: list[str] = []
         self.parent_ids: list[str | None] = []
         self.types: list[str] = []
@@ -74,7 +76,7 @@ class SessionIndex:
     @classmethod
     def from_fields(
         cls,
-        entries: list[SessionEntry],
+        entries: EntryList,
         ids: list[str],
         parent_ids: list[str | None],
         types: list[str],
@@ -86,7 +88,7 @@ class SessionIndex:
         lists are taken, not copied): ``parent_positions`` holds each parent's position when
         it came earlier in the file (else :data:`NO_POSITION`), from which the tree parents
         are made at once."""
-        index = cls([])
+        index = cls(EntryList())
         index.entries, index.ids, index.parent_ids = entries, ids, parent_ids
         index.types, index.timestamps, index.positions = types, timestamps, positions
         new = range(len(ids))

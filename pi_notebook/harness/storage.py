@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic_core import from_json
 
 from .entries import SESSION_VERSION, SessionEntry, SessionHeader
+from .entry_list import EntryList
 from .jsonl import (
     DecodedSession,
     SessionFileWarning,
@@ -57,11 +58,12 @@ class SessionStorage(ABC):
     def append(self, entry: SessionEntry) -> None:
         """Persist one more entry (after this returns, ``load`` includes it)."""
 
-    def load_indexed(self) -> tuple[SessionHeader, list[SessionEntry], SessionIndex]:
+    def load_indexed(self) -> tuple[SessionHeader, EntryList, SessionIndex]:
         """:meth:`load`, with the entries' structure index (``Session.open`` uses it; a
         storage that decodes entries can collect it on the way)."""
         header, entries = self.load()
-        return header, entries, SessionIndex(entries)
+        index = SessionIndex(EntryList(entries))
+        return header, index.entries, index
 
 
 class InMemorySessionStorage(SessionStorage):
@@ -182,9 +184,9 @@ class JsonlSessionStorage(SessionStorage):
 
     def load(self) -> tuple[SessionHeader, list[SessionEntry]]:
         decoded = self._decode()
-        return decoded.header, decoded.entries
+        return decoded.header, list(decoded.entries)
 
-    def load_indexed(self) -> tuple[SessionHeader, list[SessionEntry], SessionIndex]:
+    def load_indexed(self) -> tuple[SessionHeader, EntryList, SessionIndex]:
         decoded = self._decode()
         return decoded.header, decoded.entries, decoded.index
 
@@ -269,7 +271,7 @@ class JsonlSessionStorage(SessionStorage):
             stacklevel=4,
         )
 
-    def _rewrite(self, header: SessionHeader, entries: list[SessionEntry]) -> None:
+    def _rewrite(self, header: SessionHeader, entries: Iterable[SessionEntry]) -> None:
         """Replace the file atomically (after a version migration)."""
         temporary = self._path.with_name(f".{self._path.name}.{os.getpid()}.tmp")
         try:

@@ -1325,7 +1325,7 @@ class NotebookAgent:
         it (and recorded, when it changes something)."""
         if self._approval is None:
             recorded = ApprovalPolicy()
-            for entry in self.session.get_entries():
+            for entry in self.session.entries_of("custom"):
                 if getattr(entry, "custom_type", None) == POLICY_ENTRY:
                     recorded = ApprovalPolicy.from_data(getattr(entry, "data", None)) or recorded
             self._approval = recorded
@@ -1358,7 +1358,7 @@ class NotebookAgent:
         from ..ai.types import AssistantMessage
 
         total = 0.0
-        for entry in self.session.get_entries():
+        for entry in self.session.entries_of("message"):
             message = getattr(entry, "message", None)
             if isinstance(message, AssistantMessage):
                 total += message.usage.cost.total
@@ -1376,7 +1376,7 @@ class NotebookAgent:
             return self._harness.budget
         from ..harness.budget import latest_budget_settings
 
-        return latest_budget_settings(self.session.get_entries())
+        return latest_budget_settings(self.session.entries_of("custom"))
 
     def set_budget(self, settings: BudgetSettings) -> None:
         """Store new caps in the session (through the harness when there is one: a run going

@@ -438,12 +438,12 @@ class PiMagics(Magics):
             return users[-turns]
         if session.get_entry(target) is not None:
             return target
-        entries = session.get_entries()
-        for entry in reversed(entries):  # the newest entry with that label
-            if session.get_label(entry.id) == target:
-                return entry.id
+        ids = session.index.ids  # (no entry read)
+        for entry_id in reversed(ids):  # the newest entry with that label
+            if session.get_label(entry_id) == target:
+                return entry_id
         if len(target) >= 4:  # a short id as %tree shows it (or any unique prefix)
-            matches = [e.id for e in entries if e.id.endswith(target) or e.id.startswith(target)]
+            matches = [i for i in ids if i.endswith(target) or i.startswith(target)]
             if len(matches) == 1:
                 return matches[0]
             if matches:

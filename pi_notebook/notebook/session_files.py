@@ -84,6 +84,9 @@ def open_notebook_session(path: Path) -> tuple[Session, str | None]:
     notice: str | None = None
     try:
         session = Session.open(path)
+        # An entry's content is checked when first read (by a run): one that turns out damaged
+        # then is kept as an unknown entry with a warning, not an error that fails every run.
+        session.index.entries.strict = False
     except SessionFileError as exc:
         lenient, notice = _open_leniently(path, exc)
         if lenient is None:

@@ -19,7 +19,7 @@ or searched, and cached.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..harness.session_index import LEAF_TYPE, NO_POSITION
@@ -67,7 +67,7 @@ class TreeIndex:
         self.source: SessionIndex | None = None
         """The session's index this one reads (only its first :attr:`count` positions: the
         session may be ahead until the next :meth:`update`)."""
-        self.entries: list[SessionEntry] = []
+        self.entries: Sequence[SessionEntry] = []
         self.ids: list[str] = []
         self.types: list[str] = []
         self.parents: list[int] = []

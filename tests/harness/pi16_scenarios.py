@@ -26,7 +26,14 @@ from pi_notebook.ai import (
     Usage,
     UserMessage,
 )
-from pi_notebook.harness import CustomMessage, InMemorySessionStorage, Session
+from pi_notebook.harness import (
+    CustomMessage,
+    InMemorySessionStorage,
+    Session,
+    session_appends,
+    session_fork,
+    session_tree,
+)
 from pi_notebook.harness import session as session_module
 from tests.paths import GOLDEN
 
@@ -57,9 +64,12 @@ def _deterministic(n: int) -> Iterator[Callable[[], int]]:
         return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
 
     ms = itertools.count(int(base.timestamp() * 1000) + 500, 1000)
-    with (
+    with (  # the modules of Session that make ids and timestamps
         mock.patch.object(session_module, "new_id", new_id),
         mock.patch.object(session_module, "iso_now", iso_now),
+        mock.patch.object(session_tree, "new_id", new_id),
+        mock.patch.object(session_appends, "iso_now", iso_now),
+        mock.patch.object(session_fork, "iso_now", iso_now),
     ):
         yield lambda: next(ms)
 

@@ -45,8 +45,15 @@ from pi_notebook.harness import (
 from pi_notebook.harness.entries import SessionEntry
 from pi_notebook.harness.jsonl import decode_session, decode_session_file
 from pi_notebook.harness.messages import CompactionSummaryMessage
-from pi_notebook.harness.session import ModelRef, SessionContext, _collect, _edits, _is_system, _ms
+from pi_notebook.harness.session_context import (
+    ModelRef,
+    SessionContext,
+    collect_messages,
+    is_system,
+    latest_edits,
+)
 from pi_notebook.harness.session_index import SessionIndex
+from pi_notebook.harness.session_tree import entry_ms
 from tests.harness.test_session_robustness import HEADER, _entry_line
 from tests.harness.test_session_robustness import entry as entry_line
 
@@ -101,13 +108,14 @@ def _outcome(decode: Any) -> Any:
         warnings.simplefilter("always")
         try:
             decoded = decode()
+            read = [entry.model_dump() for entry in decoded.entries]  # (content checked here)
         except SessionFileError as exc:
             return ("error", exc.line, exc.reason)
     index = decoded.index
     check_paths(index)
     fields = (index.ids, index.parent_ids, index.types, index.timestamps, index.positions)
     return (
-        [entry.model_dump() for entry in decoded.entries],
+        read,
         fields,
         index.marks,
         index.tree_parents(),
@@ -118,7 +126,7 @@ def _outcome(decode: Any) -> Any:
 def _line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reference: one line per batch, every entry through ``_Decoder.add``."""
     monkeypatch.setattr(jsonl, "_BATCH_LINES", 1)
-    monkeypatch.setattr(jsonl._Decoder, "_file", lambda self, number, batch: False)
+    monkeypatch.setattr(jsonl._Decoder, "_file", lambda self, *fields: False)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -269,7 +277,7 @@ def reference_context(session: Session) -> SessionContext:
             edited = True
     messages: list[Any] = []
     if compaction_at < 0:
-        _collect(messages, path, _edits(path) if edited else None)
+        collect_messages(messages, path, latest_edits(path) if edited else None)
     else:
         compaction = path[compaction_at]
         assert isinstance(compaction, CompactionEntry)
@@ -277,9 +285,9 @@ def reference_context(session: Session) -> SessionContext:
         first = next(
             (i for i, e in enumerate(kept) if e.id == compaction.first_kept_entry_id), len(kept)
         )
-        kept = [e for e in kept[first:] if not _is_system(e)]
+        kept = [e for e in kept[first:] if not is_system(e)]
         after = path[compaction_at + 1 :]
-        edits = _edits([compaction, *kept, *after]) if edited else None
+        edits = latest_edits([compaction, *kept, *after]) if edited else None
         edit = None if edits is None else edits.get(compaction.id)
         if edit is None or edit.replacement is not None:
             if compaction.system_message is not None:
@@ -288,11 +296,11 @@ def reference_context(session: Session) -> SessionContext:
                 CompactionSummaryMessage(
                     summary=compaction.summary,
                     tokens_before=compaction.tokens_before,
-                    timestamp=_ms(compaction.timestamp),
+                    timestamp=entry_ms(compaction.timestamp),
                 )
             )
-        _collect(messages, kept, edits)
-        _collect(messages, after, edits)
+        collect_messages(messages, kept, edits)
+        collect_messages(messages, after, edits)
     model = None
     if isinstance(model_source, ModelChangeEntry):
         model = ModelRef(provider=model_source.provider, model_id=model_source.model_id)

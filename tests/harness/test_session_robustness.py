@@ -199,11 +199,11 @@ def test_the_reader_raises_only_session_file_errors(
 ) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SessionFileWarning)
-        try:
+        try:  # (an entry's content is checked when it is first read: by the Session here)
             decoded = decode_session([header, *lines], source="fuzz.jsonl", strict=strict)
+            session = Session(InMemorySessionStorage(), decoded.header, decoded.entries)
         except SessionFileError:
             return
-        session = Session(InMemorySessionStorage(), decoded.header, decoded.entries)
     session.build_context()
     session.get_tree()
     session.usage_totals()

@@ -20,6 +20,7 @@ from pi_notebook.harness import (
     SessionFileWarning,
     SessionHeader,
     SessionWriteError,
+    UnknownEntry,
     default_session_dir,
     session_file_name,
 )
@@ -150,7 +151,6 @@ def test_malformed_middle_line_names_file_and_line(tmp_path: Path) -> None:
     ("bad", "reason"),
     [
         ('{"type":"nonsense","parentId":null,"timestamp":"t"}', "invalid entry: id"),
-        ('{"type":"message","id":"x","parentId":null,"timestamp":"t"}', "message"),
         (entry("a", None), "duplicate entry id 'a'"),
         (
             '{"type":"leaf","id":"l","parentId":"a","timestamp":"t","targetId":"zz"}',
@@ -163,6 +163,33 @@ def test_invalid_entries_are_refused_in_strict_mode(tmp_path: Path, bad: str, re
     path = write(tmp_path / "s.jsonl", HEADER, entry("a", None), bad, entry("b", "a"))
     with pytest.raises(SessionFileError, match=f"s.jsonl:3: .*{reason}"):
         Session.open(path)
+
+
+def test_an_entry_whose_content_is_invalid_is_refused_when_read(tmp_path: Path) -> None:
+    """Opening checks a line's JSON and structure; its content is checked when it is read, and
+    the error names the file and line then."""
+    bad = '{"type":"message","id":"x","parentId":"a","timestamp":"t"}'
+    path = write(tmp_path / "s.jsonl", HEADER, entry("a", None), bad, entry("b", "x"))
+    session = Session.open(path)
+    assert session.index.ids == ["a", "x", "b"] and session.leaf_id == "b"
+    assert session.get_entry("a") is not None
+    with pytest.raises(SessionFileError, match=r"s.jsonl:3: invalid entry: message") as info:
+        session.build_context()
+    assert info.value.line == 3
+    with pytest.raises(SessionFileError, match=r"s.jsonl:3: "):
+        session.get_entries()
+
+
+def test_lenient_mode_keeps_an_entry_of_invalid_content_as_unknown(tmp_path: Path) -> None:
+    bad = '{"type":"message","id":"x","parentId":"a","timestamp":"t","message":{"role":"user"}}'
+    path = write(tmp_path / "s.jsonl", HEADER, entry("a", None), bad, entry("b", "x"))
+    session = Session.open(path, strict=False)
+    with pytest.warns(SessionFileWarning, match=r"s.jsonl:3: invalid entry: message.*unknown"):
+        context = session.build_context()
+    assert len(context.messages) == 2  # a and b; x adds nothing
+    kept = session.get_entry("x")
+    assert isinstance(kept, UnknownEntry) and kept.type == "message"
+    assert encode_record(kept).decode().rstrip("\n") == bad  # written back as it was
 
 
 def test_lenient_mode_skips_bad_lines_with_a_warning(tmp_path: Path) -> None:

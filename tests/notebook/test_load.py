@@ -55,6 +55,15 @@ def two_turns(directory: Path, env: dict[str, str] | None = None) -> Path:
     return Path((env or {}).get("PI_NOTEBOOK_SESSION_DIR", directory)) / "test.pi.jsonl"
 
 
+def third_turn(directory: Path) -> Any:
+    """A kernel that loads the extension on the session in ``directory`` and runs a turn."""
+    return execute(
+        [faux("three"), LOAD, "%model faux/faux-1", "%%agent --wait\nthird", CONTEXT],
+        directory,
+        env=ENV,
+    )
+
+
 def assert_clean(text: str) -> None:
     assert "Traceback" not in text and "Error" not in text, text
 
@@ -65,11 +74,7 @@ def test_a_corrupt_line_is_skipped_and_named_and_the_rest_opens(tmp_path: Path) 
     lines.insert(3, '{"type": "message", "id": \n')  # a torn write in the middle of the file
     path.write_text("".join(lines))
     before = path.read_bytes()
-    nb = execute(
-        [faux("three"), LOAD, "%model faux/faux-1", "%%agent --wait\nthird", CONTEXT],
-        tmp_path,
-        env=ENV,
-    )
+    nb = third_turn(tmp_path)
     loaded = outputs_text(nb.cells[1])
     assert_clean(loaded)
     notice = loaded.splitlines()[0]
@@ -77,6 +82,30 @@ def test_a_corrupt_line_is_skipped_and_named_and_the_rest_opens(tmp_path: Path) 
     assert "Model: faux/faux-1" in outputs_text(nb.cells[2])
     context = outputs_text(nb.cells[4])
     assert "'first', 'one', 'second', 'two', 'third', 'three'" in context, context
+    assert path.read_bytes().startswith(before)  # appended to, never rewritten
+
+
+def test_an_entry_whose_content_is_damaged_is_left_out_of_runs_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    """A line whose JSON and structure are sound is read when a run first needs it: damaged
+    content then is a warning and the entry adds nothing, never a failed run."""
+    path = two_turns(tmp_path)
+    lines = path.read_text().splitlines(keepends=True)
+    first_reply = json.loads(lines[-3])  # "one", the reply to "first"
+    assert first_reply["message"]["role"] == "assistant"
+    first_reply["message"]["content"] = 7  # not content
+    lines[-3] = json.dumps(first_reply) + "\n"
+    path.write_text("".join(lines))
+    before = path.read_bytes()
+    nb = third_turn(tmp_path)
+    assert_clean(outputs_text(nb.cells[1]))
+    run = "".join(outputs_text(cell) for cell in nb.cells[2:4])
+    assert "Traceback" not in run and "kept as an entry of unknown content" in run, [
+        c.outputs for c in nb.cells
+    ]
+    context = outputs_text(nb.cells[4])
+    assert "'first', 'second', 'two', 'third', 'three'" in context, context
     assert path.read_bytes().startswith(before)  # appended to, never rewritten
 
 

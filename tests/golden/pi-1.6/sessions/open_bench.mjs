@@ -4,8 +4,10 @@
 //   node_modules/.bin/node open_bench.mjs FILE [--reps N]
 //
 // Prints one JSON line: {"peer", "version", "node", "entries", "context_messages",
-// "open_ms": [...], "build_ms": [...], "total_ms": [...]} (one number per repetition, after one
-// warm-up).
+// "open_ms": [...], "build_ms": [...], "total_ms": [...], "heap_bytes"} (one number per
+// repetition, after one warm-up). heap_bytes: what an opened session holds on the V8 heap (heap
+// used after a full collection, with the manager alive, less the same before it was opened);
+// measured only when node runs with --expose-gc.
 
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
@@ -34,6 +36,15 @@ for (let i = 0; i < reps; i++) {
 	open.push(last.open);
 	build.push(last.build);
 }
+let heap = null;
+if (globalThis.gc) {
+	globalThis.gc();
+	const before = process.memoryUsage().heapUsed;
+	const held = SessionManager.open(file);
+	globalThis.gc();
+	heap = process.memoryUsage().heapUsed - before;
+	if (held.getEntryCount() < 0) console.log(""); // keeps the manager alive until here
+}
 const pkg = JSON.parse(readFileSync(new URL("./node_modules/@earendil-works/pi-coding-agent/package.json", import.meta.url)));
 console.log(
 	JSON.stringify({
@@ -45,5 +56,6 @@ console.log(
 		open_ms: open,
 		build_ms: build,
 		total_ms: open.map((ms, i) => ms + build[i]),
+		heap_bytes: heap,
 	}),
 );

@@ -1,0 +1,86 @@
+"""An opened session keeps its common entries as lines until they are read, and reading them
+gives exactly the entries an eager read of the file gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pi_notebook.ai import AssistantMessage, TextContent, UserMessage
+from pi_notebook.harness import (
+    CustomEntry,
+    LabelEntry,
+    MessageEntry,
+    Session,
+    SessionInfoEntry,
+)
+from pi_notebook.harness.entry_list import EntryList, validate_entry_json
+
+
+def _session(path: Path) -> Session:
+    """Messages on two branches, a label, a name, a custom entry, a usage entry, an edit."""
+    session = Session.create(path, cwd="/p")
+    first = session.append_message(
+        UserMessage(content=[TextContent(text="one")], timestamp=1_700_000_000_000)
+    )
+    reply = session.append_message(
+        AssistantMessage(
+            content=[TextContent(text="two")],
+            api="faux",
+            provider="faux",
+            model="m",
+            timestamp=1_700_000_000_001,
+        )
+    )
+    session.append_custom("pi_notebook.test", {"n": 1})
+    session.append_label(first.id, "start")
+    session.append_session_info("named")
+    session.append_usage("cache_warm", "faux", "m", {"input": 3, "cost": {"total": 0.5}})
+    session.append_context_edit(reply.id, "edited")
+    session.set_leaf(first.id)
+    session.append_message(
+        UserMessage(content=[TextContent(text="other")], timestamp=1_700_000_000_002)
+    )
+    return session
+
+
+def _entries(session: Session) -> EntryList:
+    entries = session.index.entries
+    assert isinstance(entries, EntryList)
+    return entries
+
+
+def test_an_open_reads_only_what_the_tree_needs(tmp_path: Path) -> None:
+    written = _session(tmp_path / "s.jsonl")
+    session = Session.open(tmp_path / "s.jsonl")
+    entries = _entries(session)
+    types = session.index.types
+    later = {"message", "custom", "usage"}
+    assert entries.cold() == sum(kind in later for kind in types)
+    # the tree's facts came from the structure and the few entries read at open
+    assert session.leaf_id == written.leaf_id and session.name == "named"
+    assert session.labels == written.labels
+    assert [e.id for e in session.entries_of("label", "session_info")] == [
+        e.id for e in written.get_entries() if isinstance(e, LabelEntry | SessionInfoEntry)
+    ]
+    assert entries.cold() == sum(kind in later for kind in types)  # read at open already
+
+
+def test_reading_gives_the_entries_an_eager_read_gives(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    written = _session(path)
+    session = Session.open(path)
+    custom = session.entries_of("custom")
+    assert [type(e) for e in custom] == [CustomEntry]
+    assert _entries(session).cold() == sum(t in ("message", "usage") for t in session.index.types)
+    context = session.build_context()
+    assert context == written.build_context()
+    assert _entries(session).cold() == 2  # off the branch, not read: the reply and the usage
+    eager = [validate_entry_json(line) for line in path.read_bytes().split(b"\n")[1:-1]]
+    assert session.get_entries() == eager == written.get_entries()
+    assert _entries(session).cold() == 0
+    one = session.get_entry(eager[0].id)
+    assert one is session.get_entry(eager[0].id)  # built once, then kept
+    # a reader that saw the line before another thread built it gets the built entry
+    assert _entries(session)._read(0) is one
+    assert isinstance(one, MessageEntry)
+    assert session.usage_totals() == written.usage_totals()
