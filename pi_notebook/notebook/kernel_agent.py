@@ -447,6 +447,7 @@ class NotebookAgent:
             thinking_level=_thinking_level(context.thinking_level),
             stream_fn=self._call_model,
             compaction=_compaction_for(model),
+            system_prompt=self.default_prompt(model),
         )
         harness.on("tool_call", self._approve_tool_call)
         return harness
@@ -700,24 +701,36 @@ class NotebookAgent:
         """Bring the session's instruction sections up to date (the context files may have
         changed; ``preamble``/``addendum`` replace the session's, None removes the addendum).
         True when a system message was written."""
-        from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
         from .instructions import current_sections, desired_instructions, write_instructions
 
+        base = self.default_prompt()
         current = current_sections(self.session)
-        wanted = desired_instructions(
-            current, DEFAULT_SYSTEM_PROMPT, preamble=preamble, addendum=addendum
-        )
-        return write_instructions(self.session, current, wanted)
+        wanted = desired_instructions(current, base, preamble=preamble, addendum=addendum)
+        written = write_instructions(self.session, current, wanted)
+        if self._harness is not None:
+            # The harness's prompt goes ahead of the session's: only for a session without one.
+            own = self.session.build_context().system_prompt is not None
+            self._harness.system_prompt = None if own else base
+        return written
+
+    def default_prompt(self, model: Model | None = None) -> str:
+        """The analyst prompt for what the next request offers ``model`` (default: the
+        harness's): its tools, whether a notebook is connected, whether it takes images."""
+        from .analyst_prompt import analyst_prompt
+
+        if model is None and self._harness is not None:
+            model = self._harness.model
+        tools = [t.name for t in self.offered_tools(model)]
+        images = model is not None and "image" in model.input
+        return analyst_prompt(tools, frontend=self.document.connected, images=images)
 
     def _fit_compaction(self, harness: AgentHarness) -> None:
         """Size the compaction for the model and what each request carries besides the
         conversation (a model switch, tools or instructions changed since the last run)."""
-        from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
-
         prompt = self.session.build_context().system_prompt
         if prompt is None:
             configured = harness.system_prompt
-            prompt = configured if isinstance(configured, str) else DEFAULT_SYSTEM_PROMPT
+            prompt = configured if isinstance(configured, str) else self.default_prompt()
         overhead = _request_overhead(prompt, self.offered_tools(harness.model))
         harness.compaction_settings = _compaction_for(harness.model, overhead)
 
