@@ -209,6 +209,7 @@ class NotebookAgent:
         as known of the model (``ai.tool_support``)."""
         """The tool names the harness was last given."""
         self._write_pinned: set[str] = set()
+        self._pinned: set[str] = set()
         """Write tools added with ``%tools add`` (offered without a frontend too)."""
         self.context_enabled = os.environ.get("PI_NOTEBOOK_CONTEXT", "on").strip().lower() not in (
             "off",
@@ -933,6 +934,7 @@ class NotebookAgent:
             return f"Enabled the notebook tool {name} (also without a notebook frontend)"
         if self.tools.is_builtin(name):
             self.tools.enable_builtin(name)
+            self._pinned.add(name)  # asked for by name: offered to a small model too
             self._push_tools()
             return f"Enabled the built-in tool {name}"
         from ..agent.tools import AgentTool
@@ -979,6 +981,7 @@ class NotebookAgent:
             return self.mcp.disable(name)
         removed = self.tools.remove(name)
         self._write_pinned.discard(name)
+        self._pinned.discard(name)
         if removed:
             self._push_tools()
         return removed
@@ -1006,11 +1009,21 @@ class NotebookAgent:
         if not self.model_calls_tools(model):
             return []
         connected = self.document.connected
+        lean = self.held_back_tools(model)
         return [
             t
             for t in self.active_tools()
-            if t.name not in WRITE_TOOL_NAMES or connected or t.name in self._write_pinned
+            if (t.name not in WRITE_TOOL_NAMES or connected or t.name in self._write_pinned)
+            and t.name not in lean
         ]
+
+    def held_back_tools(self, model: Model | None = None) -> dict[str, str]:
+        """Read tools on but not offered to ``model`` (a small one gets a lean set), with why."""
+        from .tool_choice import held_back
+
+        if model is None and self._harness is not None:
+            model = self._harness.model
+        return held_back(model, frontend=self.document.connected, pinned=self._pinned)
 
     def _offer(self, model: Model | None = None) -> list[AgentTool]:
         offered = self.offered_tools(model)

@@ -640,14 +640,13 @@ class PiMagics(Magics):
             if args.names:
                 raise UsageError("Usage: %tools list")
             offered = {t.name for t in self.pi.offered_tools()}
+            held_back = self.pi.held_back_tools()
             for name, kind, active, description in self.pi.tool_listing():
                 mark = "on " if name in offered else "off"
                 why = ""
                 if active and name not in offered:
-                    why = (
-                        " (not offered: no notebook frontend is connected; "
-                        f"%tools add {name} offers it anyway)"
-                    )
+                    reason = held_back.get(name, "no notebook frontend is connected")
+                    why = f" (not offered: {reason}; %tools add {name} offers it anyway)"
                 print(f"[{mark}] {name} ({kind}) {first_sentence(description)}{why}")
             return
         if not args.names:
