@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from ..ai.options import StreamOptions
     from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel, Tool
     from ..harness import AgentHarness, BudgetSettings, CompactionSettings, Session
-    from ..harness.hooks import ToolCallEvent, ToolCallResult
+    from ..harness.hooks import ToolCallEvent, ToolCallResult, ToolResultEvent
     from ..mcp import McpServers
     from .notebook_tools import ToolRegistry
     from .run_view import RunView
@@ -451,6 +451,7 @@ class NotebookAgent:
             system_prompt=self.default_prompt(model),
         )
         harness.on("tool_call", self._approve_tool_call)
+        harness.on("tool_result", self._note_tool_result)
         return harness
 
     def _call_model(
@@ -1034,6 +1035,13 @@ class NotebookAgent:
         if self._harness is not None:
             self._harness.set_tools(self._offer())
 
+    def _note_tool_result(self, event: ToolResultEvent) -> None:
+        """The ``tool_result`` hook: the repeat guard compares results too."""
+        from ..ai.types import TextContent
+
+        text = "".join(b.text for b in event.content if isinstance(b, TextContent))
+        self.repeat_guard.record(event.tool_call_id, text)
+
     async def _approve_tool_call(self, event: ToolCallEvent) -> ToolCallResult | None:
         """The ``tool_call`` hook: a call repeated too often in one run is refused (see
         :mod:`.repeat_guard`); tools marked ``requires_approval`` wait for Allow / Deny in the
@@ -1042,7 +1050,7 @@ class NotebookAgent:
         from .workspace.edit_tools import WRITE_TOOL_NAMES
 
         name = event.tool_name
-        verdict = self.repeat_guard.check(name, dict(event.input))
+        verdict = self.repeat_guard.check(name, dict(event.input), event.tool_call_id)
         if verdict.reason is not None:
             if verdict.stop and self._harness is not None:
                 if self._active is not None:

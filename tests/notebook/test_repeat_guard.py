@@ -1,6 +1,7 @@
-"""The repeat guard: a model calling one tool with the same arguments again and again is refused,
-then stopped — in a unit test, and in a real kernel (nbclient) with a scripted model that loops
-the way Qwen2.5-Coder-1.5B did at temperature 0 while notebooks/workspace.ipynb was recorded."""
+"""The repeat guard: a model calling one tool with the same arguments again and again, or two
+calls in turn whose results repeat, is refused with a nudge, then stopped — in unit tests, and in
+a real kernel (nbclient) with scripted models that loop the way Qwen2.5-Coder-1.5B did at
+temperature 0 (notebooks/workspace.ipynb's recording, the evaluation's transcripts)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,53 @@ def test_any_other_call_in_between_or_another_run_starts_the_count_again() -> No
     assert guard.check("f", {"b": 2, "a": 1}).reason is not None
     guard.begin_run()
     assert guard.check("f", {"a": 1, "b": 2}).reason is None
+
+
+def _ran(guard: RepeatGuard, name: str, args: dict[str, object], result: str, n: int) -> str | None:
+    verdict = guard.check(name, dict(args), f"c{n}")
+    if verdict.reason is None:
+        guard.record(f"c{n}", result)
+    return verdict.reason
+
+
+def test_two_calls_in_turn_with_the_same_results_are_nudged_then_stopped() -> None:
+    guard = RepeatGuard()
+    a = ("describe_variable", {"name": "pi"}, "No variable named 'pi' in the notebook")
+    b = ("list_cells", {}, "(no cells have run since pi_notebook was loaded)")
+    reasons = [_ran(guard, *(a if n % 2 == 0 else b), n) for n in range(6)]
+    last = guard.check("describe_variable", {"name": "pi"})
+    reasons.append(last.reason)
+    assert reasons[:4] == [None] * 4  # the cycle goes round twice
+    nudge = reasons[4]
+    assert nudge is not None and "describe_variable and list_cells in turn" in nudge
+    assert "It gave: No variable named 'pi' in the notebook" in nudge  # what it already got
+    assert "Do not call them again" in nudge
+    assert reasons[5] is not None and "list_cells and describe_variable" in reasons[5]
+    assert reasons[6] is not None and "the run was stopped" in reasons[6]
+    assert last.stop
+
+
+def test_a_cycle_whose_results_change_is_not_refused() -> None:
+    guard = RepeatGuard()
+    for n in range(8):  # edit, run, edit, run ... each run's output differs
+        if n % 2 == 0:
+            assert _ran(guard, "edit_cell", {"cell_id": "c"}, "edited", n) is None
+        else:
+            assert _ran(guard, "run_cell", {"cell_id": "c"}, f"output {n}", n) is None
+
+
+def test_a_cycle_of_three_is_caught() -> None:
+    guard = RepeatGuard()
+    calls = [("a", {}, "1"), ("b", {}, "2"), ("c", {"x": 1}, "3")]
+    reasons = [_ran(guard, *calls[n % 3], n) for n in range(7)]
+    assert reasons[:6] == [None] * 6
+    assert reasons[6] is not None and "a and b and c in turn" in reasons[6]
+
+
+def test_the_same_call_nudge_says_what_it_gave() -> None:
+    guard = RepeatGuard()
+    reasons = [_ran(guard, "list_variables", {}, "df: DataFrame (150×5)", n) for n in range(3)]
+    assert reasons[2] is not None and "It gave: df: DataFrame (150×5)" in reasons[2]
 
 
 def test_limits_are_checked() -> None:
@@ -85,3 +133,33 @@ def test_a_looping_model_is_refused_then_stopped_in_a_real_kernel(tmp_path: Path
     assert report["state"] == "aborted", report
     assert report["notice"].startswith("Stopped: describe_variable was called 5 times")
     assert "never reached" not in outputs_text(nb.cells[2])
+
+
+ALTERNATING = """
+from pi_notebook.ai import faux_assistant_message, faux_tool_call, register_faux_provider
+faux = register_faux_provider(tokens_per_second=1000)
+calls = [("describe_variable", {"name": "pi"}), ("list_variables", {})]
+faux.set_responses([
+    faux_assistant_message([faux_tool_call(*calls[i % 2], id=f"t{i}")]) for i in range(5)
+] + [faux_assistant_message("orders has 3 items.")])
+orders = [1, 2, 3]
+%model faux/faux-1
+"""
+
+
+def test_an_alternating_model_is_nudged_and_answers_in_a_real_kernel(tmp_path: Path) -> None:
+    nb = execute(
+        ["%load_ext pi_notebook", ALTERNATING, "%%agent --wait\nHow many orders?", REPORT],
+        tmp_path,
+    )
+    report = json.loads(outputs_text(nb.cells[3]))
+    results = report["results"]
+    assert len(results) == 5
+    assert results[0][0] and "No variable named 'pi' in the notebook" in results[0][1]
+    assert "orders: list (len 3)" in results[1][1]
+    assert results[2:4] == results[:2]  # the second round ran: it could have changed
+    is_error, nudge = results[4]
+    assert is_error and "describe_variable and list_variables in turn" in nudge
+    assert "It gave: \"No variable named 'pi' in the notebook\"" in nudge
+    assert report["state"] == "done", report
+    assert "orders has 3 items." in outputs_text(nb.cells[2])
