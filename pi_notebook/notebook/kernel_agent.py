@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from ..ai.options import StreamOptions
     from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel, Tool
     from ..harness import AgentHarness, BudgetSettings, CompactionSettings, Session
-    from ..harness.hooks import ToolCallEvent, ToolCallResult, ToolResultEvent
+    from ..harness.hooks import FinishTurnEvent, ToolCallEvent, ToolCallResult, ToolResultEvent
     from ..mcp import McpServers
     from .notebook_tools import ToolRegistry
     from .run_view import RunView
@@ -210,6 +210,10 @@ class NotebookAgent:
         """The tool names the harness was last given."""
         self._write_pinned: set[str] = set()
         self._pinned: set[str] = set()
+        self._run_tool_results = 0
+        """Tool results in the live run."""
+        self._answer_asked = False
+        """Whether the live run was asked to state its answer (once a run)."""
         """Write tools added with ``%tools add`` (offered without a frontend too)."""
         self.context_enabled = os.environ.get("PI_NOTEBOOK_CONTEXT", "on").strip().lower() not in (
             "off",
@@ -452,6 +456,7 @@ class NotebookAgent:
         )
         harness.on("tool_call", self._approve_tool_call)
         harness.on("tool_result", self._note_tool_result)
+        harness.on("finish_turn", self._ask_for_answer)
         return harness
 
     def _call_model(
@@ -789,6 +794,7 @@ class NotebookAgent:
         self._note_session_writes(run)  # e.g. the change summary just before could not be written
         self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
         self.repeat_guard.begin_run()
+        self._run_tool_results, self._answer_asked = 0, False
         run.view.set_answers_only(not self.model_calls_tools())
         if self._harness is not None and self._pushed != [t.name for t in self.offered_tools()]:
             self._push_tools()  # a frontend connected or went away, or the model changed
@@ -1041,6 +1047,23 @@ class NotebookAgent:
 
         text = "".join(b.text for b in event.content if isinstance(b, TextContent))
         self.repeat_guard.record(event.tool_call_id, text)
+        self._run_tool_results += 1
+
+    def _ask_for_answer(self, event: FinishTurnEvent) -> None:
+        """The ``finish_turn`` hook: a run that called tools and is ending without its answer
+        stated (no text, or not in the format the prompt asked for) gets one follow-up asking
+        for it (see :mod:`.answer_check`)."""
+        from .answer_check import answer_format, follow_up_text, lacks_answer
+
+        run, harness, message = self._active, self._harness, event.message
+        if run is None or harness is None or self._answer_asked or not self._run_tool_results:
+            return
+        if message.stop_reason in ("error", "aborted") or message.tool_calls:
+            return
+        form = answer_format(run.prompt)
+        if lacks_answer(message.text, form):
+            self._answer_asked = True
+            harness.follow_up(follow_up_text(form))
 
     async def _approve_tool_call(self, event: ToolCallEvent) -> ToolCallResult | None:
         """The ``tool_call`` hook: a call repeated too often in one run is refused (see
