@@ -21,19 +21,26 @@ ANALYST_OPENING = (
     "directory."
 )
 
-_READERS = {
-    "list_cells": "list_cells / read_cell show the notebook's cells and their outputs",
-    "read_history": "read_history shows what ran in the kernel, in order",
-    "read_last_error": "read_last_error shows the latest error",
-    "list_variables": "list_variables / describe_variable show Python variables that already "
-    "exist in the kernel (not files, not columns)",
-}
-_READER_ALIASES = {"read_cell": "list_cells", "describe_variable": "list_variables"}
+_READERS = (
+    (("list_cells", "read_cell"), "the notebook's cells and their outputs"),
+    (("read_history",), "what ran in the kernel, in order"),
+    (("read_last_error",), "the latest error"),
+    (
+        ("list_variables", "describe_variable"),
+        "Python variables that already exist in the kernel (not files, not columns)",
+    ),
+)
 
 
 def _readers(tools: Collection[str]) -> list[str]:
-    keys = dict.fromkeys(_READER_ALIASES.get(name, name) for name in tools)
-    return [_READERS[key] for key in keys if key in _READERS]
+    """One line for each offered group of read tools, naming only the offered ones."""
+    lines = []
+    for names, what in _READERS:
+        offered = [name for name in names if name in tools]
+        if offered:
+            verb = "show" if len(offered) > 1 else "shows"
+            lines.append(f"{' / '.join(offered)} {verb} {what}")
+    return lines
 
 
 def analyst_prompt(tools: Collection[str], *, frontend: bool, images: bool) -> str:

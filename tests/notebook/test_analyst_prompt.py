@@ -18,7 +18,7 @@ def test_headless_with_the_code_tool() -> None:
     assert "Run code with run_python" in text
     assert "insert_cell" not in text and "browser" not in text
     assert "Look at the data before computing" in text
-    assert "list_variables / describe_variable show Python variables" in text
+    assert "list_variables shows Python variables" in text and "describe_variable" not in text
     assert "Never make up, simulate or hard-code data" in text
     assert "You cannot see plots" in text
     assert "in exactly the form the user asked for" in text
