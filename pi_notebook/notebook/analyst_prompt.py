@@ -59,6 +59,14 @@ def analyst_prompt(tools: Collection[str], *, frontend: bool, images: bool) -> s
         ]
         return "\n".join(lines)
     runs_cells = "insert_cell" in tools
+    code_tool = "insert_cell" if runs_cells else "run_python" if "run_python" in tools else None
+    if code_tool is not None:
+        lines += [
+            "",
+            "Answer every question about data by running code: your first reply is "
+            f"{'an' if code_tool[0] in 'aeiou' else 'a'} {code_tool} call, and you state a number "
+            "only after you have seen it in the output.",
+        ]
     how = ["", "How to work:"]
     if runs_cells:
         how.append(

@@ -16,6 +16,7 @@ def test_headless_with_the_code_tool() -> None:
     text = analyst_prompt(["run_python", "list_variables"], frontend=False, images=False)
     assert text.startswith(ANALYST_OPENING)
     assert "Run code with run_python" in text
+    assert "your first reply is a run_python call" in text
     assert "insert_cell" not in text and "browser" not in text
     assert "Look at the data before computing" in text
     assert "list_variables shows Python variables" in text and "describe_variable" not in text
@@ -28,7 +29,7 @@ def test_with_a_frontend_the_cell_tools_are_the_way_to_run_code() -> None:
     text = analyst_prompt(CELL_TOOLS, frontend=True, images=True)
     assert "open in the user's browser" in text
     assert "insert_cell" in text and "top-down order" in text and "edit_cell" in text
-    assert "run_python" not in text
+    assert "run_python" not in text and "your first reply is an insert_cell call" in text
     assert "list_cells / read_cell" in text
     assert "Plots come back to you as images." in text
     assert "You cannot see plots" not in text
@@ -37,6 +38,7 @@ def test_with_a_frontend_the_cell_tools_are_the_way_to_run_code() -> None:
 def test_read_tools_only_get_no_code_guidance() -> None:
     text = analyst_prompt(["list_variables", "describe_variable"], frontend=False, images=False)
     assert "Run code" not in text and "Look at the data before computing" not in text
+    assert "first reply" not in text
     assert "You cannot see plots" not in text  # nothing it runs makes plots
     assert text.count("list_variables") == 1  # the pair is described once
 
