@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pi_notebook.notebook.answer_check import answer_format, follow_up_text, lacks_answer
 
@@ -68,25 +69,28 @@ print(json.dumps({"users": users, "seen": seen, "state": pi.last_run.state}, def
 """
 
 
-def test_a_run_ending_without_its_answer_is_asked_once_in_a_real_kernel(tmp_path: Path) -> None:
-    script = SCRIPT.replace("REPLY", repr("@mean_price[3.0]"))
-    prompt = "%%agent --wait\nWhat is the mean price? Answer in this format:\n@mean_price[value]"
-    nb = execute(["%load_ext pi_notebook", script, prompt, REPORT], tmp_path)
+PROMPT = "%%agent --wait\nWhat is the mean price? Answer in this format:\n@mean_price[value]"
+
+
+def _run(reply: str, tmp_path: Path) -> tuple[dict[str, Any], str]:
+    """The report of a run whose model calls a tool, replies with no text, then ``reply``."""
+    script = SCRIPT.replace("REPLY", repr(reply))
+    nb = execute(["%load_ext pi_notebook", script, PROMPT, REPORT], tmp_path)
     report = json.loads(outputs_text(nb.cells[3]))
     assert report["state"] == "done", report
+    return report, outputs_text(nb.cells[2])
+
+
+def test_a_run_ending_without_its_answer_is_asked_once_in_a_real_kernel(tmp_path: Path) -> None:
+    report, shown = _run("@mean_price[3.0]", tmp_path)
     asked = follow_up_text("@mean_price[value]")
     assert report["users"][-1] == asked  # kept in the session like any follow-up
     assert report["seen"] == [asked]  # the model was sent it
-    shown = outputs_text(nb.cells[2])
     assert "@mean_price[3.0]" in shown and "never reached" not in shown
 
 
 def test_the_follow_up_is_sent_once_a_run(tmp_path: Path) -> None:
     # the answer after the follow-up still lacks the format: the run ends all the same
-    script = SCRIPT.replace("REPLY", repr("about three"))
-    prompt = "%%agent --wait\nWhat is the mean price? Answer in this format:\n@mean_price[value]"
-    nb = execute(["%load_ext pi_notebook", script, prompt, REPORT], tmp_path)
-    report = json.loads(outputs_text(nb.cells[3]))
-    assert report["state"] == "done", report
+    report, shown = _run("about three", tmp_path)
     assert len(report["users"]) == 2 and len(report["seen"]) == 1
-    assert "never reached" not in outputs_text(nb.cells[2])
+    assert "never reached" not in shown

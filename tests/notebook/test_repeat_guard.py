@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,12 +118,14 @@ print(json.dumps({"results": [[r.is_error, r.content[0].text] for r in results],
 """
 
 
+def _report(script: str, prompt: str, tmp_path: Path) -> tuple[dict[str, Any], str]:
+    """The tool results and end of a run of ``script``'s model, and the run cell's output."""
+    nb = execute(["%load_ext pi_notebook", script, f"%%agent --wait\n{prompt}", REPORT], tmp_path)
+    return json.loads(outputs_text(nb.cells[3])), outputs_text(nb.cells[2])
+
+
 def test_a_looping_model_is_refused_then_stopped_in_a_real_kernel(tmp_path: Path) -> None:
-    nb = execute(
-        ["%load_ext pi_notebook", LOOPING, "%%agent --wait\nDescribe orders.", REPORT],
-        tmp_path,
-    )
-    report = json.loads(outputs_text(nb.cells[3]))
+    report, shown = _report(LOOPING, "Describe orders.", tmp_path)
     results = report["results"]
     assert len(results) == 5  # two ran, two refused, the fifth stopped the run
     assert [is_error for is_error, _text in results[:2]] == [False, False]
@@ -132,7 +135,7 @@ def test_a_looping_model_is_refused_then_stopped_in_a_real_kernel(tmp_path: Path
     # the fifth call's result is the loop's own "aborted" one; the run view says why
     assert report["state"] == "aborted", report
     assert report["notice"].startswith("Stopped: describe_variable was called 5 times")
-    assert "never reached" not in outputs_text(nb.cells[2])
+    assert "never reached" not in shown
 
 
 ALTERNATING = """
@@ -148,11 +151,7 @@ orders = [1, 2, 3]
 
 
 def test_an_alternating_model_is_nudged_and_answers_in_a_real_kernel(tmp_path: Path) -> None:
-    nb = execute(
-        ["%load_ext pi_notebook", ALTERNATING, "%%agent --wait\nHow many orders?", REPORT],
-        tmp_path,
-    )
-    report = json.loads(outputs_text(nb.cells[3]))
+    report, shown = _report(ALTERNATING, "How many orders?", tmp_path)
     results = report["results"]
     assert len(results) == 5
     assert results[0][0] and "No variable named 'pi' in the notebook" in results[0][1]
@@ -162,4 +161,4 @@ def test_an_alternating_model_is_nudged_and_answers_in_a_real_kernel(tmp_path: P
     assert is_error and "describe_variable and list_variables in turn" in nudge
     assert "It gave: \"No variable named 'pi' in the notebook\"" in nudge
     assert report["state"] == "done", report
-    assert "orders has 3 items." in outputs_text(nb.cells[2])
+    assert "orders has 3 items." in shown
