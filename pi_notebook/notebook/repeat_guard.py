@@ -117,8 +117,8 @@ class RepeatGuard:
         result = self._last_result(call.key)
         if result is None:
             return ""
-        if len(result) > _PREVIEW:
-            result = result[:_PREVIEW] + " [...]"
+        if len(result) > _PREVIEW:  # the end: where an error or a final value is
+            result = "[...] " + result[-_PREVIEW:]
         return f" It gave: {result}"
 
     def _same_call(self, call: _Call, times: int) -> RepeatVerdict:
@@ -131,7 +131,8 @@ class RepeatGuard:
         return RepeatVerdict(
             f"{call.name} was already called {times - 1} times in this run with these same "
             "arguments, and calling it again gives nothing new, so this call did not run."
-            f"{self._already(call)}\nDo not call it again: use what you have, or answer the user."
+            f"{self._already(call)}\nDo not call it again with the same arguments: change them "
+            "(fix the code if it failed), use what you have, or answer the user."
         )
 
     def _cycle(self, call: _Call, others: list[str], stop: bool) -> RepeatVerdict:

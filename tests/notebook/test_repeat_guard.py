@@ -88,6 +88,12 @@ def test_the_same_call_nudge_says_what_it_gave() -> None:
     guard = RepeatGuard()
     reasons = [_ran(guard, "list_variables", {}, "df: DataFrame (150×5)", n) for n in range(3)]
     assert reasons[2] is not None and "It gave: df: DataFrame (150×5)" in reasons[2]
+    failed = "warning\n" * 100 + "NameError: name 'np' is not defined"
+    guard.begin_run()
+    reasons = [_ran(guard, "run_python", {"code": "np.polyfit()"}, failed, n) for n in range(3)]
+    assert reasons[2] is not None  # a long result is quoted by its end, where the error is
+    assert "It gave: [...] " in reasons[2] and "NameError: name 'np'" in reasons[2]
+    assert "fix the code if it failed" in reasons[2]
 
 
 def test_limits_are_checked() -> None:
