@@ -1046,7 +1046,7 @@ class NotebookAgent:
         from ..ai.types import TextContent
 
         text = "".join(b.text for b in event.content if isinstance(b, TextContent))
-        self.repeat_guard.record(event.tool_call_id, text)
+        self.repeat_guard.record(event.tool_call_id, text, failed=event.is_error)
         self._run_tool_results += 1
 
     def _ask_for_answer(self, event: FinishTurnEvent) -> None:

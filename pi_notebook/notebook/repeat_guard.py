@@ -9,7 +9,8 @@ arguments and results repeat. Once a cycle has gone round twice, its next call i
 nudge the model reads (what that call already gave, and to use it), which breaks most loops; a
 model that keeps going round is stopped, its run ending as aborted with a notice in the run view.
 
-The same call twice in a row counts whatever its results (``allowed`` of them run); a longer
+The same call twice in a row counts whatever its results (``allowed`` of them run; only one when
+it failed, since the same arguments fail the same way again); a longer
 cycle counts only while its results repeat too, so running a cell again after editing it, or
 re-reading something that changed, is never refused. Another run starts afresh.
 """
@@ -26,6 +27,10 @@ _LONGEST_CYCLE = 3
 _PREVIEW = 300
 
 
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count} times"
+
+
 @dataclass(frozen=True, slots=True)
 class RepeatVerdict:
     """What to do with a call: run it (``reason`` None), refuse it, or refuse it and stop."""
@@ -39,6 +44,7 @@ class _Call:
     name: str
     key: str
     result: str | None = None
+    failed: bool = False
 
 
 @dataclass
@@ -73,11 +79,11 @@ class RepeatGuard:
         self._calls.append(call)
         return verdict
 
-    def record(self, call_id: str, result: str) -> None:
-        """The result of a call that ran."""
+    def record(self, call_id: str, result: str, *, failed: bool = False) -> None:
+        """The result of a call that ran (``failed``: an error result)."""
         call = self._by_id.pop(call_id, None)
         if call is not None:
-            call.result = result
+            call.result, call.failed = result, failed
 
     def _last_result(self, key: str) -> str | None:
         return next((c.result for c in reversed(self._calls) if c.key == key), None)
@@ -101,7 +107,8 @@ class RepeatGuard:
 
     def _verdict(self, call: _Call) -> RepeatVerdict:
         streak = self._repeats(call, 1) + 1
-        if streak > self.allowed:
+        # a call that just failed fails again with the same arguments: refused at once
+        if streak > self.allowed or (streak > 1 and self._calls[-1].failed):
             return self._same_call(call, streak)
         refusals = self.stop_after - self.allowed
         for period in range(2, _LONGEST_CYCLE + 1):
@@ -129,7 +136,7 @@ class RepeatGuard:
                 stop=True,
             )
         return RepeatVerdict(
-            f"{call.name} was already called {times - 1} times in this run with these same "
+            f"{call.name} was already called {_times(times - 1)} in this run with these same "
             "arguments, and calling it again gives nothing new, so this call did not run."
             f"{self._already(call)}\nDo not call it again with the same arguments: change them "
             "(fix the code if it failed), use what you have, or answer the user."

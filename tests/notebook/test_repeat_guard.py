@@ -43,10 +43,18 @@ def test_any_other_call_in_between_or_another_run_starts_the_count_again() -> No
     assert guard.check("f", {"a": 1, "b": 2}).reason is None
 
 
-def _ran(guard: RepeatGuard, name: str, args: dict[str, object], result: str, n: int) -> str | None:
+def _ran(
+    guard: RepeatGuard,
+    name: str,
+    args: dict[str, object],
+    result: str,
+    n: int,
+    *,
+    failed: bool = False,
+) -> str | None:
     verdict = guard.check(name, dict(args), f"c{n}")
     if verdict.reason is None:
-        guard.record(f"c{n}", result)
+        guard.record(f"c{n}", result, failed=failed)
     return verdict.reason
 
 
@@ -90,10 +98,14 @@ def test_the_same_call_nudge_says_what_it_gave() -> None:
     assert reasons[2] is not None and "It gave: df: DataFrame (150×5)" in reasons[2]
     failed = "warning\n" * 100 + "NameError: name 'np' is not defined"
     guard.begin_run()
-    reasons = [_ran(guard, "run_python", {"code": "np.polyfit()"}, failed, n) for n in range(3)]
-    assert reasons[2] is not None  # a long result is quoted by its end, where the error is
-    assert "It gave: [...] " in reasons[2] and "NameError: name 'np'" in reasons[2]
-    assert "fix the code if it failed" in reasons[2]
+    code = {"code": "np.polyfit()"}
+    reasons = [_ran(guard, "run_python", code, failed, n, failed=True) for n in range(2)]
+    # the same code right after it failed is refused at once, quoted by its end (the error)
+    assert reasons[0] is None and reasons[1] is not None
+    assert "already called once" in reasons[1]
+    assert "It gave: [...] " in reasons[1] and "NameError: name 'np'" in reasons[1]
+    assert "fix the code if it failed" in reasons[1]
+    assert _ran(guard, "run_python", {"code": "import numpy as np"}, "", 2) is None
 
 
 def test_limits_are_checked() -> None:
