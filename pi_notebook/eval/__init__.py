@@ -16,7 +16,7 @@ from pathlib import Path as _Path
 
 from .models import ModelSpec, serve_model
 from .report import markdown_table, summarise, write_report
-from .run import SYSTEMS, TaskResult, rescore, run_eval, run_task
+from .run import BASELINE_SYSTEM_PROMPT, SYSTEMS, TaskResult, rescore, run_eval, run_task
 from .scoring import AnswerCheck, normalise, parse_answers, score_answers, values_match
 from .tasks import LEVELS, Task, TaskFormatError, load_tasks, task_prompt
 from .transcript import (
@@ -29,6 +29,7 @@ from .transcript import (
 )
 
 __all__ = [
+    "BASELINE_SYSTEM_PROMPT",
     "CATEGORIES",
     "LEVELS",
     "SYSTEMS",

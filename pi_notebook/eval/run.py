@@ -22,9 +22,11 @@ from .scoring import score_answers
 from .tasks import Task, task_prompt
 from .transcript import Step, Transcript, failure_category, invents_data
 
-__all__ = ["SYSTEMS", "TaskResult", "rescore", "run_eval", "run_task"]
+__all__ = ["BASELINE_SYSTEM_PROMPT", "SYSTEMS", "TaskResult", "rescore", "run_eval", "run_task"]
 
 SYSTEMS: tuple[str, ...] = ("pi_notebook", "minimal", "pydantic_ai")
+BASELINE_SYSTEM_PROMPT = "You are a helpful assistant."
+"""The baselines' system prompt, fixed here so that they do not move when pi_notebook's does."""
 """pi_notebook, the minimal ReAct baseline, the pydantic-ai baseline."""
 
 
@@ -98,8 +100,6 @@ def run_task(
 ) -> TaskResult:
     """Run one task with one system (in this process) and score it. Its record goes to
     ``out/<system>/<task id>/``."""
-    from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
-
     workdir = out / system / task.id
     if workdir.exists():
         shutil.rmtree(workdir)
@@ -120,7 +120,7 @@ def run_task(
             base_url,
             model_id,
             key,
-            DEFAULT_SYSTEM_PROMPT,
+            BASELINE_SYSTEM_PROMPT,
             task_prompt(task),
             workdir,
             max_tokens=spec.resolved().max_tokens,

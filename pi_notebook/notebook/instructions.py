@@ -1,10 +1,11 @@
-"""The agent's instructions in a notebook: the base prompt, text the user appended (``%system``)
+"""The agent's instructions in a notebook: the base prompt (by default the analyst prompt,
+rebuilt before every run for the tools on offer), text the user appended (``%system``)
 and pi's instruction files (``AGENTS.md`` and friends next to the notebook and in its parents,
 the agent dir's, ``SYSTEM.md`` / ``APPEND_SYSTEM.md``), kept in the session as pi 1.6
 system-message sections so branches and a reopened notebook keep them.
 
 A session that has none of them, in a folder without such files, gets no system message at all:
-the harness's own prompt stays in force, as before. Once a section is in the session it is the
+the base prompt goes to the harness as its prompt. Once a section is in the session it is the
 authority: ``SYSTEM.md`` and ``APPEND_SYSTEM.md`` are read for a session's first instructions and
 by ``%system reset``; the context files are read again before every run.
 """
@@ -24,6 +25,7 @@ from ..harness.context_files import (
     sections_patch,
     system_prompt_files,
 )
+from .analyst_prompt import is_analyst_prompt
 
 if TYPE_CHECKING:
     from ..harness.session import Session
@@ -43,10 +45,15 @@ class Instructions:
     system_file: bool
     append_file: bool
 
+    @property
+    def only_default(self) -> bool:
+        """Nothing but the default prompt: no session needs a system message for it."""
+        return set(self.sections) == {"preamble"} and is_analyst_prompt(self.sections["preamble"])
+
     def text_after(self, current: Mapping[str, str]) -> str:
         """The prompt once ``current`` is brought to these sections, in the order a replay gives
         (a section set again keeps its place, a new one goes last)."""
-        if not current and not (self.context_files or self.system_file or self.append_file):
+        if not current and self.only_default:
             return self.sections["preamble"]  # nothing is written: the base prompt stays
         result = dict(current)
         for name, value in (sections_patch(current, self.sections) or {}).items():
@@ -76,14 +83,18 @@ def desired_instructions(
     addendum: object = KEEP,
 ) -> Instructions:
     """The sections the next run should have: ``preamble``/``addendum`` as given, else as the
-    session has them, else from ``SYSTEM.md``/``APPEND_SYSTEM.md``, else ``base_prompt``."""
+    session has them, else from ``SYSTEM.md``/``APPEND_SYSTEM.md``, else ``base_prompt``. A
+    session's base prompt that is a default analyst prompt becomes ``base_prompt`` (rebuilt for
+    the tools of this run)."""
     where = cwd or os.getcwd()
     system_md, append_md = system_prompt_files(where)
     files = load_context_files(where)
     if isinstance(preamble, str):
         pre = preamble
+    elif (kept := current.get("preamble")) is not None and is_analyst_prompt(kept):
+        pre = base_prompt
     else:
-        pre = current.get("preamble") or system_md or base_prompt
+        pre = kept or system_md or base_prompt
     if addendum is KEEP:
         add = section_body("addendum", current["addendum"]) if "addendum" in current else append_md
     else:
@@ -95,8 +106,8 @@ def desired_instructions(
 
 def write_instructions(session: Session, current: Mapping[str, str], wanted: Instructions) -> bool:
     """Append the system message that brings ``current`` to ``wanted``; False when nothing
-    changes, or when there is nothing to say (no sections yet, no files)."""
-    if not current and not (wanted.context_files or wanted.system_file or wanted.append_file):
+    changes, or when there is nothing to say (no sections yet, only the default prompt)."""
+    if not current and wanted.only_default:
         return False
     patch = sections_patch(current, wanted.sections)
     if patch is None:

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from ..ai.options import StreamOptions
     from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel, Tool
     from ..harness import AgentHarness, BudgetSettings, CompactionSettings, Session
-    from ..harness.hooks import ToolCallEvent, ToolCallResult
+    from ..harness.hooks import FinishTurnEvent, ToolCallEvent, ToolCallResult, ToolResultEvent
     from ..mcp import McpServers
     from .checkpoints import Checkpoints
     from .notebook_tools import ToolRegistry
@@ -226,6 +226,11 @@ class NotebookAgent:
         as known of the model (``ai.tool_support``)."""
         """The tool names the harness was last given."""
         self._write_pinned: set[str] = set()
+        self._pinned: set[str] = set()
+        self._run_tool_results = 0
+        """Tool results in the live run."""
+        self._answer_asked = False
+        """Whether the live run was asked to state its answer (once a run)."""
         """Write tools added with ``%tools add`` (offered without a frontend too)."""
         self.context_enabled = os.environ.get("PI_NOTEBOOK_CONTEXT", "on").strip().lower() not in (
             "off",
@@ -476,10 +481,13 @@ class NotebookAgent:
             thinking_level=_thinking_level(context.thinking_level),
             stream_fn=self._call_model,
             compaction=_compaction_for(model),
+            system_prompt=self.default_prompt(model),
         )
         harness.on("tool_call", self._approve_tool_call)
         harness.defer_threshold_compaction = True  # done after the run: _settle_after
         harness.subscribe(self._check_room)
+        harness.on("tool_result", self._note_tool_result)
+        harness.on("finish_turn", self._ask_for_answer)
         return harness
 
     def _call_model(
@@ -749,14 +757,28 @@ class NotebookAgent:
         """Bring the session's instruction sections up to date (the context files may have
         changed; ``preamble``/``addendum`` replace the session's, None removes the addendum).
         True when a system message was written."""
-        from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
         from .instructions import current_sections, desired_instructions, write_instructions
 
+        base = self.default_prompt()
         current = current_sections(self.session)
-        wanted = desired_instructions(
-            current, DEFAULT_SYSTEM_PROMPT, preamble=preamble, addendum=addendum
-        )
-        return write_instructions(self.session, current, wanted)
+        wanted = desired_instructions(current, base, preamble=preamble, addendum=addendum)
+        written = write_instructions(self.session, current, wanted)
+        if self._harness is not None:
+            # The harness's prompt goes ahead of the session's: only for a session without one.
+            own = self.session.build_context().system_prompt is not None
+            self._harness.system_prompt = None if own else base
+        return written
+
+    def default_prompt(self, model: Model | None = None) -> str:
+        """The analyst prompt for what the next request offers ``model`` (default: the
+        harness's): its tools, whether a notebook is connected, whether it takes images."""
+        from .analyst_prompt import analyst_prompt
+
+        if model is None and self._harness is not None:
+            model = self._harness.model
+        tools = [t.name for t in self.offered_tools(model)]
+        images = model is not None and "image" in model.input
+        return analyst_prompt(tools, frontend=self.document.connected, images=images)
 
     def _fit_compaction(self, harness: AgentHarness) -> None:
         """Size the compaction for the model and what each request carries besides the
@@ -765,12 +787,12 @@ class NotebookAgent:
 
     def _overhead(self, harness: AgentHarness) -> int:
         """Tokens each request spends on the system prompt and the tools offered."""
-        from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
-
         prompt = self.session.build_context().system_prompt
         if prompt is None:
             configured = harness.system_prompt
-            prompt = configured if isinstance(configured, str) else DEFAULT_SYSTEM_PROMPT
+            prompt = (
+                configured if isinstance(configured, str) else self.default_prompt(harness.model)
+            )
         return _request_overhead(prompt, self.offered_tools(harness.model))
 
     def _check_room(self, event: object) -> None:
@@ -889,6 +911,7 @@ class NotebookAgent:
         self._note_session_writes(run)  # e.g. the change summary just before could not be written
         self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
         self.repeat_guard.begin_run()
+        self._run_tool_results, self._answer_asked = 0, False
         run.view.set_answers_only(not self.model_calls_tools())
         connected = self.document.connected
         target = self._cell_words(run.edit_cell) if connected and run.edit_cell else ""
@@ -1132,6 +1155,7 @@ class NotebookAgent:
             return f"Enabled the notebook tool {name} (also without a notebook frontend)"
         if self.tools.is_builtin(name):
             self.tools.enable_builtin(name)
+            self._pinned.add(name)  # asked for by name: offered to a small model too
             self._push_tools()
             return f"Enabled the built-in tool {name}"
         from ..agent.tools import AgentTool
@@ -1178,6 +1202,7 @@ class NotebookAgent:
             return self.mcp.disable(name)
         removed = self.tools.remove(name)
         self._write_pinned.discard(name)
+        self._pinned.discard(name)
         if removed:
             self._push_tools()
         return removed
@@ -1205,11 +1230,21 @@ class NotebookAgent:
         if not self.model_calls_tools(model):
             return []
         connected = self.document.connected
+        lean = self.held_back_tools(model)
         return [
             t
             for t in self.active_tools()
-            if t.name not in WRITE_TOOL_NAMES or connected or t.name in self._write_pinned
+            if (t.name not in WRITE_TOOL_NAMES or connected or t.name in self._write_pinned)
+            and t.name not in lean
         ]
+
+    def held_back_tools(self, model: Model | None = None) -> dict[str, str]:
+        """Read tools on but not offered to ``model`` (a small one gets a lean set), with why."""
+        from .tool_choice import held_back
+
+        if model is None and self._harness is not None:
+            model = self._harness.model
+        return held_back(model, frontend=self.document.connected, pinned=self._pinned)
 
     def _offer(self, model: Model | None = None) -> list[AgentTool]:
         offered = self.offered_tools(model)
@@ -1220,6 +1255,30 @@ class NotebookAgent:
         if self._harness is not None:
             self._harness.set_tools(self._offer())
 
+    def _note_tool_result(self, event: ToolResultEvent) -> None:
+        """The ``tool_result`` hook: the repeat guard compares results too."""
+        from ..ai.types import TextContent
+
+        text = "".join(b.text for b in event.content if isinstance(b, TextContent))
+        self.repeat_guard.record(event.tool_call_id, text, failed=event.is_error)
+        self._run_tool_results += 1
+
+    def _ask_for_answer(self, event: FinishTurnEvent) -> None:
+        """The ``finish_turn`` hook: a run that called tools and is ending without its answer
+        stated (no text, or not in the format the prompt asked for) gets one follow-up asking
+        for it (see :mod:`.answer_check`)."""
+        from .answer_check import answer_format, follow_up_text, lacks_answer
+
+        run, harness, message = self._active, self._harness, event.message
+        if run is None or harness is None or self._answer_asked or not self._run_tool_results:
+            return
+        if message.stop_reason in ("error", "aborted") or message.tool_calls:
+            return
+        form = answer_format(run.prompt)
+        if lacks_answer(message.text, form):
+            self._answer_asked = True
+            harness.follow_up(follow_up_text(form))
+
     async def _approve_tool_call(self, event: ToolCallEvent) -> ToolCallResult | None:
         """The ``tool_call`` hook: a call repeated too often in one run is refused (see
         :mod:`.repeat_guard`); tools marked ``requires_approval`` wait for Allow / Deny in the
@@ -1228,7 +1287,7 @@ class NotebookAgent:
         from .workspace.edit_tools import WRITE_TOOL_NAMES
 
         name = event.tool_name
-        verdict = self.repeat_guard.check(name, dict(event.input))
+        verdict = self.repeat_guard.check(name, dict(event.input), event.tool_call_id)
         if verdict.reason is not None:
             if verdict.stop and self._harness is not None:
                 if self._active is not None:

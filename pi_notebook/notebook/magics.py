@@ -706,14 +706,13 @@ class PiMagics(Magics):
             if args.names:
                 raise UsageError("Usage: %tools list")
             offered = {t.name for t in self.pi.offered_tools()}
+            held_back = self.pi.held_back_tools()
             for name, kind, active, description in self.pi.tool_listing():
                 mark = "on " if name in offered else "off"
                 why = ""
                 if active and name not in offered:
-                    why = (
-                        " (not offered: no notebook frontend is connected; "
-                        f"%tools add {name} offers it anyway)"
-                    )
+                    reason = held_back.get(name, "no notebook frontend is connected")
+                    why = f" (not offered: {reason}; %tools add {name} offers it anyway)"
                 print(f"[{mark}] {name} ({kind}) {first_sentence(description)}{why}")
             return
         if not args.names:
@@ -845,9 +844,10 @@ class PiMagics(Magics):
     def system(self, line: str) -> None:
         """The agent's system prompt. %system shows what the next run uses and where it comes
         from; %system set TEXT replaces the base prompt, %system append TEXT adds to it,
-        %system reset goes back to the default (or pi's SYSTEM.md / APPEND_SYSTEM.md). pi's
-        context files (AGENTS.md next to the notebook, in its parents, in ~/.pi/agent) are
-        added to it. Kept in the session: branches and a reopened notebook keep it."""
+        %system reset goes back to the default analyst prompt (or pi's SYSTEM.md /
+        APPEND_SYSTEM.md). pi's context files (AGENTS.md next to the notebook, in its parents,
+        in ~/.pi/agent) are added to it. Kept in the session: branches and a reopened notebook
+        keep it."""
         action, _, text = line.strip().partition(" ")
         text = text.strip()
         if action == "":
@@ -862,7 +862,6 @@ class PiMagics(Magics):
 
         async def change() -> str:
             from ..harness.context_files import section_body, system_prompt_files
-            from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
             from .instructions import current_sections
 
             pi = self.pi
@@ -876,20 +875,22 @@ class PiMagics(Magics):
                 pi.update_instructions(addendum=joined)
                 return "Appended to the system prompt; the next run uses it."
             system_md, append_md = system_prompt_files(os.getcwd())
-            pi.update_instructions(preamble=system_md or DEFAULT_SYSTEM_PROMPT, addendum=append_md)
+            pi.update_instructions(preamble=system_md or pi.default_prompt(), addendum=append_md)
             return "System prompt reset."
 
         self._report("%system", change)
 
     def _show_instructions(self) -> None:
-        from ..harness.prompts import DEFAULT_SYSTEM_PROMPT
+        from .analyst_prompt import is_analyst_prompt
         from .instructions import current_sections, desired_instructions
 
         current = current_sections(self.pi.session)
-        wanted = desired_instructions(current, DEFAULT_SYSTEM_PROMPT)
+        wanted = desired_instructions(current, self.pi.default_prompt())
         sources = [f"context file: {file.path}" for file in wanted.context_files]
-        if "preamble" in current:
-            sources.insert(0, "base prompt: the session's (%system set / reset)")
+        if is_analyst_prompt(wanted.sections["preamble"]):
+            sources.insert(0, "base prompt: the default, built for the tools offered")
+        elif "preamble" in current:
+            sources.insert(0, "base prompt: the session's (%system set)")
         elif wanted.system_file:
             sources.insert(0, "base prompt: SYSTEM.md")
         if "addendum" in current:

@@ -27,7 +27,8 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..agent.tools import AgentTool
+from ..agent.tools import AgentTool, AgentToolResult
+from ..ai.types import TextContent
 from ..tools import FunctionTool, tool
 
 __all__ = [
@@ -87,32 +88,37 @@ _LIBRARY_FRAMES = 2
 """Innermost frames outside the model's code kept in a traceback (where it failed)."""
 
 
-def _run_code(code: str, namespace: dict[str, Any]) -> str:
+def _run_code(code: str, namespace: dict[str, Any]) -> tuple[str, bool]:
     """Execute ``code`` like a REPL cell: output printed, value of a final expression shown.
+    Returns the output and whether the code failed.
 
     An error is reported so the model can act on it: a syntax error with its line and a caret,
-    a traceback with every frame of the model's code and the innermost library frames."""
+    a traceback with every frame of the model's code and the innermost library frames (none of
+    this module's)."""
     # The source in linecache: tracebacks then quote the model's lines, not only their numbers.
     linecache.cache[_AGENT_FILE] = (len(code), None, code.splitlines(keepends=True), _AGENT_FILE)
     try:
         tree = ast.parse(code, filename=_AGENT_FILE, mode="exec")
     except SyntaxError as exc:
-        return "".join(traceback.format_exception_only(type(exc), exc)).rstrip("\n")
+        return "".join(traceback.format_exception_only(type(exc), exc)).rstrip("\n"), True
     last: ast.Expression | None = None
     if tree.body and isinstance(final := tree.body[-1], ast.Expr):
         tree.body.pop()
         last = ast.Expression(final.value)
     out = io.StringIO()
+    failed = False
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         try:
-            exec(compile(tree, _AGENT_FILE, "exec"), namespace)  # the user approved this code
+            # The user approved this code (or a policy they set did).
+            exec(compile(tree, _AGENT_FILE, "exec"), namespace)
             if last is not None:
                 value = eval(compile(last, _AGENT_FILE, "eval"), namespace)
                 if value is not None:
                     print(repr(value))
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # sys.exit() in the code ends it, not the kernel
+            failed = True
             print(_agent_traceback(exc))
-    return out.getvalue() or "(no output)"
+    return out.getvalue() or "(no output)", failed
 
 
 def _short_path(filename: str) -> str:
@@ -130,7 +136,11 @@ def _short_path(filename: str) -> str:
 def _agent_traceback(exc: BaseException) -> str:
     """The traceback of an error in the model's code: its own frames, then the innermost
     library frames; the ones between are counted."""
-    frames = traceback.extract_tb(exc.__traceback__)[1:]  # the first is _run_code's exec
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if os.path.abspath(frame.filename) != os.path.abspath(__file__)
+    ]
     tail = len(frames) - _LIBRARY_FRAMES
     kept: list[traceback.FrameSummary | int] = []
     for index, frame in enumerate(frames):
@@ -174,14 +184,15 @@ def builtin_tools(namespace: Callable[[], dict[str, Any]]) -> dict[str, Function
             raise KeyError(f"No variable named {name!r} in the notebook")
         return describe_value(ns[name])
 
-    def run_python(code: str) -> str:
+    def run_python(code: str) -> AgentToolResult:
         """Run Python code in the notebook's namespace and return what it prints (and the
         value of a final expression). Variables it defines stay in the notebook.
 
         Args:
             code: The Python source to run.
         """
-        return _run_code(code, namespace())
+        output, failed = _run_code(code, namespace())
+        return AgentToolResult(content=[TextContent(text=output)], is_error=failed)
 
     return {
         "list_variables": tool(list_variables),

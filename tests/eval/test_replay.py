@@ -4,11 +4,9 @@ processes, fresh kernels with nbclient, ``%load_ext pi_notebook``, ``%approve``,
 recorded replies (``tests/eval/cassettes``, recorded with ``--record`` against the real model
 served by llama.cpp). ``expected.json`` is what the harness scores on replay.
 
-In ``cars-mpg-hp-fit`` the model runs code that fails; the traceback it gets back names the
-absolute path of the package's own source, so the request after it matches the cassette only in
-a checkout at the recording's path. Elsewhere that request is answered "no recording matches"
-and the run ends there: the test checks that task up to its first code run, which every checkout
-replays alike."""
+The recording ran each task under a time limit, so a run whose model was cut off replays up to
+its last recorded reply and ends there ("no recording matches" the next request): the same
+place in every checkout, since nothing the model is sent names a path of this machine."""
 
 from __future__ import annotations
 
@@ -47,14 +45,7 @@ def test_three_tasks_replay_through_the_harness(tmp_path: Path) -> None:
     got = {r["task_id"]: {k: r[k] for k in KEYS} for r in data["results"]}
     assert got.keys() == expected.keys()
     for task_id, want in expected.items():
-        if not want["code"]:
-            assert got[task_id] == want
-            continue
-        # the first code run, allowed by policy, ran in the kernel and failed (a KeyError)
-        have = got[task_id]
-        assert have["code"][0] == want["code"][0]
-        assert have["tool_errors"] >= 1 and have["category"] == want["category"] == "code_error"
-        assert have["answers"] == want["answers"] and not have["right"]
+        assert got[task_id] == want, task_id
     for task_id in expected:
         session = out / "pi_notebook" / task_id / "run" / f"{task_id}.pi.jsonl"
         lines = [json.loads(line) for line in session.read_text().splitlines()]

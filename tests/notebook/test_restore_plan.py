@@ -91,7 +91,7 @@ async def test_a_missing_checkpoint_or_object_refuses_the_variables(tmp_path: Pa
     store = CheckpointStore(tmp_path / "test.pi.ckpt")
     namespace: dict[str, object] = {"df": 1}
     now = Manifest(2, second, "manual", 0.0, values={"df": stored(B)})
-    restorer = Restorer(session, namespace, None, store, run_code=lambda _src, _ns: "")
+    restorer = Restorer(session, namespace, None, store, run_code=lambda _src, _ns: ("", False))
 
     plan = await restorer.plan(second, first, now)  # no checkpoint on the way to the root
     assert plan.refusal.startswith("No checkpoint at or above") and not plan.worth_asking

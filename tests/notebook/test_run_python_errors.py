@@ -1,6 +1,7 @@
-"""What the model reads when its ``run_python`` code fails: a syntax error with the failing
-line and a caret (not ``invalid syntax (<unknown>, line 2)``), and a traceback with every frame
-of its own code, the innermost library frames, and the ones between counted."""
+"""What the model reads when its ``run_python`` code fails: an error result (``isError``), a
+syntax error with the failing line and a caret (not ``invalid syntax (<unknown>, line 2)``), and
+a traceback with every frame of its own code, the innermost library frames, and the ones between
+counted — never a frame of pi_notebook's own modules."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pi_notebook.notebook.notebook_tools import _run_code
 
 
 def test_a_syntax_error_names_the_line_with_a_caret() -> None:
-    out = _run_code("x = 1\ny = (2,\nprint(y)", {})
+    out, failed = _run_code("x = 1\ny = (2,\nprint(y)", {})
+    assert failed
     assert (
         out
         == "  File \"<agent>\", line 2\n    y = (2,\n        ^\nSyntaxError: '(' was never closed"
@@ -24,7 +26,9 @@ def test_the_traceback_keeps_the_models_frames_and_quotes_its_lines() -> None:
     pd = pytest.importorskip("pandas")
     namespace: dict[str, Any] = {"df": pd.DataFrame({"city": ["a"], "sales": [1]})}
     code = "def total(frame):\n    return frame['revenue'].sum()\n\nprint('start')\ntotal(df)"
-    out = _run_code(code, namespace)
+    out, failed = _run_code(code, namespace)
+    assert failed
+    assert "pi_notebook" not in out and "approved" not in out
     assert out.startswith("start\nTraceback (most recent call last):\n")
     assert '  File "<agent>", line 5, in <module>\n    total(df)\n' in out
     assert "  File \"<agent>\", line 2, in total\n    return frame['revenue'].sum()\n" in out
@@ -34,9 +38,30 @@ def test_the_traceback_keeps_the_models_frames_and_quotes_its_lines() -> None:
 
 def test_library_frames_between_are_counted() -> None:
     code = "import json\njson.loads('{\"a\": }')"
-    out = _run_code(code, {"json": json})
+    out, failed = _run_code(code, {"json": json})
+    assert failed
     lines = out.splitlines()
     assert lines[1:3] == ['  File "<agent>", line 2, in <module>', "    json.loads('{\"a\": }')"]
     assert any(line.startswith("  [... ") and "more frame" in line for line in lines)
     assert lines[-1].startswith("json.decoder.JSONDecodeError: Expecting value")
     assert sum(line.startswith('  File "') for line in lines) == 3  # own frame + two innermost
+
+
+def test_code_that_runs_is_not_an_error_and_sys_exit_does_not_escape() -> None:
+    assert _run_code("x = 2\nx * 21", {}) == ("42\n", False)
+    out, failed = _run_code("import sys\nprint('before')\nsys.exit(3)", {})
+    assert failed and out.startswith("before\nTraceback (most recent call last):\n")
+    assert out.rstrip().endswith("SystemExit: 3") and "pi_notebook" not in out
+
+
+async def test_run_python_reports_a_failure_as_an_error_result() -> None:
+    from pi_notebook.ai.types import TextContent
+    from pi_notebook.notebook.notebook_tools import builtin_tools
+
+    run_python = builtin_tools(dict)["run_python"]
+    failed = await run_python.execute("c1", {"code": "1/0"}, None, lambda _update: None)
+    assert failed.is_error
+    text = failed.content[0]
+    assert isinstance(text, TextContent) and text.text.rstrip().endswith("division by zero")
+    ran = await run_python.execute("c2", {"code": "print(6 * 7)"}, None, lambda _update: None)
+    assert not ran.is_error and ran.content == [TextContent(text="42\n")]

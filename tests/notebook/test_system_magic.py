@@ -10,6 +10,7 @@ from pathlib import Path
 import nbformat
 
 from pi_notebook import testing
+from pi_notebook.notebook.analyst_prompt import ANALYST_OPENING
 
 SETUP = """
 from pi_notebook.ai import faux_assistant_message, register_faux_provider
@@ -64,7 +65,8 @@ def test_system_prompt_shown_set_appended_reset_and_kept(tmp_path: Path) -> None
     assert nb.errors[0].evalue == "%system frobnicate: use set TEXT, append TEXT or reset"
     first = nb.text(3)
     # pi's order: the default prompt, then the context files, global first, outermost first.
-    assert first.startswith("You are a helpful assistant.\n\n<project_context>\n")
+    assert first.startswith(ANALYST_OPENING)
+    assert "\n\n<project_context>\n" in first
     positions = [first.index(rule) for rule in ("Global rule", "Project rule", "Folder rule")]
     assert positions == sorted(positions)
     assert f'<project_instructions path="{agents / "AGENTS.md"}">' in first
@@ -75,7 +77,7 @@ def test_system_prompt_shown_set_appended_reset_and_kept(tmp_path: Path) -> None
     assert second.endswith("\n\n<addendum>\nReport numbers from real output.\n</addendum>\n")
     shown = nb.text(8)
     assert shown.startswith(second.rstrip("\n"))
-    assert "-- base prompt: the session's (%system set / reset)" in shown
+    assert "-- base prompt: the session's (%system set)" in shown
     assert f"-- context file: {workdir / 'CLAUDE.md'}" in shown
 
     # The session holds pi 1.6 system messages with those sections.
@@ -108,7 +110,8 @@ def test_system_prompt_shown_set_appended_reset_and_kept(tmp_path: Path) -> None
     nb = testing.run_notebook(again, cassette=None, env=env, workdir=workdir)
     nb.check()
     assert nb.text(3) == second
-    assert nb.text(6).startswith("You are a helpful assistant.\n\n<project_context>\n")
+    reset = nb.text(6)
+    assert reset.startswith(ANALYST_OPENING) and "\n\n<project_context>\n" in reset
 
 
 def test_without_files_or_system_nothing_is_written(tmp_path: Path) -> None:
@@ -127,5 +130,49 @@ def test_without_files_or_system_nothing_is_written(tmp_path: Path) -> None:
         workdir=workdir,
     )
     nb.check()
-    assert nb.text(3) == "You are a helpful assistant.\n"
+    assert nb.text(3).startswith(ANALYST_OPENING)
     assert '"role":"system"' not in nb.session_path.read_text()
+
+
+def test_default_prompt_follows_the_tools_offered(tmp_path: Path) -> None:
+    """The default prompt names the tools of the run it is sent with: ``%tools add`` and
+    ``remove`` change it on the next run; ``%system set`` replaces it, ``reset`` brings it back."""
+    agents = tmp_path / "empty-agent-dir"
+    agents.mkdir()
+    source = _write(
+        tmp_path / "src",
+        "tools.ipynb",
+        [
+            "%load_ext pi_notebook\n%agent_context off",
+            SETUP,
+            "%%agent --wait\nHi",
+            SHOW_PROMPT,
+            "%tools add run_python",
+            "%%agent --wait\nAgain",
+            SHOW_PROMPT,
+            "%system",
+            "%system set Be terse.\n%tools remove run_python",
+            "%%agent --wait\nThird",
+            SHOW_PROMPT,
+            "%system reset",
+            "%%agent --wait\nFourth",
+            SHOW_PROMPT,
+        ],
+    )
+    nb = testing.run_notebook(
+        source,
+        cassette=None,
+        env={"PI_CODING_AGENT_DIR": str(agents), "PI_NOTEBOOK_MODEL": ""},
+        workdir=tmp_path / "run",
+    )
+    nb.check()
+    first, second = nb.text(3), nb.text(6)
+    assert first.startswith(ANALYST_OPENING) and "run_python" not in first
+    assert "Never make up, simulate or hard-code data" in first
+    assert second.startswith(ANALYST_OPENING) and "Run code with run_python" in second
+    shown = nb.text(7)
+    assert shown.startswith(second.rstrip("\n"))
+    assert "-- base prompt: the default, built for the tools offered" in shown
+    assert nb.text(10) == "Be terse.\n"
+    fourth = nb.text(13)
+    assert fourth.startswith(ANALYST_OPENING) and "run_python" not in fourth

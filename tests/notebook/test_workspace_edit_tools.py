@@ -313,10 +313,12 @@ async def test_run_cell_returns_result_error_and_images(workspace: Setup) -> Non
     ran = await call(tools, made, "run_cell", {"cell_id": "ok"}, approve=True)
     words = text(ran)
     assert "ran without error" in words and "hi" in words and "42" in words
+    assert not ran.is_error
     assert ran.details["notebook"]["status"] == "ok"
     assert ran.details["notebook"]["execution_count"] == frontend.cells[2]["execution_count"]
     failed = await call(tools, made, "run_cell", {"cell_id": "bad"}, approve=True)
     assert "failed with KeyError: 'missing'" in text(failed)
+    assert failed.is_error  # the model reads a failed cell as a failed call
     assert failed.details["notebook"]["status"] == "error"
     pic = await call(tools, made, "run_cell", {"cell_id": "pic"}, approve=True)
     assert text(pic).endswith("[image: 4×3 PNG; this model does not take images]")

@@ -64,8 +64,8 @@ class Restorer:
     document: NotebookDocument | None
     store: CheckpointStore | None
     """None while checkpoints are off."""
-    run_code: Callable[[str, dict[str, Any]], str]
-    """Runs a cell's source in the namespace, returning its printed output."""
+    run_code: Callable[[str, dict[str, Any]], tuple[str, bool]]
+    """Runs a cell's source in the namespace: its printed output, and whether it failed."""
 
     async def plan(
         self, from_id: str | None, to_id: str, now: Manifest | str | None
@@ -178,12 +178,13 @@ class Restorer:
         lines = []
         ran = []
         for cell in cells:
-            output = self.run_code(cell.origin.source, self.namespace)
-            ran.append({"label": cell.label, "names": list(cell.names)})
+            output, failed = self.run_code(cell.origin.source, self.namespace)
+            ran.append({"label": cell.label, "names": list(cell.names), "failed": failed})
             names = ", ".join(cell.names)
             lines.append(
                 f"Ran the cell that made {names} again ({cell.label}):\n"
-                f"```python\n{cell.origin.source.rstrip()}\n```\nIts output: {_cut(output)}"
+                f"```python\n{cell.origin.source.rstrip()}\n```\n"
+                f"{'It failed' if failed else 'Its output'}: {_cut(output)}"
             )
         details["recreated"] = ran
         return lines

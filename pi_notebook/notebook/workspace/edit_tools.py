@@ -590,6 +590,7 @@ class WriteTools:
         text = self._record_words(record)
         return AgentToolResult(
             content=[TextContent(text=text), *images],
+            is_error=record.status == "error",  # a failed cell is a failed call: fix and rerun
             details={
                 "notebook": {
                     **detail,

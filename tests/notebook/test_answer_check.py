@@ -1,0 +1,96 @@
+"""A run that called tools and ends without its answer stated gets one follow-up asking for it:
+unit tests of the format and the check, then real kernels (nbclient) with scripted models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pi_notebook.notebook.answer_check import answer_format, follow_up_text, lacks_answer
+
+from .kernel_notebook import execute, outputs_text
+
+ASKED = (
+    "What is the mean price?\n\nEnd your reply with the answer in exactly this format, "
+    "one per line:\n@mean_price[value] @count[number]"
+)
+
+
+def test_the_format_is_read_from_the_prompt() -> None:
+    assert answer_format(ASKED) == "@mean_price[value] @count[number]"
+    assert answer_format("Sum the sales. Answer in the format: Total: <number>") == (
+        "Total: <number>"
+    )
+    assert answer_format("Plot the sales by city.") is None
+
+
+def test_an_answer_lacks_the_format_when_a_literal_part_is_missing() -> None:
+    form = "@mean_price[value] @count[number]"
+    assert lacks_answer("", None) and lacks_answer("  \n", form)
+    assert not lacks_answer("The mean is 3.", None)
+    assert lacks_answer("The mean is 3.2 over 10 rows.", form)
+    assert lacks_answer("@mean_price[3.2]", form)
+    assert not lacks_answer("Done.\n@mean_price[3.2]\n@count[10]", form)
+    assert not lacks_answer("Total: 12", "Total: <number>")
+
+
+def test_the_follow_up_repeats_the_format() -> None:
+    assert follow_up_text(None).startswith("State your final answer now")
+    assert follow_up_text("Total: <number>").endswith("in exactly this format:\nTotal: <number>")
+
+
+SCRIPT = """
+from pi_notebook.ai import faux_assistant_message, faux_tool_call, register_faux_provider
+faux = register_faux_provider(tokens_per_second=1000)
+prices = [2.0, 4.0]
+seen = []
+def final(context, options, state, model):
+    last = context.messages[-1].content
+    seen.append(last if isinstance(last, str) else "".join(b.text for b in last))
+    return faux_assistant_message(REPLY)
+faux.set_responses([
+    faux_assistant_message([faux_tool_call("list_variables", {}, id="t1")]),
+    faux_assistant_message(""),
+    final,
+    faux_assistant_message("never reached"),
+])
+%model faux/faux-1
+"""
+
+REPORT = """
+import json, pi_notebook
+pi = pi_notebook.current()
+def text(content):
+    return content if isinstance(content, str) else "".join(b.text for b in content)
+users = [text(e.message.content) for e in pi.session.get_entries()
+         if getattr(getattr(e, "message", None), "role", None) == "user"]
+print(json.dumps({"users": users, "seen": seen, "state": pi.last_run.state}, default=str))
+"""
+
+
+PROMPT = "%%agent --wait\nWhat is the mean price? Answer in this format:\n@mean_price[value]"
+
+
+def _run(reply: str, tmp_path: Path) -> tuple[dict[str, Any], str]:
+    """The report of a run whose model calls a tool, replies with no text, then ``reply``."""
+    script = SCRIPT.replace("REPLY", repr(reply))
+    nb = execute(["%load_ext pi_notebook", script, PROMPT, REPORT], tmp_path)
+    report = json.loads(outputs_text(nb.cells[3]))
+    assert report["state"] == "done", report
+    return report, outputs_text(nb.cells[2])
+
+
+def test_a_run_ending_without_its_answer_is_asked_once_in_a_real_kernel(tmp_path: Path) -> None:
+    report, shown = _run("@mean_price[3.0]", tmp_path)
+    asked = follow_up_text("@mean_price[value]")
+    assert report["users"][-1] == asked  # kept in the session like any follow-up
+    assert report["seen"] == [asked]  # the model was sent it
+    assert "@mean_price[3.0]" in shown and "never reached" not in shown
+
+
+def test_the_follow_up_is_sent_once_a_run(tmp_path: Path) -> None:
+    # the answer after the follow-up still lacks the format: the run ends all the same
+    report, shown = _run("about three", tmp_path)
+    assert len(report["users"]) == 2 and len(report["seen"]) == 1
+    assert "never reached" not in shown
