@@ -76,27 +76,18 @@ def test_an_unpicklable_value_is_kept_only_when_it_is_the_very_same_object() -> 
     the one the checkpoint saw (a file reopened by other code, or a maker looked up late,
     would otherwise be left as it is now)."""
     cell = "log = open('run.log', 'w')"
-    there = Manifest(
-        1,
-        "e1",
-        "run_start",
-        0.0,
-        skipped={
-            "same": unpicklable(2, cell, "7:100"),
-            "other": unpicklable(2, cell, "7:100"),
-            "unknown": unpicklable(2, cell, None),  # a checkpoint from before identities
-        },
-    )
-    now = Manifest(
-        2,
-        "e2",
-        "manual",
-        0.0,
-        skipped={
-            "same": unpicklable(2, cell, "7:100"),
-            "other": unpicklable(2, cell, "7:200"),
-            "unknown": unpicklable(2, cell, "7:100"),
-        },
+    # name → the object's identity at the node and now (None: a checkpoint from before they
+    # were recorded)
+    objects = {"same": ("7:100", "7:100"), "other": ("7:100", "7:200"), "unknown": (None, "7:100")}
+    there, now = (
+        Manifest(
+            seq,
+            f"e{seq}",
+            "run_start",
+            0.0,
+            skipped={name: unpicklable(2, cell, ids[seq - 1]) for name, ids in objects.items()},
+        )
+        for seq in (1, 2)
     )
     changes = {c.name: c.change for c in compare(there, now)}
     assert changes == {"same": "kept", "other": "unrestorable", "unknown": "unrestorable"}
