@@ -16,9 +16,9 @@ def stored(digest: str, kind: str = "pandas.DataFrame", size: int = 2_500_000) -
     return StoredValue(hash=digest, type=kind, size=size)
 
 
-def unpicklable(count: int, source: str) -> SkippedValue:
+def unpicklable(count: int, source: str, identity: str | None = "1:100") -> SkippedValue:
     origin = ValueOrigin(count, f"cell{count}", source)
-    return SkippedValue("_io.TextIOWrapper", "cannot be pickled", False, origin)
+    return SkippedValue("_io.TextIOWrapper", "cannot be pickled", False, origin, identity)
 
 
 def test_each_name_is_restored_removed_kept_or_listed_with_its_cell() -> None:
@@ -69,6 +69,28 @@ def test_each_name_is_restored_removed_kept_or_listed_with_its_cell() -> None:
     assert card["checkpoint"] == "checkpoint #3 at entry e1" and card["state"] == "pending"
     assert [v["name"] for v in card["variables"]][:2] == ["df", "extra"]
     assert plan.worth_asking
+
+
+def test_an_unpicklable_value_is_kept_only_when_it_is_the_very_same_object() -> None:
+    """The same cell named as the maker in both checkpoints is not enough: the object must be
+    the one the checkpoint saw (a file reopened by other code, or a maker looked up late,
+    would otherwise be left as it is now)."""
+    cell = "log = open('run.log', 'w')"
+    # name → the object's identity at the node and now (None: a checkpoint from before they
+    # were recorded)
+    objects = {"same": ("7:100", "7:100"), "other": ("7:100", "7:200"), "unknown": (None, "7:100")}
+    there, now = (
+        Manifest(
+            seq,
+            f"e{seq}",
+            "run_start",
+            0.0,
+            skipped={name: unpicklable(2, cell, ids[seq - 1]) for name, ids in objects.items()},
+        )
+        for seq in (1, 2)
+    )
+    changes = {c.name: c.change for c in compare(there, now)}
+    assert changes == {"same": "kept", "other": "unrestorable", "unknown": "unrestorable"}
 
 
 def test_a_refused_plan_offers_no_variables() -> None:

@@ -20,7 +20,9 @@ API for restore
 - A :class:`Manifest` has ``values`` (name → :class:`StoredValue`: hash, type, size),
   ``skipped`` (name → :class:`SkippedValue`: type, reason), and ``unserialisable`` (the skipped
   values that cannot be pickled, each with its ``origin``: the :class:`ValueOrigin` cell —
-  execution count, cell id, source — that would re-create it).
+  execution count, cell id, source; or the code the agent ran with ``run_python``, with neither
+  count nor id — that would re-create it, and its ``identity``: which object it was, so two
+  checkpoints tell the very same object from a new one).
 - :func:`select_values` (namespace) → the names a checkpoint would take now, to tell
   "removed" (taken now, absent from the checkpoint) from "left as is" (never taken).
 - ``await checkpoints.settled()`` waits for checkpoints still being written;

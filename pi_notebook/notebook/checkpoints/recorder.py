@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -61,6 +62,10 @@ DEFAULT_MAX_TOTAL = 8 * GiB
 this holds many turns of a typical analysis."""
 DEFAULT_TIMEOUT = 300.0
 """A checkpoint still being written after this many seconds is stopped (and said so)."""
+AGENT_CODE_TOOL = "run_python"
+"""The tool whose code runs in the namespace without being a cell of the history."""
+MAX_AGENT_CODE = 500
+"""Pieces of the agent's code remembered as makers of values (as many as the history keeps)."""
 MAX_IN_FLIGHT = 4
 """Checkpoints being written at once; a further one is skipped (and said so) rather than
 queued, since a late snapshot would not show the namespace as it was."""
@@ -128,6 +133,8 @@ class Checkpoints:
         """The last checkpoint that finished (or failed)."""
         self.dropped = 0
         """Checkpoints skipped because others were still being written."""
+        self._agent_code: deque[tuple[int, str]] = deque(maxlen=MAX_AGENT_CODE)
+        self._calls: dict[str, str] = {}
 
     # --- the switch ------------------------------------------------------------------------------
 
@@ -241,6 +248,14 @@ class Checkpoints:
             store = self.store
             seq = store.allocate_seq()
             items, refused = select_values(self.namespace, _hidden_names())
+            # Read now, not when the write ends: cells run meanwhile must not be taken for the
+            # makers of what this snapshot holds.
+            cells = self._cells()
+            process = os.getpid()
+            identities = {name: f"{process}:{id(value)}" for name, value in items}
+            identities.update(
+                (name, f"{process}:{id(self.namespace.get(name))}") for name in refused
+            )
             pending: Awaitable[WriteResult]
             if self.use_fork:
                 pending = capture_forked(store, items, max_size=self.max_size, timeout=self.timeout)
@@ -251,7 +266,17 @@ class Checkpoints:
             return None
         blocked = time.perf_counter() - started
         task = asyncio.ensure_future(
-            self._finish(store, pending, seq, entry_id, reason, refused, started, blocked)
+            self._finish(
+                store,
+                pending,
+                seq,
+                entry_id,
+                reason,
+                refused,
+                (cells, identities),
+                started,
+                blocked,
+            )
         )
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
@@ -259,14 +284,26 @@ class Checkpoints:
 
     def after_message(self, message: object) -> None:
         """A listener's share of a finished message: after the result of a tool that ran code
-        in the kernel, a checkpoint at that result's entry."""
-        from ...ai.types import ToolResultMessage
+        in the kernel, a checkpoint at that result's entry. Code the agent ran with
+        ``run_python`` is no cell of the history, so it is kept here as one (what it binds
+        was made by it)."""
+        from ...ai.types import AssistantMessage, ToolCall, ToolResultMessage
 
-        if (
-            isinstance(message, ToolResultMessage)
-            and message.tool_name in CAPTURE_TOOLS
-            and not message.is_error
-        ):
+        if isinstance(message, AssistantMessage):
+            for part in message.content:
+                if isinstance(part, ToolCall) and part.name == AGENT_CODE_TOOL:
+                    code = part.arguments.get("code")
+                    if isinstance(code, str):
+                        self._calls[part.id] = code
+            return
+        if not isinstance(message, ToolResultMessage):
+            return
+        code = self._calls.pop(message.tool_call_id, None)
+        if message.is_error:
+            return
+        if code is not None and message.tool_name == AGENT_CODE_TOOL:
+            self._agent_code.append((self.history.mark if self.history is not None else 0, code))
+        if message.tool_name in CAPTURE_TOOLS:
             self.capture_soon("cell")
 
     async def capture(self, reason: Reason = "manual") -> CaptureReport | None:
@@ -301,12 +338,13 @@ class Checkpoints:
         entry_id: str | None,
         reason: Reason,
         refused: dict[str, SkippedValue],
+        seen: tuple[list[tuple[int | None, str | None, str]], dict[str, str]],
         started: float,
         blocked: float,
     ) -> CaptureReport:
         try:
             result = await pending
-            skipped = self._with_origins({**refused, **result.skipped})
+            skipped = _with_origins({**refused, **result.skipped}, *seen)
             manifest = Manifest(
                 seq=seq,
                 entry_id=entry_id,
@@ -326,20 +364,10 @@ class Checkpoints:
         self.last = report
         return report
 
-    def _with_origins(self, skipped: dict[str, SkippedValue]) -> dict[str, SkippedValue]:
-        """Unpicklable values with the cells that made them."""
-        names = [name for name, s in skipped.items() if not s.serialisable]
-        if not names:
-            return skipped
-        origins = find_origins(names, self._cells())
-        return {
-            name: replace(s, origin=origins.get(name)) if name in origins else s
-            for name, s in skipped.items()
-        }
-
     def _cells(self) -> list[tuple[int | None, str | None, str]]:
-        """The cells run in this kernel, oldest first: IPython's ``In`` for those before the
-        history started, then the history's records (with cell ids)."""
+        """The code run in this kernel, oldest first: IPython's ``In`` for the cells before the
+        history started, then the history's records (with cell ids), with the code the agent
+        ran (no count, no cell) among them in the order it ran."""
         records = self.history.records() if self.history is not None else []
         first = next((r.execution_count for r in records if r.execution_count), None)
         cells: list[tuple[int | None, str | None, str]] = []
@@ -347,7 +375,12 @@ class Checkpoints:
         if isinstance(inputs, list):
             stop = first if first is not None else len(inputs)
             cells.extend((count, None, str(src)) for count, src in enumerate(inputs[:stop]) if src)
-        cells.extend((r.execution_count, r.cell_id, r.source) for r in records)
+        agent = list(self._agent_code)
+        for record in records:
+            while agent and agent[0][0] <= record.index:
+                cells.append((None, None, agent.pop(0)[1]))
+            cells.append((record.execution_count, record.cell_id, record.source))
+        cells.extend((None, None, code) for _, code in agent)
         return cells
 
     # --- status ----------------------------------------------------------------------------------
@@ -389,3 +422,22 @@ class Checkpoints:
         if not self.use_fork:
             lines.append("(values are pickled in a thread: fork is not available here)")
         return "\n".join(lines)
+
+
+def _with_origins(
+    skipped: dict[str, SkippedValue],
+    cells: list[tuple[int | None, str | None, str]],
+    identities: dict[str, str],
+) -> dict[str, SkippedValue]:
+    """Unpicklable values with the cells that made them (of ``cells``, those run before the
+    snapshot) and which objects they were."""
+    names = [name for name, s in skipped.items() if not s.serialisable]
+    if not names:
+        return skipped
+    origins = find_origins(names, cells)
+    return {
+        name: replace(s, origin=origins.get(name), identity=identities.get(name))
+        if name in names
+        else s
+        for name, s in skipped.items()
+    }

@@ -121,12 +121,15 @@ class StoredValue:
 class SkippedValue:
     """A name left out of a checkpoint, and why. ``serialisable`` is False for a value that
     cannot be pickled at all (an open file, a generator…); ``origin`` is then the cell that
-    made it, when the history knows it, so a restore can offer to run it again."""
+    made it, when the history knows it, so a restore can offer to run it again, and
+    ``identity`` which object it was (kernel process and ``id()``), so that a later checkpoint
+    can tell the very same object from a new one made by the same code."""
 
     type: str
     reason: str
     serialisable: bool = True
     origin: ValueOrigin | None = None
+    identity: str | None = None
 
     def to_data(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -136,6 +139,8 @@ class SkippedValue:
         }
         if self.origin is not None:
             data["origin"] = self.origin.to_data()
+        if self.identity is not None:
+            data["identity"] = self.identity
         return data
 
 
@@ -195,6 +200,7 @@ class Manifest:
                     reason=str(s["reason"]),
                     serialisable=bool(s.get("serialisable", True)),
                     origin=ValueOrigin.from_data(s["origin"]) if s.get("origin") else None,
+                    identity=str(s["identity"]) if s.get("identity") else None,
                 )
                 for name, s in data["skipped"].items()
             }

@@ -5,8 +5,8 @@ on its branch) and one of the namespace as it is now. Each name is
 
 - ``restored``: its value at the node differs from the current one (or it is gone now);
 - ``removed``: it exists now but did not exist at the node;
-- ``kept``: the same value (same content hash) in both, or an unpicklable value made by the
-  very same cell run in both: left as is;
+- ``kept``: the same value (same content hash) in both, or an unpicklable value that is the
+  very same object, made by the same cell run, in both: left as is;
 - ``unrestorable``: its value at the node was not stored (it cannot be pickled, or was over
   the size cap) or does not load here; the cell that made it, when the history knows it, is
   offered to run again.
@@ -53,13 +53,20 @@ def _size(n: int) -> str:
     return f"{amount:.1f} {unit}"
 
 
-def _same_origin(a: SkippedValue, b: SkippedValue | None) -> bool:
+def _same_object(a: SkippedValue, b: SkippedValue | None) -> bool:
+    """Whether an unpicklable value is still the very object it was: the same object (by the
+    identity noted at each snapshot) made by the same cell run. Either alone can deceive: an
+    ``id()`` is reused once its object is gone, and a cell's code may have been run again by
+    other code (or the maker looked up late)."""
     return (
         b is not None
         and a.origin is not None
         and b.origin is not None
         and a.origin.execution_count == b.origin.execution_count
         and a.origin.source == b.origin.source
+        and a.identity is not None
+        and a.identity == b.identity
+        and a.type == b.type
     )
 
 
@@ -82,7 +89,7 @@ def compare(
                 note += ", gone now" if name not in now.skipped else ""
             changes.append(VariableChange(name, "restored", value.type, note))
     for name, skipped in target.skipped.items():
-        if _same_origin(skipped, now.skipped.get(name)):
+        if _same_object(skipped, now.skipped.get(name)):
             changes.append(VariableChange(name, "kept", skipped.type, "made by the same cell"))
         else:
             changes.append(
