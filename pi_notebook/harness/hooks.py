@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 from ..agent.types import AgentMessage, FinishTurnAction
 from ..ai.abort import AbortSignal
 from ..ai.options import StreamOptions
+from ..ai.producer import describe_error
 from ..ai.types import AssistantMessage, ImageContent, Model, TextContent, ToolResultMessage
 from .compaction import CompactionPreparation, CompactionResult
 from .entries import SessionEntry
@@ -53,6 +54,7 @@ __all__ = [
     "ToolResultEvent",
     "ToolResultPatch",
     "TreePreparation",
+    "as_harness_error",
     "coerce_result",
 ]
 
@@ -81,6 +83,24 @@ class AgentHarnessError(Exception):
 
     def __repr__(self) -> str:
         return f"AgentHarnessError({self.code!r}, {str(self)!r})"
+
+
+def as_harness_error(exc: BaseException, fallback: AgentHarnessErrorCode) -> AgentHarnessError:
+    """``exc`` as an AgentHarnessError (a compaction's or branch summary's error keeps its
+    meaning; anything else gets ``fallback``), caused by ``exc``."""
+    from .branch_summary import BranchSummaryError
+    from .compaction import CompactionError
+
+    if isinstance(exc, AgentHarnessError):
+        return exc
+    if isinstance(exc, CompactionError):
+        error = AgentHarnessError("compaction", str(exc))
+    elif isinstance(exc, BranchSummaryError):
+        error = AgentHarnessError("branch_summary", str(exc))
+    else:
+        error = AgentHarnessError(fallback, describe_error(exc))
+    error.__cause__ = exc
+    return error
 
 
 HookType: TypeAlias = Literal[
