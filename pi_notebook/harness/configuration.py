@@ -1,6 +1,6 @@
 """What the harness runs with — model, thinking level, tools, system prompt, resources, stream
-options, compaction settings — how changes to it are checked and recorded in the session, and
-the snapshot of it that each turn takes.
+options, compaction settings, budget caps — how changes to it are checked and recorded in the
+session, and the snapshot of it that each turn takes.
 
 A change made while an operation runs takes effect at the next turn snapshot (never the request
 in flight) and is written to the session at the next save point.
@@ -18,6 +18,14 @@ from ..ai.models import clamp_thinking_level
 from ..ai.options import maybe_await
 from ..ai.producer import describe_error
 from ..ai.types import Model, ThinkingLevel
+from .budget import (
+    BUDGET_CUSTOM_TYPE,
+    BudgetCaps,
+    BudgetMeter,
+    BudgetSettings,
+    latest_budget_settings,
+    session_spend,
+)
 from .compaction import CompactionSettings
 from .entries import ThinkingLevelChangeEntry
 from .event_bus import EventBus
@@ -166,6 +174,8 @@ class HarnessConfiguration:
         self.resources = resources if resources is not None else Resources()
         self._stream_options = stream_options or HarnessStreamOptions()
         self.tool_execution: ToolExecutionMode = tool_execution
+        self._budget: BudgetSettings | None = None
+        """The caps the session stores, read on first use."""
 
     # --- plain settings --------------------------------------------------------------------------
 
@@ -300,6 +310,31 @@ class HarnessConfiguration:
                 prompt_template_names=[t.name for t in resources.prompt_templates],
             )
         )
+
+    @property
+    def budget(self) -> BudgetSettings:
+        if self._budget is None:
+            self._budget = latest_budget_settings(self._writer.session.get_entries())
+        return self._budget
+
+    def set_budget(self, settings: BudgetSettings) -> None:
+        if not isinstance(settings, BudgetSettings):
+            raise AgentHarnessError("invalid_argument", "budget must be BudgetSettings")
+        data = settings.to_data()
+        session = self._writer.session
+        self._writer.write_or_defer(lambda: session.append_custom(BUDGET_CUSTOM_TYPE, data))
+        self._budget = settings
+
+    def meter_for_run(self, budget: BudgetCaps | None) -> BudgetMeter | None:
+        """The meter of a run capped by ``budget`` over the run defaults (``None``: no cap)."""
+        settings = self.budget
+        run_caps = settings.run.overridden_by(budget)
+        if run_caps.empty and settings.session.empty:
+            return None
+        session = self._writer.session
+        totals = session.usage_totals()
+        spent = session_spend(session.get_entries(), totals.cost, totals.total_tokens)
+        return BudgetMeter(run_caps, settings.session, spent)
 
     # --- per turn and per request ----------------------------------------------------------------
 

@@ -17,14 +17,8 @@ this:
   pi's: ``agent_start`` … ``turn_end``, ``save_point`` … ``agent_end``, then ``settled``.
 - **Hooks.** ``on(hook_type, handler)`` registers handlers that may change what happens
   (:mod:`~pi_notebook.harness.hooks`).
-- **Automatic compaction** (pi-coding-agent 1.6's rules,
-  :mod:`~pi_notebook.harness.auto_compaction`): before the next request of a running turn when
-  the projected context is over ``context_window - reserve_tokens``, after a run, and before a
-  prompt; a request that overflowed the context (or was cut short by it) is hidden by a context
-  edit, compacted and sent again once.
-- **Thinking levels** are clamped to what the model supports (pi 1.6): the level asked for is
-  kept, and the one in effect (``thinking_level``, on every reply and in the session) is its
-  nearest supported level, recorded only when it changes.
+- **Automatic compaction** and **thinking levels** follow pi-coding-agent 1.6
+  (:mod:`~pi_notebook.harness.compaction_runs`, :mod:`~pi_notebook.harness.configuration`).
 
 Failures of the run itself (a provider error, a stream function that breaks) end it with an
 error reply, which ``prompt`` returns; failures of the harness raise :class:`AgentHarnessError`.
@@ -32,33 +26,16 @@ error reply, which ``prompt`` returns; failures of the harness raise :class:`Age
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, overload
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Literal, overload
 
 from ..agent.call_stops import ToolCallStops
 from ..agent.tools import AgentTool
 from ..agent.types import AgentMessage, QueueMode, StreamFn, ToolExecutionMode
 from ..ai.abort import AbortController, AbortSignal
-from ..ai.types import (
-    AssistantMessage,
-    ImageContent,
-    Model,
-    TextContent,
-    ThinkingLevel,
-    UserMessage,
-)
-from .budget import (
-    BUDGET_CUSTOM_TYPE,
-    BudgetCaps,
-    BudgetMeter,
-    BudgetSettings,
-    latest_budget_settings,
-    session_spend,
-)
+from ..ai.types import AssistantMessage, ImageContent, Model, ThinkingLevel, UserMessage
+from .budget import BudgetCaps, BudgetMeter, BudgetSettings
 from .compaction import CompactionResult, CompactionSettings
 from .compaction_runs import CompactionRunner
 from .configuration import (
@@ -68,7 +45,7 @@ from .configuration import (
     SystemPromptSource,
 )
 from .event_bus import EventBus, HarnessListener
-from .harness_events import AbortEvent, HarnessEvent
+from .harness_events import HarnessEvent
 from .hook_registry import HookRegistry
 from .hooks import (
     AgentHarnessError,
@@ -96,8 +73,9 @@ from .hooks import (
 )
 from .messages import HarnessMessage
 from .navigation import NavigateTreeResult, TreeMove, navigate
+from .operations import HarnessPhase, Operations
 from .prompt_run import PromptRun
-from .queues import MessageQueues, check_queue_mode
+from .queues import AbortResult, MessageQueues, check_queue_mode, user_message
 from .resources import Resources, format_prompt_template_invocation, format_skill_invocation
 from .session import Session
 from .session_writes import SessionWriter
@@ -111,31 +89,6 @@ __all__ = [
     "SystemPromptContext",
     "SystemPromptSource",
 ]
-
-_log = logging.getLogger(__name__)
-
-HarnessPhase: TypeAlias = Literal["idle", "turn", "compaction", "branch_summary"]
-
-
-@dataclass(frozen=True, slots=True)
-class AbortResult:
-    """The queued messages ``abort()`` dropped."""
-
-    cleared_steer: list[UserMessage]
-    cleared_follow_up: list[UserMessage]
-
-
-def _user_message(text: str, images: Sequence[ImageContent] | None) -> UserMessage:
-    if not isinstance(text, str):
-        raise AgentHarnessError(
-            "invalid_argument", f"text must be a str, not {type(text).__name__}"
-        )
-    content: list[TextContent | ImageContent] = [TextContent(text=text)]
-    for image in images or ():
-        if not isinstance(image, ImageContent):
-            raise AgentHarnessError("invalid_argument", "images must be ImageContent blocks")
-        content.append(image)
-    return UserMessage(content=content)
 
 
 class AgentHarness:
@@ -182,9 +135,9 @@ class AgentHarness:
         if not isinstance(session, Session):
             raise AgentHarnessError("invalid_argument", "session must be a Session")
         self._session = session
-        self._phase: HarnessPhase = "idle"
-        self._events = EventBus(self._current_signal)
-        self._writer = SessionWriter(session, self._events, lambda: self._phase == "idle")
+        self._events = EventBus(lambda: self._operations.signal)
+        self._writer = SessionWriter(session, self._events, lambda: self.phase == "idle")
+        self._operations = Operations(self._writer, self._events)
         self._config = HarnessConfiguration(
             self._writer,
             self._events,
@@ -207,17 +160,12 @@ class AgentHarness:
             self._writer,
             self._hooks,
             self._emit,
-            self._enter_compaction,
+            self._operations.enter_compaction,
             lambda: bool(self._queues.steer or self._queues.follow_up),
         )
-        self._controller: AbortController | None = None
         self._tool_stops = ToolCallStops()
-        self._operation: asyncio.Future[None] | None = None
         self._run: PromptRun | None = None
-        self._pending_abort: AbortResult | None = None
         self._last_run_messages: list[AgentMessage] = []
-        self._budget: BudgetSettings | None = None
-        """The caps the session stores, read on first use."""
 
     # --- state -----------------------------------------------------------------------------------
 
@@ -228,7 +176,7 @@ class AgentHarness:
     @property
     def phase(self) -> HarnessPhase:
         """``idle``, or what is running: ``turn``, ``compaction`` or ``branch_summary``."""
-        return self._phase
+        return self._operations.phase
 
     @property
     def model(self) -> Model:
@@ -269,19 +217,12 @@ class AgentHarness:
     @property
     def budget(self) -> BudgetSettings:
         """The session's caps and the default caps of every run (stored in the session)."""
-        if self._budget is None:
-            self._budget = latest_budget_settings(self._session.get_entries())
-        return self._budget
+        return self._config.budget
 
     def set_budget(self, settings: BudgetSettings) -> None:
         """Replace the caps; recorded in the session (at the next save point when busy) and in
         effect from the next request on. ``BudgetSettings()`` clears them all."""
-        if not isinstance(settings, BudgetSettings):
-            raise AgentHarnessError("invalid_argument", "budget must be BudgetSettings")
-        data = settings.to_data()
-        session = self._session
-        self._writer.write_or_defer(lambda: session.append_custom(BUDGET_CUSTOM_TYPE, data))
-        self._budget = settings
+        self._config.set_budget(settings)
         meter = self.budget_meter
         if meter is not None:
             meter.session_caps = settings.session
@@ -332,10 +273,7 @@ class AgentHarness:
     @property
     def signal(self) -> AbortSignal | None:
         """The running operation's abort signal (``None`` while idle)."""
-        return self._current_signal()
-
-    def _current_signal(self) -> AbortSignal | None:
-        return None if self._controller is None else self._controller.signal
+        return self._operations.signal
 
     # --- listeners and hooks ---------------------------------------------------------------------
 
@@ -404,56 +342,19 @@ class AgentHarness:
         return self._hooks.add(hook_type, handler)
 
     async def _emit(self, event: HarnessEvent) -> None:
-        await self._events.send(event, self._current_signal())
+        await self._events.send(event, self._operations.signal)
 
     # --- operations ------------------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def _operation_scope(self, phase: HarnessPhase) -> AsyncIterator[AbortController]:
-        if self._phase != "idle":
-            raise AgentHarnessError("busy", f"AgentHarness is busy ({self._phase})")
-        self._phase = phase
-        controller = self._controller = AbortController()
-        done = self._operation = asyncio.get_running_loop().create_future()
-        try:
-            yield controller
-        except asyncio.CancelledError:
-            controller.abort()  # the caller gave up: stop the provider and the tools too
-            raise
-        finally:
-            try:
-                await self._writer.flush()
-            except AgentHarnessError:
-                _log.exception("pending session writes could not be flushed")
-            self._phase = "idle"
-            self._controller = None
-            self._operation = None
-            self._run = None
-            aborted, self._pending_abort = self._pending_abort, None
-            if aborted is not None:
-                self._events.post(
-                    AbortEvent(
-                        cleared_steer=aborted.cleared_steer,
-                        cleared_follow_up=aborted.cleared_follow_up,
-                    )
-                )
-            done.set_result(None)
-
-    def _enter_compaction(self) -> Callable[[], None]:
-        """Show an automatic compaction inside another operation as the ``compaction`` phase;
-        returns how to go back."""
-        phase, self._phase = self._phase, "compaction"
-
-        def leave() -> None:
-            self._phase = phase
-
-        return leave
-
     async def wait_for_idle(self) -> None:
         """Return once no operation runs and every event was delivered."""
-        while self._operation is not None:
-            await asyncio.shield(self._operation)
-        await self._events.flush()
+        await self._operations.wait_for_idle()
+
+    def _operation_scope(self, phase: HarnessPhase) -> AbstractAsyncContextManager[AbortController]:
+        return self._operations.scope(phase, self._end_run)
+
+    def _end_run(self) -> None:
+        self._run = None
 
     async def prompt(
         self,
@@ -470,7 +371,7 @@ class AgentHarness:
         queued with ``next_turn`` go first. Raises ``AgentHarnessError("busy")`` if an
         operation is running.
         """
-        message = _user_message(text, images)
+        message = user_message(text, images)
         if budget is not None and not isinstance(budget, BudgetCaps):
             raise AgentHarnessError("invalid_argument", "budget must be BudgetCaps")
         async with self._operation_scope("turn") as controller:
@@ -480,23 +381,32 @@ class AgentHarness:
         self, name: str, additional_instructions: str | None = None
     ) -> AssistantMessage:
         """Run a skill explicitly: its content wrapped in ``<skill …>`` (plus instructions)."""
-        async with self._operation_scope("turn") as controller:
-            skill = self._config.resources.get_skill(name)
+
+        def text(resources: Resources) -> str:
+            skill = resources.get_skill(name)
             if skill is None:
                 raise AgentHarnessError("invalid_argument", f"Unknown skill: {name}")
-            text = format_skill_invocation(skill, additional_instructions)
-            return await self._user_run(_user_message(text, None), [], controller)
+            return format_skill_invocation(skill, additional_instructions)
+
+        return await self._run_resource(text)
 
     async def prompt_from_template(
         self, name: str, args: Sequence[str] | str = ()
     ) -> AssistantMessage:
         """Run a prompt template with ``args`` (a list, or a string split as pi splits it)."""
-        async with self._operation_scope("turn") as controller:
-            template = self._config.resources.get_prompt_template(name)
+
+        def text(resources: Resources) -> str:
+            template = resources.get_prompt_template(name)
             if template is None:
                 raise AgentHarnessError("invalid_argument", f"Unknown prompt template: {name}")
-            text = format_prompt_template_invocation(template, args)
-            return await self._user_run(_user_message(text, None), [], controller)
+            return format_prompt_template_invocation(template, args)
+
+        return await self._run_resource(text)
+
+    async def _run_resource(self, text: Callable[[Resources], str]) -> AssistantMessage:
+        async with self._operation_scope("turn") as controller:
+            message = user_message(text(self._config.resources), None)
+            return await self._user_run(message, [], controller)
 
     async def _user_run(
         self,
@@ -514,38 +424,29 @@ class AgentHarness:
             self._compactions,
             controller,
             self._tool_stops,
-            self._new_meter(budget),
+            self._config.meter_for_run(budget),
         )
         self._last_run_messages = run.messages
         return await run.start(message, images)
 
-    def _new_meter(self, budget: BudgetCaps | None) -> BudgetMeter | None:
-        settings = self.budget
-        run_caps = settings.run.overridden_by(budget)
-        if run_caps.empty and settings.session.empty:
-            return None
-        totals = self._session.usage_totals()
-        spent = session_spend(self._session.get_entries(), totals.cost, totals.total_tokens)
-        return BudgetMeter(run_caps, settings.session, spent)
-
     def steer(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a user message for right after the current turn (only while busy)."""
-        if self._phase == "idle":
+        if self.phase == "idle":
             raise AgentHarnessError("invalid_state", "Cannot steer while idle")
-        self._queues.steer.append(_user_message(text, images))
+        self._queues.steer.append(user_message(text, images))
         self._events.post(self._queues.update())
 
     def follow_up(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a user message for when the run would otherwise end (only while busy)."""
-        if self._phase == "idle":
+        if self.phase == "idle":
             raise AgentHarnessError("invalid_state", "Cannot follow up while idle")
-        self._queues.follow_up.append(_user_message(text, images))
+        self._queues.follow_up.append(user_message(text, images))
         self._events.post(self._queues.update())
 
     def next_turn(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a user message sent before the prompt of the next ``prompt``/``skill``/template
         run (any time; kept across ``abort``)."""
-        self._queues.next_turn.append(_user_message(text, images))
+        self._queues.next_turn.append(user_message(text, images))
         self._events.post(self._queues.update())
 
     def append_message(self, message: HarnessMessage) -> None:
@@ -563,21 +464,13 @@ class AgentHarness:
         queues.steer.clear()
         queues.follow_up.clear()
         self._events.post(queues.update())
-        if self._controller is not None:
-            self._pending_abort = cleared
-            self._controller.abort()
-        else:
-            self._events.post(
-                AbortEvent(
-                    cleared_steer=cleared.cleared_steer, cleared_follow_up=cleared.cleared_follow_up
-                )
-            )
+        self._operations.abort(cleared)
         return cleared
 
     def cancel_tool_call(self, tool_call_id: str) -> bool:
         """Stop one running tool call (a tool card's stop); the run goes on and the model sees
         an error result for that call. ``False`` when the call is not running."""
-        return self._controller is not None and self._tool_stops.stop(tool_call_id)
+        return self._operations.controller is not None and self._tool_stops.stop(tool_call_id)
 
     async def compact(self, custom_instructions: str | None = None) -> CompactionResult:
         """Compact the current branch now (with ``custom_instructions`` as extra focus).
@@ -647,7 +540,7 @@ class AgentHarness:
     def __repr__(self) -> str:
         config = self._config
         return (
-            f"<AgentHarness {config.model.ref} phase={self._phase} "
+            f"<AgentHarness {config.model.ref} phase={self.phase} "
             f"tools={len(config.active_tool_names)}/{len(config.tools)} "
             f"session={self._session.id}>"
         )

@@ -4,16 +4,38 @@ turn takes."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from ..agent.types import AgentMessage, QueueMode
-from ..ai.types import UserMessage
+from ..ai.types import ImageContent, TextContent, UserMessage
 from .harness_events import HarnessEvent, QueueUpdateEvent
 from .hooks import AgentHarnessError
 
-__all__ = ["MessageQueues", "check_queue_mode"]
+__all__ = ["AbortResult", "MessageQueues", "check_queue_mode", "user_message"]
 
 _QUEUE_MODES = ("all", "one-at-a-time")
+
+
+@dataclass(frozen=True, slots=True)
+class AbortResult:
+    """The queued messages ``abort()`` dropped."""
+
+    cleared_steer: list[UserMessage]
+    cleared_follow_up: list[UserMessage]
+
+
+def user_message(text: str, images: Sequence[ImageContent] | None) -> UserMessage:
+    if not isinstance(text, str):
+        raise AgentHarnessError(
+            "invalid_argument", f"text must be a str, not {type(text).__name__}"
+        )
+    content: list[TextContent | ImageContent] = [TextContent(text=text)]
+    for image in images or ():
+        if not isinstance(image, ImageContent):
+            raise AgentHarnessError("invalid_argument", "images must be ImageContent blocks")
+        content.append(image)
+    return UserMessage(content=content)
 
 
 def check_queue_mode(mode: str) -> QueueMode:
