@@ -362,19 +362,24 @@ class AgentHarness:
         images: Sequence[ImageContent] | None = None,
         *,
         budget: BudgetCaps | None = None,
+        on_start: Callable[[], None] | None = None,
     ) -> AssistantMessage:
         """Send ``text`` (with optional images) and run until the agent is done; returns the
         last assistant reply (an ``error``/``aborted`` reply if the run failed or was aborted,
         or stopped by a cap).
 
         ``budget`` caps this run, over the run defaults of ``self.budget`` cap by cap. Messages
-        queued with ``next_turn`` go first. Raises ``AgentHarnessError("busy")`` if an
+        queued with ``next_turn`` go first. ``on_start()`` is called once the harness has
+        taken the prompt (it is busy with it, nothing is sent yet): messages it steers or
+        queues as follow-ups go with this run. Raises ``AgentHarnessError("busy")`` if an
         operation is running.
         """
         message = user_message(text, images)
         if budget is not None and not isinstance(budget, BudgetCaps):
             raise AgentHarnessError("invalid_argument", "budget must be BudgetCaps")
         async with self._operation_scope("turn") as controller:
+            if on_start is not None:
+                on_start()
             return await self._user_run(message, list(images or ()), controller, budget)
 
     async def skill(

@@ -782,15 +782,14 @@ class NotebookAgent:
 
             caps = BudgetCaps(**run.budget) if run.budget else None  # type: ignore[arg-type]
             run.budget = {}  # a follow-up in the same view is a new run with the defaults
-            task = asyncio.ensure_future(harness.prompt(text, budget=caps))
-            # Messages sent while the run was queued go in as soon as it is underway (steering
-            # queued before the first model call is injected right after the prompt).
-            while harness.phase == "idle" and not task.done():
-                await asyncio.sleep(0)
-            if not task.done():
+
+            def deliver_pending() -> None:
+                # Messages sent while the run was queued go in as soon as the harness has the
+                # prompt (steering queued before the first model call comes right after it).
                 for kind, queued in run.take_pending():
                     (harness.steer if kind == "steer" else harness.follow_up)(queued)
-            return await task
+
+            return await harness.prompt(text, budget=caps, on_start=deliver_pending)
         finally:
             self._active = None
             unsubscribe()
