@@ -220,7 +220,7 @@ class CompactionRunner:
                 custom_instructions=custom_instructions,
                 signal=signal,
                 thinking_level=config.thinking_level,
-                stream_fn=config.stream_fn,
+                stream_fn=config.summary_stream_fn(),
             )
         from_hook = provided is not None
         entry = self._writer.persist(

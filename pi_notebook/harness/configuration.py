@@ -9,15 +9,16 @@ in flight) and is written to the session at the next save point.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias, get_args
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeAlias, get_args
 
 from ..agent.tools import AgentTool
 from ..agent.types import AgentMessage, StreamFn, ToolExecutionMode
 from ..ai.models import clamp_thinking_level
-from ..ai.options import maybe_await
+from ..ai.options import StreamOptions, maybe_await
 from ..ai.producer import describe_error
-from ..ai.types import Model, ThinkingLevel
+from ..ai.registry import stream_simple_options
+from ..ai.types import Context, Model, ThinkingLevel
 from .budget import (
     BUDGET_CUSTOM_TYPE,
     BudgetCaps,
@@ -373,6 +374,24 @@ class HarnessConfiguration:
             stream_options=self._stream_options,
             session_id=session.id,
         )
+
+    def summary_stream_fn(self) -> StreamFn | None:
+        """The stream function of a compaction's or branch summary's requests: ``stream_fn``,
+        whose requests are told of stalls as the run's are (``stream_options.on_stall``)."""
+        options = self._stream_options
+        on_stall = options.on_stall
+        if on_stall is None:
+            return self.stream_fn
+        inner = self.stream_fn or stream_simple_options
+        stall_ms = options.stall_ms
+
+        def stream(model: Model, context: Context, request: StreamOptions) -> Any:
+            watched = replace(request, on_stall=on_stall)
+            if stall_ms is not None:
+                watched = replace(watched, stall_ms=stall_ms)
+            return inner(model, context, watched)
+
+        return stream
 
     async def api_key(self, provider: str) -> str | None:
         """The key ``get_api_key`` gives for ``provider`` (``None``: none given)."""

@@ -241,6 +241,18 @@ class AgentHarness:
         self._config.stream_options = options
 
     @property
+    def stream_fn(self) -> StreamFn | None:
+        """What makes the provider requests of runs and summaries (``None``: the provider
+        registered for the model's API); a change applies from the next request on."""
+        return self._config.stream_fn
+
+    @stream_fn.setter
+    def stream_fn(self, stream_fn: StreamFn | None) -> None:
+        if stream_fn is not None and not callable(stream_fn):
+            raise AgentHarnessError("invalid_argument", "stream_fn must be callable")
+        self._config.stream_fn = stream_fn
+
+    @property
     def compaction_settings(self) -> CompactionSettings:
         return self._config.compaction
 

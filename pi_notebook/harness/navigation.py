@@ -119,7 +119,7 @@ async def navigate(
                 custom_instructions=custom_instructions,
                 replace_instructions=replace_instructions,
                 reserve_tokens=config.compaction.reserve_tokens,
-                stream_fn=config.stream_fn,
+                stream_fn=config.summary_stream_fn(),
             )
         except BranchSummaryError as exc:
             if exc.code == "aborted":

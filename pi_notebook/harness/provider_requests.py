@@ -25,7 +25,6 @@ from .hooks import (
     BeforeProviderPayloadResult,
     BeforeProviderRequestEvent,
     BeforeProviderRequestResult,
-    HarnessStreamOptions,
     coerce_result,
 )
 from .session_writes import SessionWriter
@@ -82,9 +81,9 @@ class ProviderRequests:
                 return self._budget_stop(model, verdict.reason or "Budget: stopped.")
             if verdict.max_tokens is not None:
                 max_tokens = verdict.max_tokens
-        per_call = _with_request_options(
-            options,
-            request,
+        per_call = replace(
+            request.apply_to(options),
+            reasoning=None if options.reasoning == "off" else options.reasoning,
             max_tokens=max_tokens,
             session_id=session_id,
             on_payload=self._on_payload,
@@ -126,25 +125,3 @@ class ProviderRequests:
     async def _on_response(self, response: ResponseInfo, _model: Model) -> None:
         headers = {str(k): str(v) for k, v in response.headers.items()}
         await self._emit(AfterProviderResponseEvent(status=response.status, headers=headers))
-
-
-def _with_request_options(
-    options: StreamOptions, request: HarnessStreamOptions, **per_request: Any
-) -> StreamOptions:
-    """The loop's options object with the options the run sets (those it leaves unset keep
-    their defaults) and ``per_request``."""
-    changes: dict[str, Any] = {
-        "timeout_ms": request.timeout_ms,
-        "max_retries": request.max_retries,
-        "max_retry_delay_ms": request.max_retry_delay_ms,
-        "headers": dict(request.headers) if request.headers else None,
-        "metadata": dict(request.metadata) if request.metadata else None,
-        "cache_retention": request.cache_retention,
-        **per_request,
-    }
-    changes = {name: value for name, value in changes.items() if value is not None}
-    if options.reasoning == "off":
-        changes["reasoning"] = None
-    if request.transport is not None:
-        changes["extra"] = {**options.extra, "transport": request.transport}
-    return replace(options, **changes)

@@ -1433,9 +1433,12 @@ def test_stream_option_patches() -> None:
         options.patched({"nope": 1})
     with pytest.raises(ValueError, match="must be a mapping"):
         options.patched({"headers": "x"})
-    built = HarnessStreamOptions(transport="websocket", timeout_ms=5).stream_options(api_key="k")
-    assert (built.api_key, built.timeout_ms, built.extra) == ("k", 5, {"transport": "websocket"})
+    request = StreamOptions(api_key="k", extra={"x": 1})
+    built = HarnessStreamOptions(transport="websocket", timeout_ms=5).apply_to(request)
+    assert (built.api_key, built.timeout_ms) == ("k", 5)
+    assert built.extra == {"x": 1, "transport": "websocket"}
     assert built.max_retries == 2  # provider default when unset
+    assert request.timeout_ms is None and request.extra == {"x": 1}  # a copy
 
 
 async def test_a_listener_failing_on_a_failure_does_not_hide_it(faux: FauxProvider) -> None:
