@@ -762,10 +762,6 @@ class NotebookAgent:
         run.state = "running"
         run.view.set_model(harness.model, harness.thinking_level)
         run.view.set_context_tokens(_request_size(harness, text))
-        # the run's view hears of stalls (``StreamOptions.on_stall``), until the run ends
-        harness.stream_options = dataclasses.replace(
-            harness.stream_options, on_stall=run.view.note_stall, stall_ms=self.stall_ms
-        )
         unsubscribe = harness.subscribe(run.view.handle)
         unwatch = harness.subscribe(lambda event: self._watch_writes(run, event))
         self._active = run
@@ -776,6 +772,10 @@ class NotebookAgent:
         if self._harness is not None and self._pushed != [t.name for t in self.offered_tools()]:
             self._push_tools()  # a frontend connected or went away, or the model changed
         try:
+            # the run's view hears of stalls (``StreamOptions.on_stall``) until the run ends
+            harness.stream_options = dataclasses.replace(
+                harness.stream_options, on_stall=run.view.note_stall, stall_ms=self.stall_ms
+            )
             from ..harness.budget import BudgetCaps
 
             caps = BudgetCaps(**run.budget) if run.budget else None  # type: ignore[arg-type]
