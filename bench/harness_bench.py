@@ -96,11 +96,18 @@ def _export(rev: str, into: Path) -> None:
         tar.extractall(into, filter="data")
 
 
-def _measure(keys: list[str], pythonpath: str) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": pythonpath}
+def _measure(keys: list[str], tree: str) -> dict[str, float]:
+    """Run ``keys`` in a child process importing ``pi_notebook`` from ``tree`` (its working
+    directory, which ``-m`` puts first on ``sys.path``) and ``bench`` from this repository."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((tree, str(ROOT)))}
+    code = "import sys, pi_notebook; print(pi_notebook.__file__, file=sys.stderr)"
+    check = [sys.executable, "-c", code]
+    found = subprocess.run(check, cwd=tree, env=env, capture_output=True, text=True, check=True)
+    if not found.stderr.strip().startswith(tree):
+        raise RuntimeError(f"pi_notebook came from {found.stderr.strip()}, not {tree}")
     out = subprocess.run(
         [sys.executable, "-m", "bench.harness_bench", "--child", ",".join(keys)],
-        cwd=ROOT,
+        cwd=tree,
         env=env,
         capture_output=True,
         text=True,
@@ -125,7 +132,7 @@ def main() -> None:
         systems = {"this tree": str(ROOT)}
         if args.before:
             _export(args.before, Path(tmp))
-            systems = {f"before ({args.before})": f"{tmp}{os.pathsep}{ROOT}", **systems}
+            systems = {f"before ({args.before})": tmp, **systems}
         times: dict[str, dict[str, list[float]]] = {s: {k: [] for k in keys} for s in systems}
         names = list(systems)
         for rep in range(args.reps):
