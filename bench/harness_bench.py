@@ -16,20 +16,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-from io import BytesIO
 from pathlib import Path
 from typing import Any
 
 from .agent_loop_bench import MODEL, noop_tool, scripted_stream_fn
+from .kernel_bench import code_tree
 from .peers_agent_loop import WORKLOADS as LOOP_WORKLOADS
 from .peers_agent_loop import Workload
 
@@ -88,14 +88,6 @@ def _child(keys: list[str]) -> None:
     print(json.dumps(result))
 
 
-def _export(rev: str, into: Path) -> None:
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", rev, "pi_notebook"], capture_output=True, check=True
-    ).stdout
-    with tarfile.open(fileobj=BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-
-
 def _measure(keys: list[str], tree: str) -> dict[str, float]:
     """Run ``keys`` in a child process importing ``pi_notebook`` from ``tree`` (its working
     directory, which ``-m`` puts first on ``sys.path``) and ``bench`` from this repository."""
@@ -128,11 +120,11 @@ def main() -> None:
         _child(args.child.split(","))
         return
     keys = args.workloads.split(",")
-    with tempfile.TemporaryDirectory() as tmp:
+    with contextlib.ExitStack() as stack:
         systems = {"this tree": str(ROOT)}
         if args.before:
-            _export(args.before, Path(tmp))
-            systems = {f"before ({args.before})": tmp, **systems}
+            before = stack.enter_context(code_tree(args.before))
+            systems = {f"before ({args.before})": str(before), **systems}
         times: dict[str, dict[str, list[float]]] = {s: {k: [] for k in keys} for s in systems}
         names = list(systems)
         for rep in range(args.reps):

@@ -6,7 +6,7 @@ and sent again once. The summary itself is :mod:`~pi_notebook.harness.compaction
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from ..ai.abort import AbortSignal
@@ -19,23 +19,20 @@ from .compaction import (
     compact,
     prepare_compaction,
 )
-from .configuration import HarnessConfiguration
+from .configuration import HarnessParts
 from .entries import CompactionEntry, MessageEntry
 from .harness_events import (
     CompactionEndEvent,
     CompactionReason,
     CompactionStartEvent,
-    HarnessEvent,
     SessionCompactEvent,
 )
-from .hook_registry import HookRegistry
 from .hooks import (
     AgentHarnessError,
     SessionBeforeCompactEvent,
     SessionBeforeCompactResult,
     as_harness_error,
 )
-from .session_writes import SessionWriter
 from .tokens import estimate_tokens
 
 __all__ = ["CompactionRunner"]
@@ -57,18 +54,15 @@ class CompactionRunner:
 
     def __init__(
         self,
-        config: HarnessConfiguration,
-        writer: SessionWriter,
-        hooks: HookRegistry,
-        emit: Callable[[HarnessEvent], Awaitable[None]],
+        parts: HarnessParts,
         while_compacting: Callable[[], Callable[[], None]],
         queued: Callable[[], bool],
     ) -> None:
-        self._config = config
-        self._writer = writer
-        self._session = writer.session
-        self._hooks = hooks
-        self._emit = emit
+        self._config = parts.config
+        self._writer = parts.writer
+        self._session = parts.writer.session
+        self._hooks = parts.hooks
+        self._emit = parts.emit
         self._while_compacting = while_compacting
         self._queued = queued
         self.recovery_attempted = False

@@ -31,11 +31,13 @@ from .compaction import CompactionSettings
 from .entries import ThinkingLevelChangeEntry
 from .event_bus import EventBus
 from .harness_events import (
+    HarnessEvent,
     ModelUpdateEvent,
     ResourcesUpdateEvent,
     ThinkingLevelUpdateEvent,
     ToolsUpdateEvent,
 )
+from .hook_registry import HookRegistry
 from .hooks import AgentHarnessError, HarnessStreamOptions
 from .prompts import DEFAULT_SYSTEM_PROMPT
 from .resources import Resources
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ApiKeySource",
     "HarnessConfiguration",
+    "HarnessParts",
     "SystemPromptContext",
     "SystemPromptSource",
     "TurnSnapshot",
@@ -411,3 +414,14 @@ class HarnessConfiguration:
             raise AgentHarnessError(
                 "auth", f"Could not get an API key for {provider}: {describe_error(exc)}"
             ) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessParts:
+    """What the harness's operations work with: its configuration, the writer of its session,
+    its hooks, and ``emit``, which delivers an event to its listeners."""
+
+    config: HarnessConfiguration
+    writer: SessionWriter
+    hooks: HookRegistry
+    emit: Callable[[HarnessEvent], Awaitable[None]]

@@ -41,6 +41,7 @@ from .compaction_runs import CompactionRunner
 from .configuration import (
     ApiKeySource,
     HarnessConfiguration,
+    HarnessParts,
     SystemPromptContext,
     SystemPromptSource,
 )
@@ -155,11 +156,9 @@ class AgentHarness:
         )
         self._queues = MessageQueues(steering_mode, follow_up_mode, self._emit)
         self._hooks = HookRegistry()
+        self._parts = HarnessParts(self._config, self._writer, self._hooks, self._emit)
         self._compactions = CompactionRunner(
-            self._config,
-            self._writer,
-            self._hooks,
-            self._emit,
+            self._parts,
             self._operations.enter_compaction,
             lambda: bool(self._queues.steer or self._queues.follow_up),
         )
@@ -433,10 +432,7 @@ class AgentHarness:
         budget: BudgetCaps | None = None,
     ) -> AssistantMessage:
         run = self._run = PromptRun(
-            self._config,
-            self._writer,
-            self._hooks,
-            self._emit,
+            self._parts,
             self._queues,
             self._compactions,
             controller,
@@ -520,9 +516,7 @@ class AgentHarness:
         """
         move = TreeMove(target_id, summarize, custom_instructions, replace_instructions, label)
         async with self._operation_scope("branch_summary") as controller:
-            return await navigate(
-                move, self._config, self._writer, self._hooks, self._emit, controller.signal
-            )
+            return await navigate(move, self._parts, controller.signal)
 
     # --- configuration ---------------------------------------------------------------------------
 

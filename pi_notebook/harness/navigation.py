@@ -4,7 +4,7 @@ move."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,10 +15,9 @@ from .branch_summary import (
     collect_entries_for_branch_summary,
     generate_branch_summary,
 )
-from .configuration import HarnessConfiguration
+from .configuration import HarnessParts
 from .entries import BranchSummaryEntry, CustomMessageEntry, LeafEntry, MessageEntry
-from .harness_events import HarnessEvent, SessionTreeEvent
-from .hook_registry import HookRegistry
+from .harness_events import SessionTreeEvent
 from .hooks import (
     AgentHarnessError,
     SessionBeforeTreeEvent,
@@ -26,7 +25,6 @@ from .hooks import (
     TreePreparation,
     as_harness_error,
 )
-from .session_writes import SessionWriter
 
 __all__ = ["NavigateTreeResult", "TreeMove", "text_of"]
 
@@ -60,15 +58,9 @@ def text_of(content: str | Sequence[Any]) -> str:
     return "".join(block.text for block in content if isinstance(block, TextContent))
 
 
-async def navigate(
-    move: TreeMove,
-    config: HarnessConfiguration,
-    writer: SessionWriter,
-    hooks: HookRegistry,
-    emit: Callable[[HarnessEvent], Awaitable[None]],
-    signal: AbortSignal,
-) -> NavigateTreeResult:
+async def navigate(move: TreeMove, parts: HarnessParts, signal: AbortSignal) -> NavigateTreeResult:
     """Move the leaf as ``move`` says (see ``AgentHarness.navigate_tree``)."""
+    config, writer, hooks, emit = parts.config, parts.writer, parts.hooks, parts.emit
     session = writer.session
     target_id = move.target_id
     old_leaf = session.leaf_id

@@ -6,7 +6,7 @@ retries that follow a reply."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
 from ..agent.call_stops import ToolCallStops
 from ..agent.events import (
@@ -33,9 +33,8 @@ from ..ai.producer import describe_error
 from ..ai.types import AssistantMessage, ImageContent, TextContent, Usage, UserMessage
 from .budget import BudgetMeter
 from .compaction_runs import CompactionRunner
-from .configuration import HarnessConfiguration, TurnSnapshot
-from .harness_events import HarnessEvent, SavePointEvent, SettledEvent
-from .hook_registry import HookRegistry
+from .configuration import HarnessParts, TurnSnapshot
+from .harness_events import SavePointEvent, SettledEvent
 from .hooks import (
     AgentHarnessError,
     BeforeAgentStartEvent,
@@ -54,7 +53,6 @@ from .messages import convert_to_llm
 from .navigation import text_of
 from .provider_requests import ProviderRequests
 from .queues import MessageQueues
-from .session_writes import SessionWriter
 
 __all__ = ["PromptRun", "last_assistant"]
 
@@ -76,21 +74,18 @@ class PromptRun:
 
     def __init__(
         self,
-        config: HarnessConfiguration,
-        writer: SessionWriter,
-        hooks: HookRegistry,
-        emit: Callable[[HarnessEvent], Awaitable[None]],
+        parts: HarnessParts,
         queues: MessageQueues,
         compactions: CompactionRunner,
         controller: AbortController,
         tool_stops: ToolCallStops,
         meter: BudgetMeter | None,
     ) -> None:
-        self._config = config
-        self._writer = writer
-        self._session = writer.session
-        self._hooks = hooks
-        self._emit = emit
+        self._config = parts.config
+        self._writer = parts.writer
+        self._session = parts.writer.session
+        self._hooks = parts.hooks
+        self._emit = parts.emit
         self._queues = queues
         self._compactions = compactions
         self._controller = controller
@@ -98,7 +93,7 @@ class PromptRun:
         self.meter = meter
         self.messages: list[AgentMessage] = []
         self.turn: TurnSnapshot | None = None
-        self._requests = ProviderRequests(config, writer, hooks, emit, self)
+        self._requests = ProviderRequests(parts, self)
 
     async def start(self, message: UserMessage, images: list[ImageContent]) -> AssistantMessage:
         """Run ``message`` (after the messages queued for the next turn) until it settles;

@@ -6,7 +6,6 @@ hooks."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -16,9 +15,8 @@ from ..ai.options import ResponseInfo, StreamOptions
 from ..ai.registry import stream_simple_options
 from ..ai.types import AssistantMessage, Context, Model, Usage
 from .budget import BUDGET_STOP_TYPE
-from .configuration import HarnessConfiguration
-from .harness_events import AfterProviderResponseEvent, HarnessEvent
-from .hook_registry import HookRegistry
+from .configuration import HarnessParts
+from .harness_events import AfterProviderResponseEvent
 from .hooks import (
     AgentHarnessError,
     BeforeProviderPayloadEvent,
@@ -27,7 +25,6 @@ from .hooks import (
     BeforeProviderRequestResult,
     coerce_result,
 )
-from .session_writes import SessionWriter
 
 if TYPE_CHECKING:
     from .prompt_run import PromptRun
@@ -38,18 +35,11 @@ __all__ = ["ProviderRequests"]
 class ProviderRequests:
     """The provider requests of one run (``run`` says its turn snapshot and budget meter)."""
 
-    def __init__(
-        self,
-        config: HarnessConfiguration,
-        writer: SessionWriter,
-        hooks: HookRegistry,
-        emit: Callable[[HarnessEvent], Awaitable[None]],
-        run: PromptRun,
-    ) -> None:
-        self._config = config
-        self._writer = writer
-        self._hooks = hooks
-        self._emit = emit
+    def __init__(self, parts: HarnessParts, run: PromptRun) -> None:
+        self._config = parts.config
+        self._writer = parts.writer
+        self._hooks = parts.hooks
+        self._emit = parts.emit
         self._run = run
 
     async def stream(
