@@ -37,7 +37,7 @@ import inspect
 import sys
 from collections import deque
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from ..ai.abort import AbortSignal
@@ -115,7 +115,7 @@ class _Run:
         self.stream_fn: StreamFn = stream_fn or default_stream_fn
         self.model = config.model
         self.reasoning = config.reasoning
-        self._fixed_options, self._extra_options = self._split_stream_options()
+        self._options = self._run_options()
         self._converted: list[Message] = []
         self._converted_from: list[AgentMessage] | None = None
         self._converted_count = 0
@@ -293,21 +293,23 @@ class _Run:
         return list(await maybe_await(config.convert_to_llm(view)))
 
     async def stream_options(self) -> StreamOptions:
-        """The options of the next call: the run's fixed ones plus what may change per call."""
+        """The options of the next call: the run's, with what may change per call."""
         config = self.config
         api_key = config.api_key
         if config.get_api_key is not None:
             api_key = await maybe_await(config.get_api_key(self.model.provider)) or api_key
-        return StreamOptions(
-            **self._fixed_options,
+        options = self._options
+        return replace(
+            options,
             api_key=api_key,
             signal=self.signal,
             reasoning=self.reasoning,
-            extra=dict(self._extra_options),
+            extra=dict(options.extra),
         )
 
-    def _split_stream_options(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The config's pass-through stream options: StreamOptions fields, and the rest."""
+    def _run_options(self) -> StreamOptions:
+        """The options object of the run's calls, from the config's stream options (fields of
+        ``StreamOptions``, and the rest kept in ``extra``)."""
         config = self.config
         given: dict[str, Any] = dict(config.stream_options)
         explicit = {
@@ -325,7 +327,7 @@ class _Run:
             given.pop(per_call, None)
         fixed = {k: v for k, v in given.items() if k in _STREAM_OPTION_NAMES and v is not None}
         extra = {k: v for k, v in given.items() if k not in _STREAM_OPTION_NAMES}
-        return fixed, extra
+        return StreamOptions(**fixed, extra=extra)
 
     async def stream_reply(self) -> AssistantMessage:
         """Call the model and relay its reply as message_start / message_update… / message_end."""

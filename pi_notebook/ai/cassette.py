@@ -30,7 +30,7 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
@@ -44,7 +44,7 @@ from .events import AssistantEventType
 from .options import ResponseInfo, StreamOptions
 from .producer import describe_error, produce_stream
 from .redaction import Redactor, request_redactor
-from .registry import stream_simple
+from .registry import stream_simple_options
 from .types import AssistantMessage, Context, Message, Model, ThinkingContent, ToolCall
 
 __all__ = [
@@ -492,9 +492,9 @@ class Cassette:
         self, stream_fn: AnyStreamFunction | None = None
     ) -> Callable[[Model, Context, StreamOptions], AssistantMessageEventStream]:
         """A stream function that records ``stream_fn``'s replies (record mode) or answers from
-        the cassette without calling it (replay mode). ``stream_fn`` defaults to ``stream_simple``
-        (the provider registered for the model's API)."""
-        inner = stream_fn or _simple_stream
+        the cassette without calling it (replay mode). ``stream_fn`` defaults to
+        the provider registered for the model's API (``stream_simple``)."""
+        inner = stream_fn or stream_simple_options
         if self.mode == "record":
             return lambda model, context, options: self._record(inner, model, context, options)
         return self._replay
@@ -744,12 +744,3 @@ def _differences(request: Fingerprint, recorded: Interaction) -> Iterator[str]:
         yield f"message {prefix + 1} ({request.previews[prefix]!r})"
     if len(ours.messages) != len(theirs.messages):
         yield f"the message count ({len(ours.messages)}, recorded {len(theirs.messages)})"
-
-
-def _simple_stream(
-    model: Model, context: Context, options: StreamOptions
-) -> AssistantMessageEventStream:
-    """``stream_simple`` with the call's options (what an agent's default stream function does)."""
-    kwargs = {f.name: getattr(options, f.name) for f in fields(StreamOptions) if f.name != "extra"}
-    kwargs.update(options.extra)
-    return stream_simple(model, context, **kwargs)

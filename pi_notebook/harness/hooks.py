@@ -20,7 +20,8 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 from ..agent.types import AgentMessage, FinishTurnAction
 from ..ai.abort import AbortSignal
-from ..ai.options import StreamOptions
+from ..ai.options import StallNotice, StreamOptions
+from ..ai.producer import describe_error
 from ..ai.types import AssistantMessage, ImageContent, Model, TextContent, ToolResultMessage
 from .compaction import CompactionPreparation, CompactionResult
 from .entries import SessionEntry
@@ -53,6 +54,7 @@ __all__ = [
     "ToolResultEvent",
     "ToolResultPatch",
     "TreePreparation",
+    "as_harness_error",
     "coerce_result",
 ]
 
@@ -81,6 +83,24 @@ class AgentHarnessError(Exception):
 
     def __repr__(self) -> str:
         return f"AgentHarnessError({self.code!r}, {str(self)!r})"
+
+
+def as_harness_error(exc: BaseException, fallback: AgentHarnessErrorCode) -> AgentHarnessError:
+    """``exc`` as an AgentHarnessError (a compaction's or branch summary's error keeps its
+    meaning; anything else gets ``fallback``), caused by ``exc``."""
+    from .branch_summary import BranchSummaryError
+    from .compaction import CompactionError
+
+    if isinstance(exc, AgentHarnessError):
+        return exc
+    if isinstance(exc, CompactionError):
+        error = AgentHarnessError("compaction", str(exc))
+    elif isinstance(exc, BranchSummaryError):
+        error = AgentHarnessError("branch_summary", str(exc))
+    else:
+        error = AgentHarnessError(fallback, describe_error(exc))
+    error.__cause__ = exc
+    return error
 
 
 HookType: TypeAlias = Literal[
@@ -112,7 +132,8 @@ HookHandler: TypeAlias = Callable[
 class HarnessStreamOptions:
     """Options of every provider request a run makes (``None``: the provider's default).
 
-    ``transport`` is passed through to providers that know it.
+    ``transport`` is passed through to providers that know it; ``on_stall`` is told when a
+    request stalls (no response or event for ``stall_ms``) and when it resumes.
     """
 
     transport: str | None = None
@@ -122,6 +143,8 @@ class HarnessStreamOptions:
     headers: dict[str, str] | None = None
     metadata: dict[str, Any] | None = None
     cache_retention: Literal["none", "short", "long"] | None = None
+    stall_ms: int | None = None
+    on_stall: Callable[[StallNotice], Any] | None = None
 
     def patched(self, patch: Mapping[str, Any]) -> HarnessStreamOptions:
         """A copy with ``patch`` applied: a key set to ``None`` resets that option; inside
@@ -146,22 +169,23 @@ class HarnessStreamOptions:
             changes[key] = value
         return replace(self, **changes)
 
-    def stream_options(self, **per_request: Any) -> StreamOptions:
-        """:class:`~pi_notebook.ai.StreamOptions` for one request (set options plus
-        ``per_request``: api key, signal, reasoning, session id, hooks)."""
-        given: dict[str, Any] = {
+    def apply_to(self, options: StreamOptions) -> StreamOptions:
+        """``options`` (one request's) with the options set here; those left unset keep
+        ``options``' values."""
+        changes: dict[str, Any] = {
             "timeout_ms": self.timeout_ms,
             "max_retries": self.max_retries,
             "max_retry_delay_ms": self.max_retry_delay_ms,
             "headers": dict(self.headers) if self.headers else None,
             "metadata": dict(self.metadata) if self.metadata else None,
             "cache_retention": self.cache_retention,
-            **per_request,
+            "stall_ms": self.stall_ms,
+            "on_stall": self.on_stall,
         }
-        options = StreamOptions(**{k: v for k, v in given.items() if v is not None})
+        changes = {name: value for name, value in changes.items() if value is not None}
         if self.transport is not None:
-            options.extra["transport"] = self.transport
-        return options
+            changes["extra"] = {**options.extra, "transport": self.transport}
+        return replace(options, **changes)
 
 
 def _snake(name: str) -> str:

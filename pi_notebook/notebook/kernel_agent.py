@@ -54,9 +54,7 @@ if TYPE_CHECKING:
     from ..agent.tools import AgentTool
     from ..agent.types import StreamFn
     from ..ai.cassette import Cassette
-    from ..ai.event_stream import AssistantMessageEventStream
-    from ..ai.options import StreamOptions
-    from ..ai.types import AssistantMessage, Context, Model, ThinkingLevel, Tool
+    from ..ai.types import AssistantMessage, Model, ThinkingLevel, Tool
     from ..harness import AgentHarness, BudgetSettings, CompactionSettings, Session
     from ..harness.hooks import FinishTurnEvent, ToolCallEvent, ToolCallResult, ToolResultEvent
     from ..mcp import McpServers
@@ -187,7 +185,7 @@ class NotebookAgent:
         self.runs: list[Run] = []
         self.approval_timeout = APPROVAL_TIMEOUT
         self._stream_fn = stream_fn
-        self.cassette: Cassette | None = _cassette_from_env()
+        self._cassette: Cassette | None = _cassette_from_env()
         """Records or replays every model call (``PI_NOTEBOOK_RECORD`` / ``PI_NOTEBOOK_REPLAY``,
         ``%model --record`` / ``--replay``); None talks to the models directly."""
         self._harness: AgentHarness | None = None
@@ -479,7 +477,7 @@ class NotebookAgent:
             model,
             tools=self._offer(model),
             thinking_level=_thinking_level(context.thinking_level),
-            stream_fn=self._call_model,
+            stream_fn=self._model_stream(),
             compaction=_compaction_for(model),
             system_prompt=self.default_prompt(model),
         )
@@ -490,27 +488,23 @@ class NotebookAgent:
         harness.on("finish_turn", self._ask_for_answer)
         return harness
 
-    def _call_model(
-        self, model: Model, context: Context, options: StreamOptions
-    ) -> AssistantMessageEventStream | Awaitable[AssistantMessageEventStream]:
-        """The harness's stream function: the configured one, through the cassette if any.
-        The live run's view hears of stalls (``StreamOptions.on_stall``)."""
-        run = self._active
-        if run is not None and options.on_stall is None:
-            options = dataclasses.replace(
-                options,
-                on_stall=run.view.note_stall,
-                stall_ms=self.stall_ms if self.stall_ms is not None else options.stall_ms,
-            )
-        if self._stream_fn is not None:
-            inner: StreamFn = self._stream_fn
-        else:
-            from ..agent.loop import default_stream_fn
+    def _model_stream(self) -> StreamFn | None:
+        """The harness's stream function: the one given to this agent, through the cassette if
+        any (``None``: the provider's own)."""
+        if self._cassette is None:
+            return self._stream_fn  # type: ignore[no-any-return]
+        return self._cassette.wrap(self._stream_fn)
 
-            inner = default_stream_fn
-        if self.cassette is None:
-            return inner(model, context, options)
-        return self.cassette.wrap(inner)(model, context, options)
+    @property
+    def cassette(self) -> Cassette | None:
+        """The cassette model calls are recorded into or replayed from (``None``: live)."""
+        return self._cassette
+
+    @cassette.setter
+    def cassette(self, cassette: Cassette | None) -> None:
+        self._cassette = cassette
+        if self._harness is not None:
+            self._harness.stream_fn = self._model_stream()
 
     async def resolve_model(self, ref: str | None = None) -> Model:
         """``ref`` (``provider/id`` or ``local``; None = the default model) as a ``Model``. While
@@ -919,20 +913,26 @@ class NotebookAgent:
         if self._harness is not None and self._pushed != [t.name for t in self.offered_tools()]:
             self._push_tools()  # a frontend connected or went away, or the model changed
         try:
+            # the run's view hears of stalls (``StreamOptions.on_stall``) until the run ends
+            harness.stream_options = dataclasses.replace(
+                harness.stream_options, on_stall=run.view.note_stall, stall_ms=self.stall_ms
+            )
             from ..harness.budget import BudgetCaps
 
             caps = BudgetCaps(**run.budget) if run.budget else None  # type: ignore[arg-type]
             run.budget = {}  # a follow-up in the same view is a new run with the defaults
-            task = asyncio.ensure_future(harness.prompt(text, budget=caps))
-            # Messages sent while the run was queued go in as soon as it is underway (steering
-            # queued before the first model call is injected right after the prompt).
-            while harness.phase == "idle" and not task.done():
-                await asyncio.sleep(0)
-            if not task.done():
+
+            def deliver_pending() -> None:
+                # Messages sent while the run was queued go in as soon as the harness has the
+                # prompt (steering queued before the first model call comes right after it).
                 for kind, queued in run.take_pending():
                     (harness.steer if kind == "steer" else harness.follow_up)(queued)
-            return await task
+
+            return await harness.prompt(text, budget=caps, on_start=deliver_pending)
         finally:
+            harness.stream_options = dataclasses.replace(
+                harness.stream_options, on_stall=None, stall_ms=None
+            )
             self._active = None
             unsubscribe()
             unwatch()

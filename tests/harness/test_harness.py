@@ -337,6 +337,52 @@ async def test_steer_follow_up_and_next_turn(faux: FauxProvider) -> None:
     assert updates == [(0, 0, 1), (0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (0, 0, 0)]
 
 
+async def test_on_start_is_called_once_the_prompt_is_taken(faux: FauxProvider) -> None:
+    """``prompt(on_start=...)`` is told when the harness is busy with the prompt, before any
+    request: steering from it comes right after the prompt, a follow-up when the run would end.
+    A prompt refused as busy never calls it."""
+    faux.set_responses(
+        [
+            faux_assistant_message("to the prompt and the steer"),
+            faux_assistant_message("to the follow-up"),
+        ]
+    )
+    harness = make(faux)
+    seen: list[tuple[str, int]] = []
+
+    def on_start() -> None:
+        seen.append((harness.phase, faux.call_count))
+        harness.steer("steered")
+        harness.follow_up("followed")
+
+    reply = await harness.prompt("main", on_start=on_start)
+    assert seen == [("turn", 0)]
+    assert reply.text == "to the follow-up"
+    assert texts(harness.session) == [
+        "main",
+        "steered",
+        "to the prompt and the steer",
+        "followed",
+        "to the follow-up",
+    ]
+    release = asyncio.Event()
+
+    async def slow(model: Model, context: Context, options: StreamOptions) -> Any:
+        await release.wait()
+        return await faux.stream(model, context, options)
+
+    busy = make(faux, stream_fn=slow)
+    faux.set_responses([faux_assistant_message("late")])
+    first = asyncio.create_task(busy.prompt("first"))
+    await asyncio.sleep(0)
+    called: list[bool] = []
+    with pytest.raises(AgentHarnessError) as refused:
+        await busy.prompt("second", on_start=lambda: called.append(True))
+    assert refused.value.code == "busy" and called == []
+    release.set()
+    await first
+
+
 async def test_queue_modes_all(faux: FauxProvider) -> None:
     started = asyncio.Event()
     release = asyncio.Event()
@@ -1387,9 +1433,12 @@ def test_stream_option_patches() -> None:
         options.patched({"nope": 1})
     with pytest.raises(ValueError, match="must be a mapping"):
         options.patched({"headers": "x"})
-    built = HarnessStreamOptions(transport="websocket", timeout_ms=5).stream_options(api_key="k")
-    assert (built.api_key, built.timeout_ms, built.extra) == ("k", 5, {"transport": "websocket"})
+    request = StreamOptions(api_key="k", extra={"x": 1})
+    built = HarnessStreamOptions(transport="websocket", timeout_ms=5).apply_to(request)
+    assert (built.api_key, built.timeout_ms) == ("k", 5)
+    assert built.extra == {"x": 1, "transport": "websocket"}
     assert built.max_retries == 2  # provider default when unset
+    assert request.timeout_ms is None and request.extra == {"x": 1}  # a copy
 
 
 async def test_a_listener_failing_on_a_failure_does_not_hide_it(faux: FauxProvider) -> None:
