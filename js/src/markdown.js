@@ -1,3 +1,4 @@
+// @ts-check
 // Markdown → sanitised HTML with highlighted code blocks, and a streaming renderer that only
 // re-renders the unfinished tail of a growing text.
 import { Marked } from "marked";
@@ -65,6 +66,17 @@ const FENCE = /^ {0,3}(`{3,}|~{3,})/;
 // the text after it is re-rendered on each update, so a whole reply costs O(n) parsing.
 // When the finished message arrives, the caller renders it whole once (exact output).
 export class MarkdownStream {
+  // Set by reset(), called from the constructor.
+  /** @type {string} */ text;
+  /** @type {HTMLDivElement} */ frozen;
+  /** @type {HTMLDivElement} */ tail;
+  /** @type {string | null} */ fence;
+  /** @type {number} */ committed;
+  /** @type {number} */ scanned;
+  /** @type {number} */ candidate;
+  /** @type {number} */ tailRenders;
+
+  /** @param {HTMLElement} el */
   constructor(el) {
     this.el = el;
     this.el.classList.add("pi-md");
