@@ -1,7 +1,7 @@
 // @ts-check
 // HTML sanitising. Model text and tool output are untrusted: they may carry scripts, event
 // handlers, global <style> rules, forms, or remote images that leak data through their URLs.
-import createDOMPurify from "dompurify";
+import { createDOMPurify } from "./vendor.js";
 
 /** @type {import("dompurify").DOMPurify | null} */
 let purifier = null;
