@@ -1,3 +1,4 @@
+// @ts-check
 // "Insert as cell" and "Apply as edit" under the code blocks of finished replies: for a model
 // that answers with code instead of calling a tool. Only fenced blocks of code the kernel runs
 // (python or no language named) get them, and only as the kernel's `controls` offer them (a

@@ -1,3 +1,4 @@
+// @ts-check
 // Tiny DOM helpers shared by the widgets.
 
 export function h(tag, attrs = {}, ...children) {

@@ -1,3 +1,4 @@
+// @ts-check
 // Rendering of transcript items (the shapes of pi_notebook/notebook/widget_protocol.py):
 // user and assistant messages, notes, tool cards and rich (mime bundle) tool results.
 import { formatCost, formatDuration, formatTokens, h } from "./dom.js";
@@ -142,6 +143,11 @@ export function renderReview(review, onDecide) {
 
 // One tool call: its name and arguments (streaming in), progress, approval and result.
 export class ToolCard {
+  /**
+   * @param {string} id
+   * @param {string} name
+   * @param {{ onApproval?: (id: string, allow: boolean, always?: boolean) => void, onExpand?: (id: string) => void }} [callbacks]
+   */
   constructor(id, name, { onApproval, onExpand } = {}) {
     this.id = id;
     this.onApproval = onApproval;
@@ -173,6 +179,7 @@ export class ToolCard {
     this.stateEl.textContent = text;
   }
 
+  /** @param {{ name?: string, args: string, complete: boolean }} call */
   setCall({ name, args, complete }) {
     if (name) this.nameEl.textContent = name;
     if (this.argsPre.textContent !== args) {

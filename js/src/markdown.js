@@ -1,17 +1,9 @@
+// @ts-check
 // Markdown → sanitised HTML with highlighted code blocks, and a streaming renderer that only
 // re-renders the unfinished tail of a growing text.
-import { Marked } from "marked";
-import hljs from "highlight.js/lib/core";
-import bash from "highlight.js/lib/languages/bash";
-import diff from "highlight.js/lib/languages/diff";
-import javascript from "highlight.js/lib/languages/javascript";
-import json from "highlight.js/lib/languages/json";
-import markdownLang from "highlight.js/lib/languages/markdown";
-import python from "highlight.js/lib/languages/python";
-import shell from "highlight.js/lib/languages/shell";
-import sql from "highlight.js/lib/languages/sql";
-import xml from "highlight.js/lib/languages/xml";
-import yaml from "highlight.js/lib/languages/yaml";
+import {
+  Marked, bash, diff, hljs, javascript, json, markdownLang, python, shell, sql, xml, yaml,
+} from "./vendor.js";
 import { escapeHtml, sanitizeMarkdownHtml } from "./sanitize.js";
 
 const LANGUAGES = {
@@ -65,6 +57,17 @@ const FENCE = /^ {0,3}(`{3,}|~{3,})/;
 // the text after it is re-rendered on each update, so a whole reply costs O(n) parsing.
 // When the finished message arrives, the caller renders it whole once (exact output).
 export class MarkdownStream {
+  // Set by reset(), called from the constructor.
+  /** @type {string} */ text;
+  /** @type {HTMLDivElement} */ frozen;
+  /** @type {HTMLDivElement} */ tail;
+  /** @type {string | null} */ fence;
+  /** @type {number} */ committed;
+  /** @type {number} */ scanned;
+  /** @type {number} */ candidate;
+  /** @type {number} */ tailRenders;
+
+  /** @param {HTMLElement} el */
   constructor(el) {
     this.el = el;
     this.el.classList.add("pi-md");

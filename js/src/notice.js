@@ -1,3 +1,4 @@
+// @ts-check
 // The dismissable notice line both widgets show above their content (the `notice` trait): the
 // text, and a × button that asks the kernel to clear it. One module so the two views look and
 // behave alike.

@@ -1,3 +1,4 @@
+// @ts-check
 // The restore card: what moving to a node of the session tree would restore (variables from the
 // checkpoint there, cells to run again, the agent's cell changes to undo), approved or denied as
 // one. `renderRestoreCard` is shared by the session tree (its `restore` trait) and the widget
@@ -135,6 +136,7 @@ export function renderRestoreCard(card, onDecide) {
 }
 
 // The widget of `%fork TARGET --restore`: the card alone.
+/** @type {import("@anywidget/types").Render} */
 function render({ model, el }) {
   const noticeEl = h("div", { class: "pi-notice", hidden: true });
   const cardEl = h("div", { class: "pi-restore-slot" });
@@ -152,4 +154,5 @@ function render({ model, el }) {
   };
 }
 
+/** @type {import("@anywidget/types").AnyWidget} */
 export default { render };

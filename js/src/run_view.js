@@ -1,3 +1,4 @@
+// @ts-check
 // The live run view: header (status, model, tokens, cost, context), transcript, controls.
 // State (traits) is the source of truth. While a run streams, the kernel sends what changed as
 // append-only `patch` messages; `initialize` applies them to the model's state (once per model,
@@ -82,6 +83,7 @@ export function applyPatch(state, patch) {
 
 // Once per model: apply the kernel's patches to the model's state (locally: nothing is sent
 // back). A gap (the page joined while patches were in flight) asks for the state again once.
+/** @type {import("@anywidget/types").Initialize} */
 function initialize({ model }) {
   let askedAt = -1;
   const onCustom = (message) => {
@@ -118,6 +120,11 @@ function budgetMeter(row) {
 }
 
 export class RunView {
+  /**
+   * @param {import("@anywidget/types").AnyModel} model
+   * @param {HTMLElement} el
+   * @param {{ now?: () => number, setInterval?: typeof globalThis.setInterval, clearInterval?: typeof globalThis.clearInterval }} [clock]
+   */
   constructor(model, el, { now = () => Date.now(), setInterval = globalThis.setInterval, clearInterval = globalThis.clearInterval } = {}) {
     this.model = model;
     this.now = now;
@@ -294,7 +301,8 @@ export class RunView {
   renderCodeActions() {
     // A page rendering saved widget state with no kernel behind it (nbconvert's HTML with the
     // widgets embedded) has a widget manager without a kernel: no buttons nothing would answer.
-    const manager = this.model.widget_manager;
+    // (`kernel` belongs to ipywidgets' manager, outside anywidget's typed contract.)
+    const manager = /** @type {{ kernel?: unknown } | undefined} */ (this.model.widget_manager);
     const live = !manager || Boolean(manager.kernel);
     const controls = live ? this.model.get("controls") || {} : {};
     decorateCodeBlocks(this.transcriptEl, controls, (message) => this.send(message));
@@ -450,9 +458,11 @@ export class RunView {
   }
 }
 
+/** @type {import("@anywidget/types").Render} */
 function render({ model, el }) {
   const view = new RunView(model, el);
   return () => view.dispose();
 }
 
+/** @type {import("@anywidget/types").AnyWidget} */
 export default { initialize, render };

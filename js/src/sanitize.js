@@ -1,18 +1,22 @@
+// @ts-check
 // HTML sanitising. Model text and tool output are untrusted: they may carry scripts, event
 // handlers, global <style> rules, forms, or remote images that leak data through their URLs.
-import createDOMPurify from "dompurify";
+import { createDOMPurify } from "./vendor.js";
 
+/** @type {import("dompurify").DOMPurify | null} */
 let purifier = null;
 
+/** @returns {import("dompurify").DOMPurify} */
 function instance() {
   if (purifier === null) {
-    purifier = createDOMPurify(globalThis.window);
-    purifier.addHook("afterSanitizeAttributes", (node) => {
+    const made = createDOMPurify(globalThis.window);
+    made.addHook("afterSanitizeAttributes", (node) => {
       if (node.tagName === "A" && node.hasAttribute("href")) {
         node.setAttribute("target", "_blank");
         node.setAttribute("rel", "noopener noreferrer nofollow");
       }
     });
+    purifier = made;
   }
   return purifier;
 }

@@ -1,3 +1,4 @@
+// @ts-check
 // The session-tree widget: a virtualised, foldable tree of session entries with the current
 // leaf highlighted, a detail pane for the selected node, search and the navigation actions.
 // Rows come a page at a time (tree_model.js: RowCache): the synced page, then `rows` requests
@@ -43,6 +44,8 @@ export class VirtualList {
     this.window = h("div", { class: "pi-tree-window" });
     scroller.replaceChildren(this.spacer, this.window);
     this.pending = false;
+    /** @type {((first: number, last: number) => void) | null} Told which rows were drawn. */
+    this.onRender = null;
     scroller.addEventListener("scroll", () => this.schedule());
   }
 
@@ -98,6 +101,14 @@ export class VirtualList {
 }
 
 export class SessionTreeView {
+  // Made by build(), called from the constructor.
+  /** @type {VirtualList} */ list;
+  /** @type {ResizeObserver | null} */ resizeObserver = null;
+
+  /**
+   * @param {import("@anywidget/types").AnyModel} model
+   * @param {HTMLElement} el
+   */
   constructor(model, el) {
     this.model = model;
     this.cache = new RowCache();
@@ -136,7 +147,7 @@ export class SessionTreeView {
     if (typeof ResizeObserver === "undefined") return;
     this.resizeObserver = new ResizeObserver(() => {
       if (this.scroller.clientHeight === 0) return;
-      this.resizeObserver.disconnect();
+      this.resizeObserver?.disconnect();
       this.resizeObserver = null;
       this.revealLeaf();
     });
@@ -470,9 +481,11 @@ export class SessionTreeView {
   }
 }
 
+/** @type {import("@anywidget/types").Render} */
 function render({ model, el }) {
   const view = new SessionTreeView(model, el);
   return () => view.dispose();
 }
 
+/** @type {import("@anywidget/types").AnyWidget} */
 export default { render };

@@ -1,3 +1,4 @@
+// @ts-check
 // The session tree as the front end holds it: a cache of display rows by index. The kernel keeps
 // the tree's shape and folds (pi_notebook/notebook/tree_pages.py); the synced `page` trait holds
 // one bounded page (the top rows and those around the current leaf) and every other row is

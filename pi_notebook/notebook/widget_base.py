@@ -7,10 +7,12 @@ handlers only hop onto the kernel's event loop with ``loop.call_soon_threadsafe`
 there. A callback that fails, or a coroutine it returns that fails, shows a notice in the widget
 instead of vanishing into a log.
 
-The widgets' front-end code (~150 kB per bundle) is synced once per kernel, in a
-:class:`SharedModule` model; each view's ``_esm`` is a small loader that imports the code from
-that model (:func:`module_loader`). A saved notebook then stores each bundle once, not once per
-view.
+The widgets' front-end code is synced once per kernel, in a :class:`SharedModule` model; each
+view's ``_esm`` is a small loader that imports the code from that model (:func:`module_loader`).
+The third-party libraries the views share (Markdown, highlighting, sanitising) are one more such
+model, ``vendor``: a view bundle imports them by the specifier ``pi-notebook:vendor``, which the
+loader points at the vendor module it imported once per page. A saved notebook then stores each
+bundle, and the libraries, once.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -54,6 +57,12 @@ class SharedModule(ipywidgets.Widget):  # type: ignore[misc]
 
     esm = traitlets.Unicode("").tag(sync=True)
     css = traitlets.Unicode("").tag(sync=True)
+    vendor_id = traitlets.Unicode("").tag(sync=True)
+    """The model of the vendor module the code imports, or "" when it imports none."""
+
+
+_VENDOR = "vendor"
+_VENDOR_SPECIFIER = '"pi-notebook:vendor"'
 
 
 _modules: dict[str, SharedModule] = {}
@@ -61,11 +70,27 @@ _modules: dict[str, SharedModule] = {}
 _LOADER = """\
 // Loads the pi_notebook %(name)s code from its shared module model (once per page).
 const KEY = "pi-notebook:%(name)s:%(digest)s";
+const VENDOR_KEY = "pi-notebook:vendor:%(vendor_digest)s";
+const cache = (globalThis.__piNotebookModules ??= new Map());
+function blobUrl(code) {
+  return URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+}
+// The shared libraries, as a URL every view's code imports: made once per page and kept, since
+// each view bundle imports it by that URL.
+function vendorUrl(manager, id) {
+  let found = cache.get(VENDOR_KEY);
+  if (!found) {
+    found = manager.get_model(id).then((vendor) => blobUrl(vendor.get("esm")));
+    found.catch(() => cache.delete(VENDOR_KEY));
+    cache.set(VENDOR_KEY, found);
+  }
+  return found;
+}
 function load(model) {
-  const cache = (globalThis.__piNotebookModules ??= new Map());
   let found = cache.get(KEY);
   if (!found) {
-    found = model.widget_manager.get_model(model.get("_module_id")).then(async (shared) => {
+    const manager = model.widget_manager;
+    found = manager.get_model(model.get("_module_id")).then(async (shared) => {
       const css = shared.get("css");
       if (css && !document.getElementById(KEY)) {
         const style = document.createElement("style");
@@ -73,7 +98,13 @@ function load(model) {
         style.textContent = css;
         document.head.append(style);
       }
-      const url = URL.createObjectURL(new Blob([shared.get("esm")], { type: "text/javascript" }));
+      let code = shared.get("esm");
+      const vendorId = shared.get("vendor_id");
+      if (vendorId) {
+        const vendor = await vendorUrl(manager, vendorId);
+        code = code.replaceAll(%(specifier)s, JSON.stringify(vendor));
+      }
+      const url = blobUrl(code);
       try {
         return (await import(url)).default;
       } finally {
@@ -99,26 +130,38 @@ export default {
 
 
 def _bundle(name: str) -> tuple[str, str]:
+    css = STATIC / f"{name}.css"
     return (
         (STATIC / f"{name}.js").read_text(encoding="utf-8"),
-        (STATIC / f"{name}.css").read_text(encoding="utf-8"),
+        css.read_text(encoding="utf-8") if css.exists() else "",
     )
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def module_loader(name: str) -> str:
     """The ``_esm`` of a view whose code is the bundle ``static/<name>.js`` (a few hundred
     bytes: it imports the code from the view's ``_module_id`` model)."""
     esm, css = _bundle(name)
-    digest = hashlib.sha256((esm + css).encode()).hexdigest()[:16]
-    return _LOADER % {"name": name, "digest": digest}
+    vendor_esm, _ = _bundle(_VENDOR)
+    return _LOADER % {
+        "name": name,
+        "digest": _digest(esm + css + vendor_esm),
+        "vendor_digest": _digest(vendor_esm),
+        "specifier": json.dumps(_VENDOR_SPECIFIER),
+    }
 
 
 def shared_module(name: str) -> SharedModule:
-    """This kernel's model holding the bundle ``name`` (made on first use, again if closed)."""
+    """This kernel's model holding the bundle ``name`` (made on first use, again if closed),
+    with the vendor module's model when the bundle imports it."""
     module = _modules.get(name)
     if module is None or module.comm is None:
         esm, css = _bundle(name)
-        module = _modules[name] = SharedModule(esm=esm, css=css)
+        vendor_id = shared_module(_VENDOR).model_id if _VENDOR_SPECIFIER in esm else ""
+        module = _modules[name] = SharedModule(esm=esm, css=css, vendor_id=vendor_id)
     return module
 
 

@@ -31,7 +31,8 @@ def test_an_executed_notebook_renders_its_views_from_the_saved_state(
     nb = execute(cells, lab.root, name="saved.ipynb", env={"JPY_SESSION_NAME": "saved.ipynb"})
     states = widget_states(nb)
     shared = [m for m in states.values() if "esm" in m["state"]]
-    assert len(shared) == 2  # the run view's and the tree's code, once each
+    # the run view's and the tree's code, and the libraries both import, once each
+    assert len(shared) == 3
     assert all(len(m["state"].get("_esm", "")) < 2000 for m in states.values())
     nb.metadata["kernelspec"] = {
         "name": "python3",

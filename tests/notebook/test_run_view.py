@@ -808,9 +808,9 @@ def test_text_and_html_fallbacks_tell_the_story() -> None:
 def test_bundles_are_built_versioned_and_offline() -> None:
     package = json.loads((ROOT / "js" / "package.json").read_text())
     assert package["version"] == pi_notebook.__version__
-    for name in ("run_view.js", "run_view.css", "session_tree.js", "session_tree.css"):
+    for name in ("run_view.js", "run_view.css", "session_tree.js", "session_tree.css", "vendor.js"):
         assert (STATIC / name).stat().st_size > 1000
-    for name in ("run_view.js", "session_tree.js"):
+    for name in ("run_view.js", "session_tree.js", "vendor.js"):
         source = (STATIC / name).read_text(encoding="utf-8")
         assert "export" in source and "render" in source
         assert not re.search(r"""(?:from|import)\s*\(?\s*["']https?:""", source)  # no CDN imports

@@ -1,5 +1,6 @@
 """A saved notebook stays small (real kernels, nbclient's saved widget state): the widgets'
-code is stored once per notebook, not once per view, and a big session tree's text fallback
+code is stored once per notebook, not once per view, the libraries both views use once for
+both, and a big session tree's text fallback
 is bounded. Figures: ``python3 -m bench.notebook_size_bench``."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pi_notebook.notebook.widget_base import STATIC
 from tests.notebook.kernel_notebook import FAUX_SETUP, execute, widget_states
 
 ENV = {"JPY_SESSION_NAME": "test.ipynb"}
-BUNDLES = ("run_view.js", "run_view.css", "session_tree.js", "session_tree.css")
+BUNDLES = ("run_view.js", "run_view.css", "session_tree.js", "session_tree.css", "vendor.js")
 
 
 def test_ten_runs_and_a_tree_store_the_widget_code_once(tmp_path: Path) -> None:
@@ -32,7 +33,14 @@ def test_ten_runs_and_a_tree_store_the_widget_code_once(tmp_path: Path) -> None:
     saved = len(json.dumps(nb.metadata["widgets"]))
     views = [m for m in states.values() if m["state"].get("_module_id")]
     assert len(views) == 11 and all(len(m["state"]["_esm"]) < 2000 for m in views)
-    assert len([m for m in states.values() if m["state"].get("esm")]) == 2
+    code_models = {
+        m["state"]["esm"]: m["state"]["vendor_id"] for m in states.values() if m["state"].get("esm")
+    }
+    vendor = (STATIC / "vendor.js").read_text(encoding="utf-8")
+    assert len(code_models) == 3 and vendor in code_models
+    # both views import the one vendor model, which holds the libraries they would each carry
+    vendor_ids = {vendor_id for esm, vendor_id in code_models.items() if esm != vendor}
+    assert len(vendor_ids) == 1 and states[vendor_ids.pop()]["state"]["esm"] == vendor
     # the code once, plus a few kB per view (before: the code once per view, 1.9 MB)
     assert saved < code + 11 * 8_000, (saved, code)
 
@@ -72,6 +80,9 @@ def test_a_twenty_thousand_entry_tree_saves_one_bounded_page(tmp_path: Path) -> 
     assert len(rows) == PAGE_ROWS and rows[-1][2] == "question 19999"
     assert rows[0][2] == "question 0"
     assert len(json.dumps(tree)) < 100_000  # before: 3.9 MB
-    code = sum((STATIC / name).stat().st_size for name in ("session_tree.js", "session_tree.css"))
+    code = sum(
+        (STATIC / name).stat().st_size
+        for name in ("session_tree.js", "session_tree.css", "vendor.js")
+    )
     saved = (tmp_path / "test.ipynb").stat().st_size
     assert saved < code + 250_000, (saved, code)  # the code once, the page, the text fallback

@@ -1,3 +1,4 @@
+// @ts-check
 // pi_notebook's JupyterLab 4 / Notebook 7 extension: it gives the kernel's agent the open
 // notebook as its workspace. For each notebook whose kernel has loaded pi_notebook, this side
 // opens one comm (target "pi_notebook.workspace") that carries the kernel's requests (read the

@@ -1,3 +1,4 @@
+// @ts-check
 // The adapter WorkspaceLink needs, over a JupyterLab NotebookPanel. Cells are read from the
 // notebook's cell models (what the view shows and the file saves) and changed through its shared
 // model, the way the editor's own commands change it; a cell is run with CodeCell.execute, the

@@ -1,3 +1,4 @@
+// @ts-check
 // The workspace channel's front-end half, free of JupyterLab imports so it can be tested alone.
 // The kernel (pi_notebook/notebook/workspace/channel.py) sends requests on a comm; each gets
 // exactly one reply with the same id. The notebook itself is reached through an adapter
@@ -125,7 +126,7 @@ export class WorkspaceLink {
       const result = await this.run(data);
       this.send({ type: "reply", id, ok: true, result });
     } catch (error) {
-      this.send({ type: "reply", id, ok: false, error: String((error && error.message) || error) });
+      this.send({ type: "reply", id, ok: false, error: error instanceof Error ? error.message || String(error) : String(error) });
     }
   }
 

@@ -1,3 +1,4 @@
+// @ts-check
 // Shows a run view's or a session tree's static rendition where JupyterLab cannot show the
 // widget. JupyterLab saves no widget state by default, so after the notebook is reopened (or its
 // kernel restarted) the widget renderer finds no model and writes "Error displaying widget: model

@@ -1,3 +1,4 @@
+// @ts-check
 // Wires static_fallback.js to a JupyterLab notebook panel: whenever the cells' outputs change,
 // each of our widget outputs the widget renderer could not show gets its static rendition.
 import { showStaticRenditions } from "./static_fallback.js";
