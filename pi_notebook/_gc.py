@@ -3,8 +3,8 @@
 Loading a big session file and importing a layer's pydantic models both allocate hundreds of
 thousands of objects that live on and hold no garbage cycles. Left alone, the collector scans
 them again and again as they age, and one full collection in a kernel (IPython, widgets and
-all) holds the GIL for 100–200 ms: the event loop stalls for that long even when the work runs
-in a thread (measured on the first run's imports, ``bench/kernel_bench.py``).
+all) holds the GIL long enough to be felt: the event loop stalls for that long even when the
+work runs in a thread (measured on the first run's imports, ``bench/kernel_bench.py``).
 """
 
 from __future__ import annotations

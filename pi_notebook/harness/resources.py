@@ -9,7 +9,7 @@ invoke one explicitly (``AgentHarness.skill``). A **prompt template** is a reusa
 
 Loading never raises for bad files: problems become :class:`ResourceDiagnostic` entries.
 PyYAML and pathspec are imported when the first frontmatter or ignore file is read, not with
-the harness (issue 15).
+the harness (``%load_ext`` stays light).
 """
 
 from __future__ import annotations

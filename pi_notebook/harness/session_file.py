@@ -1,7 +1,7 @@
 """Starting a session file: its header line, and the locked create that refuses to overwrite.
 
 This is the part of writing a session that needs no entry models, so a kernel can start a new
-notebook's session file at ``%load_ext`` without importing pydantic (issue 15): the header is
+notebook's session file at ``%load_ext`` without importing pydantic: the header is
 five plain fields, written byte for byte as :func:`~pi_notebook.harness.jsonl.encode_record`
 writes a :class:`~pi_notebook.harness.entries.SessionHeader` (a test holds the two together).
 """

@@ -228,8 +228,9 @@ class SessionIndex:
         pages' input. :data:`NO_POSITION` for a root, a leaf move, a parent that is unknown,
         later in the file (only a hand-made file has one) or in a cycle of leaf moves.
 
-        Made on first use (a session opened for a run needs none: 50 ms of a 140k-entry open),
-        then kept up to date, in the same list, for the entries added since the last call.
+        Made on first use (a session opened for a run needs none, and building it is a
+        noticeable part of opening a large file), then kept up to date, in the same list, for
+        the entries added since the last call.
         """
         out = self._tree_parents
         done, count = len(out), len(self.ids)
