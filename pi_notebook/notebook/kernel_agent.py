@@ -62,9 +62,9 @@ if TYPE_CHECKING:
     from ..mcp import McpServers
     from .checkpoints import Checkpoints
     from .notebook_tools import ToolRegistry
-    from .run_view import RunView
     from .runs import Run
-    from .tree_view import TreeView
+    from .widgets.run_view import RunView
+    from .widgets.tree_view import TreeView
     from .workspace.edit_tools import WriteTools
     from .workspace.history import ExecutionRecord
     from .workspace.review import ReplyChanges
@@ -647,8 +647,8 @@ class NotebookAgent:
         ``edit_cell``: the cell the run is about (default: the last cell whose latest run
         failed), which "Apply as edit" on a reply's code block proposes to change."""
         # anywidget + ipywidgets load with the first view, not at %load_ext (bench/kernel_bench)
-        from .run_view import RunView
         from .runs import Run
+        from .widgets.run_view import RunView
         from .workspace.code_actions import edit_target
 
         view = RunView(thinking_level=thinking or "off")

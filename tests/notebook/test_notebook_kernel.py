@@ -322,7 +322,7 @@ def test_fork_by_newest_label_and_by_the_short_id_tree_shows(tmp_path: Path) -> 
             ROLES + "await agent.wait()\n"
             "assert agent.session.get_label(agent.session.leaf_id) == 'here'\n"
             "assert roles() == ['user', 'assistant'] * 2, roles()",
-            "from pi_notebook.notebook.tree_view import short_id\n"
+            "from pi_notebook.notebook.widgets.tree_view import short_id\n"
             "first_user = agent.session.get_branch()[1]\n"
             "get_ipython().run_line_magic('fork', short_id(first_user.id))\n"
             "await agent.wait()\n"

@@ -27,26 +27,26 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from ..ai.thinking_levels import THINKING_LEVELS, ThinkingLevel
-from .approval_policy import DECISIONS
-from .default_model import (
+from ...ai.thinking_levels import THINKING_LEVELS, ThinkingLevel
+from ..approval_policy import DECISIONS
+from ..default_model import (
     NoModelError,
     SessionModelMissing,
     check_model_ref,
     local_start_notice,
     will_start_local,
 )
-from .guard_magics import budget_lines, cap_value
+from ..locations import sibling_session_path
+from ..session_files import open_session
+from ..session_lock import lock_holder
+from ..workspace.fix import fix_prompt
+from .guard import budget_lines, cap_value
 from .input_rewrite import EMPTY_PROMPT
 from .interpolate import InterpolationError, interpolate
-from .locations import sibling_session_path
-from .session_files import open_session
-from .session_lock import lock_holder
-from .workspace.fix import fix_prompt
 
 if TYPE_CHECKING:
-    from ..harness.session import Session
-    from .kernel_agent import NotebookAgent
+    from ...harness.session import Session
+    from ..kernel_agent import NotebookAgent
 
 __all__ = ["PiMagics", "first_sentence"]
 
@@ -390,8 +390,8 @@ class PiMagics(Magics):
         """``%fork TARGET --restore``: the move, then the restore card in this cell. The cell
         waits for the move only (``settled``); the card waits in the queue, so a ``%%agent``
         after it starts once the card is answered."""
-        from .restore.offer import move_with_restore
-        from .restore_view import RestoreView
+        from ..restore.offer import move_with_restore
+        from ..widgets.restore_view import RestoreView
 
         waiting = self.pi.busy
         outcome = Outcome("%fork", waiting=waiting)
@@ -423,7 +423,7 @@ class PiMagics(Magics):
             self.pi.run_inline(moved)
 
     def _resolve_target(self, target: str) -> str:
-        from ..ai.types import UserMessage
+        from ...ai.types import UserMessage
 
         session = self.pi.session
         if target.startswith("-") and target[1:].isdigit():
@@ -479,8 +479,8 @@ class PiMagics(Magics):
         """Show the session tree: click a node to see it, continue from it, fork, label."""
         if line.strip():
             raise UsageError("Usage: %tree")
-        from .restore.offer import move_with_restore
-        from .tree_view import TreeView  # loads the widget libraries on first use
+        from ..restore.offer import move_with_restore
+        from ..widgets.tree_view import TreeView  # loads the widget libraries on first use
 
         view = TreeView(self.pi.session)
         harness = self._harness_or_none()
@@ -606,7 +606,7 @@ class PiMagics(Magics):
         except NoModelError as exc:
             print(self.pi.pending_model_note() or exc)
             return
-        from ..ai.redaction import request_redactor
+        from ...ai.redaction import request_redactor
 
         m = harness.model
         # where requests go, without credentials (a URL password, a key in the query)
@@ -625,7 +625,7 @@ class PiMagics(Magics):
         """Show the model servers running on this machine (Ollama, LM Studio, llama.cpp) and
         their models, found by a task on the kernel's loop (short timeouts, no waiting behind a
         run); the cell waits for it only when nothing else is running."""
-        from ..ai.local_servers import describe_servers, discover_servers
+        from ...ai.local_servers import describe_servers, discover_servers
 
         outcome = Outcome("local model servers", waiting=False)
         self.outcomes.append(outcome)
@@ -649,7 +649,7 @@ class PiMagics(Magics):
             self.pi.cassette = None
             print("Model calls go to the models directly.")
             return
-        from ..ai.cassette import Cassette, CassetteError  # pydantic models: not at %load_ext
+        from ...ai.cassette import Cassette, CassetteError  # pydantic models: not at %load_ext
 
         try:
             if record:
@@ -672,7 +672,7 @@ class PiMagics(Magics):
     def thinking(self, line: str) -> None:
         """Show or set the thinking level (clamped to what the model supports). Behind a run
         still streaming, the new level applies when the cells above are done."""
-        from ..ai.models import clamp_thinking_level, supported_thinking_levels
+        from ...ai.models import clamp_thinking_level, supported_thinking_levels
 
         args = _parse(self.thinking, line)
         if not args.level:
@@ -769,7 +769,7 @@ class PiMagics(Magics):
 
     def _check_addable(self, name: str) -> None:
         """Refuse a name ``%tools add`` cannot find (what ``add_tool_by_name`` would say)."""
-        from ..agent.tools import AgentTool
+        from ...agent.tools import AgentTool
 
         if self.pi.mcp.is_tool(name) or self.pi.tools.is_builtin(name):
             return
@@ -861,8 +861,8 @@ class PiMagics(Magics):
             raise UsageError("%system reset takes no text")
 
         async def change() -> str:
-            from ..harness.context_files import section_body, system_prompt_files
-            from .instructions import current_sections
+            from ...harness.context_files import section_body, system_prompt_files
+            from ..instructions import current_sections
 
             pi = self.pi
             if action == "set":
@@ -881,8 +881,8 @@ class PiMagics(Magics):
         self._report("%system", change)
 
     def _show_instructions(self) -> None:
-        from .analyst_prompt import is_analyst_prompt
-        from .instructions import current_sections, desired_instructions
+        from ..analyst_prompt import is_analyst_prompt
+        from ..instructions import current_sections, desired_instructions
 
         current = current_sections(self.pi.session)
         wanted = desired_instructions(current, self.pi.default_prompt())
@@ -961,7 +961,7 @@ class PiMagics(Magics):
             path = Path(shlex.split(value)[0]).expanduser()
             if not path.exists():
                 raise UsageError(f"No session file at {path}")
-            from ..harness.session import Session
+            from ...harness.session import Session
 
             held = None if path == self.pi.session_lock.path else lock_holder(path)
             if held is not None and not args.read_only:

@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from .widget_protocol import (
+from .protocol import (
     NodeDetail,
     NodeKind,
     TranscriptItem,
@@ -21,7 +21,7 @@ from .widget_protocol import (
 )
 
 if TYPE_CHECKING:
-    from ..harness.entries import SessionEntry
+    from ...harness.entries import SessionEntry
 
 __all__ = [
     "EDIT_FLAGS",
@@ -258,7 +258,7 @@ def entry_row(entry: SessionEntry) -> EntryRow:
 
 
 def _text_of(content: Any) -> str:
-    """:func:`~.widget_protocol.content_text` of a model's content (a string or blocks)."""
+    """:func:`~.protocol.content_text` of a model's content (a string or blocks)."""
     if isinstance(content, str):
         return content
     return "\n".join(block.text for block in content if block.type == "text")
