@@ -38,7 +38,8 @@ from pi_notebook.ai import (
     register_faux_provider,
 )
 from pi_notebook.notebook.widgets.base import STATIC
-from pi_notebook.notebook.widgets.protocol import RESULT_PREVIEW_CHARS, ApprovalPreview
+from pi_notebook.notebook.widgets.items import RESULT_PREVIEW_CHARS
+from pi_notebook.notebook.widgets.protocol import ApprovalPreview
 from pi_notebook.notebook.widgets.run_view import CONTENT_TRAITS, RunView
 from tests.notebook.test_coalesce import FakeClock, FakeScheduler
 

@@ -24,7 +24,7 @@ from pi_notebook.harness import (
     InMemorySessionStorage,
     Session,
 )
-from pi_notebook.notebook.widgets.protocol import message_json
+from pi_notebook.notebook.widgets.items import message_json
 from pi_notebook.notebook.widgets.tree_pages import Shape, TreeIndex
 from pi_notebook.notebook.widgets.tree_rows import entry_row, entry_title, node_row
 from pi_notebook.notebook.widgets.tree_search import TreeSearch

@@ -39,8 +39,22 @@ from ...ai.types import Model
 from ...harness.budget import BUDGET_STOP_PREFIX
 from .base import Callback, PiWidget, module_loader
 from .coalesce import Coalescer, Scheduler
-from .protocol import (
+from .items import (
     PROGRESS_CHARS,
+    add_usage,
+    args_text,
+    assistant_item,
+    content_images,
+    content_text,
+    context_tokens,
+    display_bundle,
+    message_json,
+    note_item,
+    tool_result_item,
+    usage_summary,
+    user_item,
+)
+from .protocol import (
     ApprovalPreview,
     ApprovalState,
     AssistantItem,
@@ -60,18 +74,6 @@ from .protocol import (
     ToolApproval,
     TranscriptItem,
     UsageSummary,
-    add_usage,
-    args_text,
-    assistant_item,
-    content_images,
-    content_text,
-    context_tokens,
-    display_bundle,
-    message_json,
-    note_item,
-    tool_result_item,
-    usage_summary,
-    user_item,
 )
 
 __all__ = ["CONTENT_TRAITS", "RunView"]
