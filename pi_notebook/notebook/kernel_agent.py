@@ -50,6 +50,7 @@ from .session_follow import (
 )
 from .session_lock import SessionLock, lock_holder
 from .tool_gate import ToolGate
+from .tool_offer import ToolOffer
 from .workspace.document import NotebookDocument
 from .workspace.history import ExecutionHistory
 
@@ -177,18 +178,12 @@ class NotebookAgent:
         self._code_clicks = 0
         self.repeat_guard = RepeatGuard()
         """Refuses a tool call repeated with the same arguments in one run (small models loop)."""
-        self._pushed: list[str] = []
-        self.tool_calls_override: bool | None = None
-        """The user's word on whether the model calls tools (``%model --tools yes|no``); None:
-        as known of the model (``ai.tool_support``)."""
-        """The tool names the harness was last given."""
-        self._write_pinned: set[str] = set()
-        self._pinned: set[str] = set()
+        self.tool_offer = ToolOffer(self)
+        """Which tools the model is offered (``%tools``, ``%model --tools``)."""
         self._run_tool_results = 0
         """Tool results in the live run."""
         self._answer_asked = False
         """Whether the live run was asked to state its answer (once a run)."""
-        """Write tools added with ``%tools add`` (offered without a frontend too)."""
         self.context_enabled = os.environ.get("PI_NOTEBOOK_CONTEXT", "on").strip().lower() not in (
             "off",
             "0",
@@ -286,7 +281,7 @@ class NotebookAgent:
         if self._mcp is None:
             from ..mcp.servers import McpServers
 
-            self._mcp = McpServers(on_change=self._push_tools)
+            self._mcp = McpServers(on_change=self.tool_offer.push)
         return self._mcp
 
     @property
@@ -435,7 +430,7 @@ class NotebookAgent:
         harness = AgentHarness(
             self.session,
             model,
-            tools=self._offer(model),
+            tools=self.tool_offer.offer_to(model),
             thinking_level=_thinking_level(context.thinking_level),
             stream_fn=self._call_model,
             compaction=compaction_for(model),
@@ -709,7 +704,7 @@ class NotebookAgent:
 
         if model is None and self._harness is not None:
             model = self._harness.model
-        tools = [t.name for t in self.offered_tools(model)]
+        tools = [t.name for t in self.tool_offer.offered_tools(model)]
         images = model is not None and "image" in model.input
         return analyst_prompt(tools, frontend=self.document.connected, images=images)
 
@@ -726,7 +721,7 @@ class NotebookAgent:
             prompt = (
                 configured if isinstance(configured, str) else self.default_prompt(harness.model)
             )
-        return request_overhead(prompt, self.offered_tools(harness.model))
+        return request_overhead(prompt, self.tool_offer.offered_tools(harness.model))
 
     def _check_room(self, event: object) -> None:
         """A harness listener: after an automatic compaction, whether the context is under the
@@ -845,12 +840,14 @@ class NotebookAgent:
         self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
         self.repeat_guard.begin_run()
         self._run_tool_results, self._answer_asked = 0, False
-        run.view.set_answers_only(not self.model_calls_tools())
+        run.view.set_answers_only(not self.tool_offer.model_calls_tools())
         connected = self.document.connected
         target = self._cell_words(run.edit_cell) if connected and run.edit_cell else ""
         run.view.set_code_actions(insert=connected, edit_target=target)
-        if self._harness is not None and self._pushed != [t.name for t in self.offered_tools()]:
-            self._push_tools()  # a frontend connected or went away, or the model changed
+        if self._harness is not None and self.tool_offer.pushed != [
+            t.name for t in self.tool_offer.offered_tools()
+        ]:
+            self.tool_offer.push()  # a frontend connected or went away, or the model changed
         try:
             from ..harness.budget import BudgetCaps
 
@@ -1056,137 +1053,6 @@ class NotebookAgent:
         return self._harness is not None and self._harness.cancel_tool_call(tool_call_id)
 
     # --- tools -----------------------------------------------------------------------------------
-
-    def register_tool(self, made: AgentTool) -> bool:
-        """Add (or replace) a notebook tool; True if it replaced one."""
-        replaced = self.tools.add_function(made)
-        self._push_tools()
-        return replaced
-
-    def active_tools(self) -> list[AgentTool]:
-        """What the agent gets: the registry's tools, then the MCP tools switched on."""
-        return [*self.tools.active(), *self.mcp.tools()]
-
-    def tool_listing(self) -> list[tuple[str, str, bool, str]]:
-        """(name, kind, active, description) of every tool, MCP ones included."""
-        rows = self.tools.listing()
-        rows += [
-            (t.name, f"mcp: {t.server}", self.mcp.is_enabled(t.name), t.description)
-            for t in self.mcp.all_tools()
-        ]
-        return rows
-
-    def add_tool_by_name(self, name: str) -> str:
-        """``%tools add NAME``: a built-in, an MCP tool, or a function from the notebook."""
-        if self.mcp.is_tool(name):
-            self.mcp.enable(name)
-            return f"Enabled the MCP tool {name}"
-        if name in self._writers():
-            self._write_pinned.add(name)
-            self.tools.enable_builtin(name)
-            self._push_tools()
-            return f"Enabled the notebook tool {name} (also without a notebook frontend)"
-        if self.tools.is_builtin(name):
-            self.tools.enable_builtin(name)
-            self._pinned.add(name)  # asked for by name: offered to a small model too
-            self._push_tools()
-            return f"Enabled the built-in tool {name}"
-        from ..agent.tools import AgentTool
-        from ..tools.decorator import tool
-
-        value = self.namespace.get(name)
-        if value is None:
-            raise KeyError(f"No function or built-in tool named {name!r}")
-        if isinstance(value, AgentTool):
-            made = value
-        elif callable(value):
-            made = tool(value)
-        else:
-            raise TypeError(f"{name!r} is a {type(value).__name__}, not a function")
-        replaced = self.register_tool(made)
-        return f"{'Updated' if replaced else 'Added'} the tool {made.name}"
-
-    def refresh_function_tools(self) -> None:
-        """Re-wrap notebook-function tools whose function was redefined in a later cell."""
-        if self._tools is None:  # no tool registered yet: nothing to re-wrap
-            return
-        from ..tools.decorator import FunctionTool
-
-        changed = False
-        for name, _kind, _active, _desc in self.tools.listing():
-            made = self.tools.function_tool(name)
-            if not isinstance(made, FunctionTool):
-                continue
-            fn_name = getattr(made.fn, "__name__", name)
-            current = self.namespace.get(fn_name)
-            if current is None or current is made or current is made.fn:
-                continue
-            if isinstance(current, FunctionTool):
-                self.tools.add_function(current)
-            elif callable(current):
-                self.tools.add_function(made.with_function(current))
-            changed = True
-        if changed:
-            self._push_tools()
-
-    def remove_tool(self, name: str) -> bool:
-        """``%tools remove NAME``; False if no such tool was active."""
-        if self.mcp.is_tool(name):
-            return self.mcp.disable(name)
-        removed = self.tools.remove(name)
-        self._write_pinned.discard(name)
-        self._pinned.discard(name)
-        if removed:
-            self._push_tools()
-        return removed
-
-    def model_calls_tools(self, model: Model | None = None) -> bool:
-        """Whether ``model`` (default: the harness's) is offered tools: the user's override,
-        else what is known of the model."""
-        if self.tool_calls_override is not None:
-            return self.tool_calls_override
-        if model is None and self._harness is not None:
-            model = self._harness.model
-        if model is None:
-            return True
-        from ..ai.tool_support import calls_tools
-
-        return calls_tools(model)
-
-    def offered_tools(self, model: Model | None = None) -> list[AgentTool]:
-        """The active tools ``model`` (default: the harness's) gets: none for a model that
-        cannot call tools; the write tools only while a notebook frontend is connected (or when
-        added with ``%tools add``), so an executed notebook (nbclient, papermill, a cassette
-        replay) sees the same tools as before unless it asks for them."""
-        from .workspace.edit_tools import WRITE_TOOL_NAMES
-
-        if not self.model_calls_tools(model):
-            return []
-        connected = self.document.connected
-        lean = self.held_back_tools(model)
-        return [
-            t
-            for t in self.active_tools()
-            if (t.name not in WRITE_TOOL_NAMES or connected or t.name in self._write_pinned)
-            and t.name not in lean
-        ]
-
-    def held_back_tools(self, model: Model | None = None) -> dict[str, str]:
-        """Read tools on but not offered to ``model`` (a small one gets a lean set), with why."""
-        from .tool_choice import held_back
-
-        if model is None and self._harness is not None:
-            model = self._harness.model
-        return held_back(model, frontend=self.document.connected, pinned=self._pinned)
-
-    def _offer(self, model: Model | None = None) -> list[AgentTool]:
-        offered = self.offered_tools(model)
-        self._pushed = [t.name for t in offered]
-        return offered
-
-    def _push_tools(self) -> None:
-        if self._harness is not None:
-            self._harness.set_tools(self._offer())
 
     def _note_tool_result(self, event: ToolResultEvent) -> None:
         """The ``tool_result`` hook: the repeat guard compares results too."""

@@ -55,7 +55,7 @@ class ToolGate:
             )
         if name in WRITE_TOOL_NAMES:
             return await self._approve_write(event, by_policy=decision == "allow")
-        made = next((t for t in agent.active_tools() if t.name == name), None)
+        made = next((t for t in agent.tool_offer.active_tools() if t.name == name), None)
         if not getattr(made, "requires_approval", False):
             return None
         if decision == "allow":

@@ -202,7 +202,7 @@ def test_tools_magic_lists_and_enables_builtins(tmp_path: Path) -> None:
             "'read_cell', 'read_last_error']\n"
             "writes = ['insert_cell', 'edit_cell', 'delete_cell', 'run_cell']\n"
             "assert names == reads + writes, names\n"
-            "offered = [t.name for t in pi_notebook.current().offered_tools()]\n"
+            "offered = [t.name for t in pi_notebook.current().tool_offer.offered_tools()]\n"
             "assert offered == reads, offered  # no frontend: no write tools",
         ],
         tmp_path,

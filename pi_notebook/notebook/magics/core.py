@@ -237,7 +237,7 @@ class PiMagics(Magics):
                 raise UsageError(_reason(exc)) from None
         elif (problem := self.pi.session_model_problem()) is not None:
             raise UsageError(problem)
-        self.pi.refresh_function_tools()
+        self.pi.tool_offer.refresh_function_tools()
         self._announce_local_start(args.model)
         budget = {
             name: value
@@ -281,9 +281,9 @@ class PiMagics(Magics):
             print("No cell has failed since pi_notebook was loaded: nothing to fix.")
             return
         instructions = _fill(" ".join(args.instructions), self.pi.namespace)
-        names = [t.name for t in self.pi.offered_tools()]  # what the model will get
+        names = [t.name for t in self.pi.tool_offer.offered_tools()]  # what the model will get
         prompt = fix_prompt(record, instructions, tool_names=names)
-        self.pi.refresh_function_tools()
+        self.pi.tool_offer.refresh_function_tools()
         run = self.pi.start_run(prompt, model_ref=args.model, edit_cell=record.cell_id)
         run.view.show()
 
@@ -562,13 +562,14 @@ class PiMagics(Magics):
         args = _parse(self.model, line)
         if args.record or args.replay or args.live:
             self._use_cassette(args.record, args.replay, args.live)
+        offer = self.pi.tool_offer
         if args.tools is not None:
-            self.pi.tool_calls_override = {"yes": True, "no": False}.get(args.tools)
+            offer.tool_calls_override = {"yes": True, "no": False}.get(args.tools)
         elif args.model:
-            self.pi.tool_calls_override = None  # a user's word was about the previous model
+            offer.tool_calls_override = None  # a user's word was about the previous model
         if not args.model:
             if args.tools is not None:
-                print(_tool_calls_line(self.pi.model_calls_tools(), self.pi.tool_calls_override))
+                print(_tool_calls_line(offer.model_calls_tools(), offer.tool_calls_override))
                 return
             if args.record or args.replay or args.live:
                 return
@@ -608,14 +609,14 @@ class PiMagics(Magics):
             return
         from ...ai.redaction import request_redactor
 
-        m = harness.model
+        m, offer = harness.model, self.pi.tool_offer
         # where requests go, without credentials (a URL password, a key in the query)
         where = f" at {request_redactor(m).scrub(m.base_url)}" if m.base_url else ""
         print(
             f"{m.provider}/{m.id} ({m.name}) via {m.api}{where}\n"
             f"context window: {m.context_window:,} tokens, max output {m.max_tokens:,}\n"
             f"thinking: {harness.thinking_level}\n"
-            f"{_tool_calls_line(self.pi.model_calls_tools(), self.pi.tool_calls_override)}\n"
+            f"{_tool_calls_line(offer.model_calls_tools(), offer.tool_calls_override)}\n"
             f"session cost so far: ${self.pi.session_cost():.4f}"
         )
         if self.pi.cassette is not None:
@@ -705,9 +706,9 @@ class PiMagics(Magics):
         if args.action == "list":
             if args.names:
                 raise UsageError("Usage: %tools list")
-            offered = {t.name for t in self.pi.offered_tools()}
-            held_back = self.pi.held_back_tools()
-            for name, kind, active, description in self.pi.tool_listing():
+            offered = {t.name for t in self.pi.tool_offer.offered_tools()}
+            held_back = self.pi.tool_offer.held_back_tools()
+            for name, kind, active, description in self.pi.tool_offer.tool_listing():
                 mark = "on " if name in offered else "off"
                 why = ""
                 if active and name not in offered:
@@ -729,16 +730,16 @@ class PiMagics(Magics):
                     self._check_addable(name)  # still there when its turn came
                 for name in names:
                     try:
-                        done.append(self.pi.add_tool_by_name(name))
+                        done.append(self.pi.tool_offer.add_tool_by_name(name))
                     except (KeyError, TypeError, ValueError) as exc:
                         raise UsageError(_reason(exc)) from None
                 return "\n".join(done)
-            active = {row[0] for row in self.pi.tool_listing() if row[2]}
+            active = {row[0] for row in self.pi.tool_offer.tool_listing() if row[2]}
             for name in names:
                 if name not in active:
                     raise UsageError(f"No active tool named {name!r} (see %tools list)")
             for name in names:
-                self.pi.remove_tool(name)
+                self.pi.tool_offer.remove_tool(name)
                 done.append(f"Removed the tool {name}")
             return "\n".join(done)
 
@@ -760,7 +761,7 @@ class PiMagics(Magics):
         if args.decision is None:
             raise UsageError("Usage: %approve [TOOL|all allow|ask|deny]")
         if args.target != "all":
-            known = {row[0] for row in self.pi.tool_listing()}
+            known = {row[0] for row in self.pi.tool_offer.tool_listing()}
             if args.target not in known:
                 raise UsageError(f"No tool named {args.target!r} (see %tools list)")
         self.pi.set_approval(args.target, args.decision)
