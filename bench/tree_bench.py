@@ -44,7 +44,7 @@ from typing import Any
 from bench.session_bench import generate
 from pi_notebook.ai import UserMessage
 from pi_notebook.harness import Session
-from pi_notebook.notebook.tree_view import TreeView
+from pi_notebook.notebook.widgets.tree_view import TreeView
 
 
 def parse_size(text: str) -> int:

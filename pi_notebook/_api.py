@@ -54,7 +54,7 @@ def tool(
         registry = sys.modules.get("pi_notebook.notebook.current")
         agent = getattr(registry, "_agent", None)
         if agent is not None:
-            agent.register_tool(made)
+            agent.tool_offer.register_tool(made)
         return made
 
     if fn is not None:

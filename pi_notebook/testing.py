@@ -62,8 +62,8 @@ HERMETIC_UNSET: tuple[str, ...] = (
 """Variables a notebook run never inherits (API keys are dropped too)."""
 
 _KEY_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET")
-_RUN_VIEW = "pi_notebook.notebook.run_view.RunView"
-_TREE_VIEW = "pi_notebook.notebook.tree_view.TreeView"
+_RUN_VIEW = "pi_notebook.notebook.widgets.run_view.RunView"
+_TREE_VIEW = "pi_notebook.notebook.widgets.tree_view.TreeView"
 _FAILED_RUN_STATES = ("error",)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -1,5 +1,5 @@
 // @ts-check
-// Rendering of transcript items (the shapes of pi_notebook/notebook/widget_protocol.py):
+// Rendering of transcript items (the shapes of pi_notebook/notebook/widgets/protocol.py):
 // user and assistant messages, notes, tool cards and rich (mime bundle) tool results.
 import { formatCost, formatDuration, formatTokens, h } from "./dom.js";
 import { MarkdownStream, renderMarkdownInto } from "./markdown.js";
@@ -80,7 +80,7 @@ export function renderPreview(preview, open) {
 
 const DECISION_TEXT = { accepted: "Accepted", rejected: "Rejected" };
 
-// Several cell changes of one reply (widget_protocol.ChangeReview), decided on one card: each
+// Several cell changes of one reply (protocol.ChangeReview), decided on one card: each
 // change shows its source or diff with Accept / Reject; nothing is written before all are
 // decided. `onDecide(reviewId, accept, toolCallId)` sends a decision (no id: every undecided one).
 export function renderReview(review, onDecide) {

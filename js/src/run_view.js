@@ -46,7 +46,7 @@ function editBlocks(current, edits) {
   return { ...current, blocks };
 }
 
-// The state after `patch` (see widget_protocol.RunPatch): the changed keys only, `null` when
+// The state after `patch` (see protocol.RunPatch): the changed keys only, `null` when
 // the patch does not follow on from `state` (a gap: ask for the whole state again), `{}` when
 // `state` includes it already. Never modifies `state`.
 export function applyPatch(state, patch) {

@@ -1,6 +1,6 @@
 // @ts-check
 // The session tree as the front end holds it: a cache of display rows by index. The kernel keeps
-// the tree's shape and folds (pi_notebook/notebook/tree_pages.py); the synced `page` trait holds
+// the tree's shape and folds (pi_notebook/notebook/widgets/tree_pages.py); the synced `page` trait holds
 // one bounded page (the top rows and those around the current leaf) and every other row is
 // fetched on demand, in aligned blocks, with `rows` requests answered by custom messages.
 

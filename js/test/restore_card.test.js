@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import widget, { renderRestoreCard } from "../src/restore_card.js";
 import { FakeModel } from "./fake_model.js";
 
-// A card as the kernel sends it (RestoreCard in widget_protocol.py).
+// A card as the kernel sends it (RestoreCard in widgets/protocol.py).
 const CARD = {
   id: "restore-3",
   target_id: "e1",

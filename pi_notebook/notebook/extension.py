@@ -5,14 +5,14 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from .checkpoint_magics import CheckpointMagics
 from .current import current, install, uninstall
-from .guard_magics import GuardMagics
-from .input_rewrite import rewrite_input
 from .kernel_agent import NotebookAgent
 from .locations import latest_session_path, session_path_for
-from .magics import PiMagics
-from .mcp_magics import McpMagics, load_configured_servers
+from .magics.checkpoint import CheckpointMagics
+from .magics.core import PiMagics
+from .magics.guard import GuardMagics
+from .magics.input_rewrite import rewrite_input
+from .magics.mcp import McpMagics, load_configured_servers
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 

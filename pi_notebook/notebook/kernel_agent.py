@@ -16,13 +16,13 @@ import importlib
 import os
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._gc import gc_paused
 from ..ai.thinking_levels import THINKING_LEVELS
-from .approval_policy import APPROVE_ENV, POLICY_ENTRY, ApprovalPolicy, Decision
+from .approval_policy import ApprovalPolicy, Decision
 from .default_model import (
     LOCAL_ALIASES,
     NoModelError,
@@ -35,7 +35,9 @@ from .default_model import (
 )
 from .instructions import KEEP
 from .locations import notebook_location, session_path_beside, sibling_session_path
+from .operations import OperationQueue
 from .repeat_guard import RepeatGuard
+from .room import compacted_size, compaction_for, no_room_words, request_overhead, request_size
 from .session_files import open_notebook_session, open_session, start_notebook_session
 from .session_follow import (
     claimed_by,
@@ -47,6 +49,8 @@ from .session_follow import (
     session_owner,
 )
 from .session_lock import SessionLock, lock_holder
+from .tool_gate import ToolGate
+from .tool_offer import ToolOffer
 from .workspace.document import NotebookDocument
 from .workspace.history import ExecutionHistory
 
@@ -54,15 +58,15 @@ if TYPE_CHECKING:
     from ..agent.tools import AgentTool
     from ..agent.types import StreamFn
     from ..ai.cassette import Cassette
-    from ..ai.types import AssistantMessage, Model, ThinkingLevel, Tool
-    from ..harness import AgentHarness, BudgetSettings, CompactionSettings, Session
-    from ..harness.hooks import FinishTurnEvent, ToolCallEvent, ToolCallResult, ToolResultEvent
+    from ..ai.types import AssistantMessage, Model, ThinkingLevel
+    from ..harness import AgentHarness, BudgetSettings, Session
+    from ..harness.hooks import FinishTurnEvent, ToolResultEvent
     from ..mcp import McpServers
     from .checkpoints import Checkpoints
     from .notebook_tools import ToolRegistry
-    from .run_view import RunView
     from .runs import Run
-    from .tree_view import TreeView
+    from .widgets.run_view import RunView
+    from .widgets.tree_view import TreeView
     from .workspace.edit_tools import WriteTools
     from .workspace.history import ExecutionRecord
     from .workspace.review import ReplyChanges
@@ -103,49 +107,6 @@ def _import_run_modules() -> None:
 
 def _thinking_level(value: str) -> ThinkingLevel:
     return next((level for level in THINKING_LEVELS if level == value), "off")
-
-
-_SUMMARY_SHARE = 0.8
-"""The part of the reserve a history summary may use (the harness's compaction)."""
-_MIN_KEEP = 256
-_KEEP_SHARE = 0.5
-"""Of the room a compacted context has for the conversation, the part kept verbatim: the rest
-is for the turns that follow, so the next compaction is turns away, not one (at 4k a turn of
-a few hundred tokens filled what a 90% share left)."""
-
-
-def _compaction_for(model: Model, overhead: int = 0) -> CompactionSettings:
-    """pi's compaction settings, scaled down for small context windows: its 16k-token reserve
-    would compact a 4k-token model (the embedded local one) after every turn. ``overhead`` is
-    the size of what every request carries besides the conversation (system prompt, tools):
-    the kept part is cut so that it, the overhead and the summary fit under the threshold, or
-    each compaction would leave the context over the line and the next turn compact again;
-    and only a share of what is left, so that the turns after a compaction have room."""
-    from ..harness.compaction import CompactionSettings
-
-    pi = CompactionSettings()
-    reserve = min(pi.reserve_tokens, model.context_window // 4)
-    summary = int(_SUMMARY_SHARE * reserve)
-    if model.max_tokens > 0:
-        summary = min(summary, model.max_tokens)
-    room = model.context_window - reserve - overhead - summary
-    return CompactionSettings(
-        reserve_tokens=reserve,
-        keep_recent_tokens=max(
-            _MIN_KEEP,
-            min(pi.keep_recent_tokens, model.context_window // 2, int(room * _KEEP_SHARE)),
-        ),
-    )
-
-
-def _request_overhead(system_prompt: str, tools: Sequence[Tool]) -> int:
-    """Tokens a request spends on the system prompt and the tools' declarations (estimated as
-    the harness estimates messages: four characters a token)."""
-    import json
-
-    fields = {"name", "description", "parameters"}
-    declared = json.dumps([t.model_dump(include=fields) for t in tools])
-    return (len(system_prompt) + len(declared)) // 4
 
 
 def _cassette_from_env() -> Cassette | None:
@@ -190,14 +151,12 @@ class NotebookAgent:
         ``%model --record`` / ``--replay``); None talks to the models directly."""
         self._harness: AgentHarness | None = None
         self._mcp_closing: asyncio.Future[None] | None = None
-        self._tail: asyncio.Future[Any] | None = None
-        self._background: asyncio.Future[None] | None = None
-        """The compaction a finished run called for, running after it (:meth:`_settle_after`):
-        the next queued operation waits for it, ``wait()`` (``%%agent --wait``) does not."""
+        self.operations = OperationQueue()
+        """Runs and the magics that change the harness, in cell order; the compaction a
+        finished run called for runs in its background (:meth:`_settle_after`)."""
         self._no_room: tuple[str, int, str] | None = None
         """(model, request overhead, what to tell the user) after a compaction that could not
         bring the context under the line: the next run starts only if its request fits."""
-        self._inline: list[asyncio.Future[Any]] = []
         self._active: Run | None = None
         self._cell_starts: dict[str, str | None] = {}
         self.cell_key: str | None = None
@@ -208,7 +167,6 @@ class NotebookAgent:
         self.document = NotebookDocument(self.history)
         """The notebook open in a frontend (linked by the pi_notebook labextension)."""
         self.document.follow = self._follow_notebook
-        self._waiters = 0
         self._writes: WriteTools | None = None
         self._writer_tools: dict[str, AgentTool] | None = None
         self._reply_changes: ReplyChanges | None = None
@@ -218,18 +176,12 @@ class NotebookAgent:
         self._code_clicks = 0
         self.repeat_guard = RepeatGuard()
         """Refuses a tool call repeated with the same arguments in one run (small models loop)."""
-        self._pushed: list[str] = []
-        self.tool_calls_override: bool | None = None
-        """The user's word on whether the model calls tools (``%model --tools yes|no``); None:
-        as known of the model (``ai.tool_support``)."""
-        """The tool names the harness was last given."""
-        self._write_pinned: set[str] = set()
-        self._pinned: set[str] = set()
+        self.tool_offer = ToolOffer(self)
+        """Which tools the model is offered (``%tools``, ``%model --tools``)."""
         self._run_tool_results = 0
         """Tool results in the live run."""
         self._answer_asked = False
         """Whether the live run was asked to state its answer (once a run)."""
-        """Write tools added with ``%tools add`` (offered without a frontend too)."""
         self.context_enabled = os.environ.get("PI_NOTEBOOK_CONTEXT", "on").strip().lower() not in (
             "off",
             "0",
@@ -255,7 +207,8 @@ class NotebookAgent:
         if held is not None:
             copied = self._continue_in_copy(held)
             self.load_notice = f"{notice}; {copied}" if notice else copied
-        self._approval: ApprovalPolicy | None = None
+        self.approvals = ToolGate(self)
+        """The ``tool_call`` hook: the repeat guard, the approval policy, Allow / Deny."""
         self._checkpoints: Checkpoints | None = None
 
     # --- built on first use ----------------------------------------------------------------------
@@ -275,7 +228,7 @@ class NotebookAgent:
     @session.setter
     def session(self, session: Session) -> None:
         self._session = session
-        self._approval = None  # the other session's recorded policy applies
+        self.approvals.forget()  # the other session's recorded policy applies
         if session.path is not None:
             self._session_file = session.path
 
@@ -326,7 +279,7 @@ class NotebookAgent:
         if self._mcp is None:
             from ..mcp.servers import McpServers
 
-            self._mcp = McpServers(on_change=self._push_tools)
+            self._mcp = McpServers(on_change=self.tool_offer.push)
         return self._mcp
 
     @property
@@ -338,7 +291,7 @@ class NotebookAgent:
             self._writes = WriteTools(
                 self.document,
                 self.history,
-                waited_on=lambda: self._waiters > 0,
+                waited_on=lambda: self.operations.waited_on,
                 takes_images=self.takes_images,
             )
         return self._writes
@@ -475,13 +428,13 @@ class NotebookAgent:
         harness = AgentHarness(
             self.session,
             model,
-            tools=self._offer(model),
+            tools=self.tool_offer.offer_to(model),
             thinking_level=_thinking_level(context.thinking_level),
             stream_fn=self._model_stream(),
-            compaction=_compaction_for(model),
+            compaction=compaction_for(model),
             system_prompt=self.default_prompt(model),
         )
-        harness.on("tool_call", self._approve_tool_call)
+        harness.on("tool_call", self.approvals.on_tool_call)
         harness.defer_threshold_compaction = True  # done after the run: _settle_after
         harness.subscribe(self._check_room)
         harness.on("tool_result", self._note_tool_result)
@@ -571,50 +524,25 @@ class NotebookAgent:
 
     def enqueue(self, operation: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
         """Run ``operation`` after everything queued before it (errors don't block the queue)."""
-        previous = self._tail
-
-        async def step() -> T:
-            if previous is not None:
-                await asyncio.wait([previous])
-            background = self._background
-            if background is not None and not background.done():
-                await asyncio.wait([background])  # one harness operation at a time
-            return await operation()
-
-        future = asyncio.ensure_future(step())
-        self._tail = future
-        return future
+        return self.operations.enqueue(operation)
 
     async def wait(self) -> AssistantMessage | None:
         """Wait until everything queued so far is done; the last run's final message."""
-        self._waiters += 1  # a cell waits for the run: the run cannot ask to run cells now
-        try:
-            while self._tail is not None and not self._tail.done():
-                shielded = asyncio.shield(self._tail)
-                await asyncio.wait([shielded])
-                if not shielded.cancelled():
-                    shielded.exception()  # reported by its run (its view), not as unretrieved
-        finally:
-            self._waiters -= 1
+        await self.operations.wait()
         return self.last_run.result if self.last_run is not None else None
 
     @property
     def busy(self) -> bool:
         """Something is queued or running (a compaction after a run included)."""
-        queued = self._tail is not None and not self._tail.done()
-        return queued or (self._background is not None and not self._background.done())
+        return self.operations.busy
 
     def run_inline(self, future: asyncio.Future[Any]) -> None:
-        """Mark an operation that started with nothing queued before it: the cell that queued
-        it waits for it (:meth:`settled`), as for a magic that does its work at once."""
-        self._inline = [*(f for f in self._inline if not f.done()), future]
+        """See :meth:`OperationQueue.run_inline`."""
+        self.operations.run_inline(future)
 
     async def settled(self) -> None:
-        """Wait for the operations marked with :meth:`run_inline` (the input rewrite awaits
-        this after ``%model`` and friends). An interrupt stops the waiting, not the operation."""
-        while self._inline:
-            future = self._inline.pop(0)
-            await asyncio.wait([asyncio.shield(future)])
+        """See :meth:`OperationQueue.settled`."""
+        await self.operations.settled()
 
     # --- runs ------------------------------------------------------------------------------------
 
@@ -641,8 +569,8 @@ class NotebookAgent:
         ``edit_cell``: the cell the run is about (default: the last cell whose latest run
         failed), which "Apply as edit" on a reply's code block proposes to change."""
         # anywidget + ipywidgets load with the first view, not at %load_ext (bench/kernel_bench)
-        from .run_view import RunView
         from .runs import Run
+        from .widgets.run_view import RunView
         from .workspace.code_actions import edit_target
 
         view = RunView(thinking_level=thinking or "off")
@@ -770,14 +698,14 @@ class NotebookAgent:
 
         if model is None and self._harness is not None:
             model = self._harness.model
-        tools = [t.name for t in self.offered_tools(model)]
+        tools = [t.name for t in self.tool_offer.offered_tools(model)]
         images = model is not None and "image" in model.input
         return analyst_prompt(tools, frontend=self.document.connected, images=images)
 
     def _fit_compaction(self, harness: AgentHarness) -> None:
         """Size the compaction for the model and what each request carries besides the
         conversation (a model switch, tools or instructions changed since the last run)."""
-        harness.compaction_settings = _compaction_for(harness.model, self._overhead(harness))
+        harness.compaction_settings = compaction_for(harness.model, self._overhead(harness))
 
     def _overhead(self, harness: AgentHarness) -> int:
         """Tokens each request spends on the system prompt and the tools offered."""
@@ -787,7 +715,7 @@ class NotebookAgent:
             prompt = (
                 configured if isinstance(configured, str) else self.default_prompt(harness.model)
             )
-        return _request_overhead(prompt, self.offered_tools(harness.model))
+        return request_overhead(prompt, self.tool_offer.offered_tools(harness.model))
 
     def _check_room(self, event: object) -> None:
         """A harness listener: after an automatic compaction, whether the context is under the
@@ -801,7 +729,7 @@ class NotebookAgent:
         if harness is None or getattr(event, "result", None) is None or after is None:
             return
         overhead = self._overhead(harness)
-        words = _no_room_words(harness, after + overhead, overhead)
+        words = no_room_words(harness, after + overhead, overhead)
         if words is None:
             self._no_room = None
             return
@@ -825,7 +753,7 @@ class NotebookAgent:
         if model != f"{harness.model.provider}/{harness.model.id}" or now != overhead:
             self._no_room = None  # another model or other tools: the line moved
             return None
-        words = _no_room_words(harness, _compacted_size(harness, prompt) + now, now)
+        words = no_room_words(harness, compacted_size(harness, prompt) + now, now)
         if words is None:
             self._no_room = None
         return words
@@ -850,7 +778,7 @@ class NotebookAgent:
                 self._note_session_writes(run)
                 self.refresh_tree_views()
 
-        self._background = asyncio.ensure_future(settle())
+        self.operations.in_background(settle())
 
     async def prepare_run(self) -> None:
         """Import what a run needs beyond ``%load_ext`` (:data:`RUN_MODULES`) and make the
@@ -898,7 +826,7 @@ class NotebookAgent:
         harness = self.harness
         run.state = "running"
         run.view.set_model(harness.model, harness.thinking_level)
-        run.view.set_context_tokens(_request_size(harness, text))
+        run.view.set_context_tokens(request_size(harness, text))
         unsubscribe = harness.subscribe(run.view.handle)
         unwatch = harness.subscribe(lambda event: self._watch_writes(run, event))
         self._active = run
@@ -906,12 +834,14 @@ class NotebookAgent:
         self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
         self.repeat_guard.begin_run()
         self._run_tool_results, self._answer_asked = 0, False
-        run.view.set_answers_only(not self.model_calls_tools())
+        run.view.set_answers_only(not self.tool_offer.model_calls_tools())
         connected = self.document.connected
         target = self._cell_words(run.edit_cell) if connected and run.edit_cell else ""
         run.view.set_code_actions(insert=connected, edit_target=target)
-        if self._harness is not None and self._pushed != [t.name for t in self.offered_tools()]:
-            self._push_tools()  # a frontend connected or went away, or the model changed
+        if self._harness is not None and self.tool_offer.pushed != [
+            t.name for t in self.tool_offer.offered_tools()
+        ]:
+            self.tool_offer.push()  # a frontend connected or went away, or the model changed
         try:
             # the run's view hears of stalls (``StreamOptions.on_stall``) until the run ends
             harness.stream_options = dataclasses.replace(
@@ -1106,7 +1036,7 @@ class NotebookAgent:
         when there is neither."""
         run = self._target_run()
         if run is None:
-            if self._background is not None and not self._background.done():
+            if self.operations.background_running:
                 assert self._harness is not None
                 self._harness.abort()  # the compaction after the last run
                 return True
@@ -1123,137 +1053,6 @@ class NotebookAgent:
         return self._harness is not None and self._harness.cancel_tool_call(tool_call_id)
 
     # --- tools -----------------------------------------------------------------------------------
-
-    def register_tool(self, made: AgentTool) -> bool:
-        """Add (or replace) a notebook tool; True if it replaced one."""
-        replaced = self.tools.add_function(made)
-        self._push_tools()
-        return replaced
-
-    def active_tools(self) -> list[AgentTool]:
-        """What the agent gets: the registry's tools, then the MCP tools switched on."""
-        return [*self.tools.active(), *self.mcp.tools()]
-
-    def tool_listing(self) -> list[tuple[str, str, bool, str]]:
-        """(name, kind, active, description) of every tool, MCP ones included."""
-        rows = self.tools.listing()
-        rows += [
-            (t.name, f"mcp: {t.server}", self.mcp.is_enabled(t.name), t.description)
-            for t in self.mcp.all_tools()
-        ]
-        return rows
-
-    def add_tool_by_name(self, name: str) -> str:
-        """``%tools add NAME``: a built-in, an MCP tool, or a function from the notebook."""
-        if self.mcp.is_tool(name):
-            self.mcp.enable(name)
-            return f"Enabled the MCP tool {name}"
-        if name in self._writers():
-            self._write_pinned.add(name)
-            self.tools.enable_builtin(name)
-            self._push_tools()
-            return f"Enabled the notebook tool {name} (also without a notebook frontend)"
-        if self.tools.is_builtin(name):
-            self.tools.enable_builtin(name)
-            self._pinned.add(name)  # asked for by name: offered to a small model too
-            self._push_tools()
-            return f"Enabled the built-in tool {name}"
-        from ..agent.tools import AgentTool
-        from ..tools.decorator import tool
-
-        value = self.namespace.get(name)
-        if value is None:
-            raise KeyError(f"No function or built-in tool named {name!r}")
-        if isinstance(value, AgentTool):
-            made = value
-        elif callable(value):
-            made = tool(value)
-        else:
-            raise TypeError(f"{name!r} is a {type(value).__name__}, not a function")
-        replaced = self.register_tool(made)
-        return f"{'Updated' if replaced else 'Added'} the tool {made.name}"
-
-    def refresh_function_tools(self) -> None:
-        """Re-wrap notebook-function tools whose function was redefined in a later cell."""
-        if self._tools is None:  # no tool registered yet: nothing to re-wrap
-            return
-        from ..tools.decorator import FunctionTool
-
-        changed = False
-        for name, _kind, _active, _desc in self.tools.listing():
-            made = self.tools.function_tool(name)
-            if not isinstance(made, FunctionTool):
-                continue
-            fn_name = getattr(made.fn, "__name__", name)
-            current = self.namespace.get(fn_name)
-            if current is None or current is made or current is made.fn:
-                continue
-            if isinstance(current, FunctionTool):
-                self.tools.add_function(current)
-            elif callable(current):
-                self.tools.add_function(made.with_function(current))
-            changed = True
-        if changed:
-            self._push_tools()
-
-    def remove_tool(self, name: str) -> bool:
-        """``%tools remove NAME``; False if no such tool was active."""
-        if self.mcp.is_tool(name):
-            return self.mcp.disable(name)
-        removed = self.tools.remove(name)
-        self._write_pinned.discard(name)
-        self._pinned.discard(name)
-        if removed:
-            self._push_tools()
-        return removed
-
-    def model_calls_tools(self, model: Model | None = None) -> bool:
-        """Whether ``model`` (default: the harness's) is offered tools: the user's override,
-        else what is known of the model."""
-        if self.tool_calls_override is not None:
-            return self.tool_calls_override
-        if model is None and self._harness is not None:
-            model = self._harness.model
-        if model is None:
-            return True
-        from ..ai.tool_support import calls_tools
-
-        return calls_tools(model)
-
-    def offered_tools(self, model: Model | None = None) -> list[AgentTool]:
-        """The active tools ``model`` (default: the harness's) gets: none for a model that
-        cannot call tools; the write tools only while a notebook frontend is connected (or when
-        added with ``%tools add``), so an executed notebook (nbclient, papermill, a cassette
-        replay) sees the same tools as before unless it asks for them."""
-        from .workspace.edit_tools import WRITE_TOOL_NAMES
-
-        if not self.model_calls_tools(model):
-            return []
-        connected = self.document.connected
-        lean = self.held_back_tools(model)
-        return [
-            t
-            for t in self.active_tools()
-            if (t.name not in WRITE_TOOL_NAMES or connected or t.name in self._write_pinned)
-            and t.name not in lean
-        ]
-
-    def held_back_tools(self, model: Model | None = None) -> dict[str, str]:
-        """Read tools on but not offered to ``model`` (a small one gets a lean set), with why."""
-        from .tool_choice import held_back
-
-        if model is None and self._harness is not None:
-            model = self._harness.model
-        return held_back(model, frontend=self.document.connected, pinned=self._pinned)
-
-    def _offer(self, model: Model | None = None) -> list[AgentTool]:
-        offered = self.offered_tools(model)
-        self._pushed = [t.name for t in offered]
-        return offered
-
-    def _push_tools(self) -> None:
-        if self._harness is not None:
-            self._harness.set_tools(self._offer())
 
     def _note_tool_result(self, event: ToolResultEvent) -> None:
         """The ``tool_result`` hook: the repeat guard compares results too."""
@@ -1279,136 +1078,14 @@ class NotebookAgent:
             self._answer_asked = True
             harness.follow_up(follow_up_text(form))
 
-    async def _approve_tool_call(self, event: ToolCallEvent) -> ToolCallResult | None:
-        """The ``tool_call`` hook: a call repeated too often in one run is refused (see
-        :mod:`.repeat_guard`); tools marked ``requires_approval`` wait for Allow / Deny in the
-        run view (denied after ``approval_timeout`` seconds without an answer)."""
-        from ..harness.hooks import ToolCallResult
-        from .workspace.edit_tools import WRITE_TOOL_NAMES
-
-        name = event.tool_name
-        verdict = self.repeat_guard.check(name, dict(event.input), event.tool_call_id)
-        if verdict.reason is not None:
-            if verdict.stop and self._harness is not None:
-                if self._active is not None:
-                    self._active.view.note_stopped(f"Stopped: {verdict.reason}")
-                self._harness.abort()
-            return ToolCallResult(block=True, reason=verdict.reason)
-        decision = self.approval_policy.decide(name)
-        if decision == "deny":
-            if self._active is not None:
-                self._active.view.note_policy(event.tool_call_id, name, event.input, allowed=False)
-            return ToolCallResult(
-                block=True,
-                reason=f"{name} was not run: the notebook's approval policy denies it "
-                f"(%approve {name} deny). Do without it, or tell the user what you need.",
-            )
-        if name in WRITE_TOOL_NAMES:
-            return await self._approve_write(event, by_policy=decision == "allow")
-        made = next((t for t in self.active_tools() if t.name == name), None)
-        if not getattr(made, "requires_approval", False):
-            return None
-        run = self._active
-        if decision == "allow":
-            if run is not None:
-                run.view.note_policy(event.tool_call_id, name, event.input, allowed=True)
-            return None
-        if run is None:
-            return ToolCallResult(block=True, reason=f"{name} needs approval, but no run is shown")
-        allowed = await run.view.request_approval(
-            event.tool_call_id, name, event.input, timeout=self.approval_timeout
-        )
-        if allowed is None:
-            reason = f"Nobody approved {name} within {self.approval_timeout:.0f} s"
-            return ToolCallResult(block=True, reason=reason)
-        if not allowed:
-            return ToolCallResult(block=True, reason=f"The user denied {name}")
-        return None
-
-    async def _approve_write(
-        self, event: ToolCallEvent, *, by_policy: bool = False
-    ) -> ToolCallResult | None:
-        """A notebook write tool: the card shows what it would do (the cell's source, a diff);
-        "always allow" is remembered for the session. Several cell changes of one reply are
-        decided together on one review card (:mod:`.workspace.review`). Without a frontend
-        nothing is written, so nothing is asked (the tool says what it would have done).
-        ``by_policy``: allowed by ``%approve``, so nothing is asked either."""
-        from ..harness.hooks import ToolCallResult
-        from .workspace.document import DocumentError, NotebookNotConnected
-
-        name, tools = event.tool_name, self.write_tools
-        decided = self.reply_changes.take(event.tool_call_id)
-        if not tools.needs_approval(name):
-            return None
-        run = self._active
-        if by_policy:
-            if run is not None:
-                run.view.note_policy(event.tool_call_id, name, event.input, allowed=True)
-            tools.approve(event.tool_call_id)
-            return None
-        if run is None:
-            return ToolCallResult(block=True, reason=f"{name} needs approval, but no run is shown")
-        if decided is None:
-            decided = await self.reply_changes.review(
-                event.tool_call_id, tools, run.view.request_review, self.approval_timeout
-            )
-        if decided is not None:
-            if not decided.accepted:
-                return ToolCallResult(block=True, reason=decided.words)
-            tools.approve(event.tool_call_id, decided.words)
-            return None
-        try:
-            preview = await tools.preview(name, dict(event.input))
-        except (DocumentError, NotebookNotConnected) as exc:
-            return ToolCallResult(block=True, reason=f"{exc} Nothing was changed.")
-        allowed = await run.view.request_approval(
-            event.tool_call_id, name, event.input, timeout=self.approval_timeout, preview=preview
-        )
-        if allowed is None:
-            reason = f"Nobody approved {name} within {self.approval_timeout:.0f} s"
-            return ToolCallResult(block=True, reason=f"{reason}; the notebook is unchanged.")
-        if not allowed:
-            return ToolCallResult(
-                block=True, reason=f"The user denied {name}; the notebook is unchanged."
-            )
-        if run.view.answered_always(event.tool_call_id):
-            tools.allow_always(name)
-        tools.approve(event.tool_call_id)
-        return None
-
-    # --- the approval policy ------------------------------------------------------------------
-
     @property
     def approval_policy(self) -> ApprovalPolicy:
-        """The policy recorded last in the session, with ``PI_NOTEBOOK_APPROVE`` applied over
-        it (and recorded, when it changes something)."""
-        if self._approval is None:
-            recorded = ApprovalPolicy()
-            for entry in self.session.entries_of("custom"):
-                if getattr(entry, "custom_type", None) == POLICY_ENTRY:
-                    recorded = ApprovalPolicy.from_data(getattr(entry, "data", None)) or recorded
-            self._approval = recorded
-            configured = os.environ.get(APPROVE_ENV, "").strip()
-            if configured:
-                try:
-                    wanted = recorded.merged(ApprovalPolicy.parse(configured))
-                except ValueError as exc:
-                    print(f"pi_notebook: {exc}; the approval policy is unchanged")
-                else:
-                    if wanted.rules != recorded.rules:
-                        self._record_policy(wanted)
-        return self._approval
+        """See :attr:`ToolGate.policy`."""
+        return self.approvals.policy
 
     def set_approval(self, target: str, decision: Decision) -> ApprovalPolicy:
         """``%approve TARGET DECISION``: change the policy and record it in the session."""
-        policy = ApprovalPolicy(self.approval_policy.rules)
-        policy.set(target, decision)
-        self._record_policy(policy)
-        return policy
-
-    def _record_policy(self, policy: ApprovalPolicy) -> None:
-        self.session.append_custom(POLICY_ENTRY, policy.to_data())
-        self._approval = policy
+        return self.approvals.set(target, decision)
 
     # --- facts for %model / %session -------------------------------------------------------------
 
@@ -1613,43 +1290,3 @@ class NotebookAgent:
                 asyncio.run(self.mcp.aclose())
             else:
                 self._mcp_closing = asyncio.ensure_future(self.mcp.aclose())
-
-
-def _no_room_words(harness: AgentHarness, tokens: int, overhead: int) -> str | None:
-    """What to tell the user when a request of about ``tokens`` tokens (``overhead`` of them
-    the instructions and tools) is over the compaction line; None when it is under."""
-    window = harness.model.context_window
-    reserve = harness.compaction_settings.reserve_tokens
-    line = window - reserve
-    if window <= 0 or tokens <= line:
-        return None
-    return (
-        f"The context is still about {tokens:,} tokens after compacting ({overhead:,} of them "
-        f"the instructions and tools), over the {line:,} this model takes before it compacts "
-        f"(a {window:,}-token window, {reserve:,} kept for the reply); compacting again would "
-        "not make room, so the run stops. Use a model with a larger window, redo the "
-        "compaction keeping less of the latest turns (%compact --keep 0), offer fewer tools "
-        "(%tools remove NAME), or start a new session (%session new)."
-    )
-
-
-def _compacted_size(harness: AgentHarness, prompt: str) -> int:
-    """About how many tokens the session's context and ``prompt`` hold, by their text alone
-    (as a compaction's ``tokens_after``): a reply's usage kept from before a compaction would
-    count what the compaction removed."""
-    from ..ai.types import UserMessage
-    from ..harness.tokens import estimate_tokens
-
-    messages = [*harness.session.build_context().messages, UserMessage(content=prompt)]
-    return sum(estimate_tokens(m) for m in messages)
-
-
-def _request_size(harness: AgentHarness, prompt: str) -> int:
-    """About how many tokens the run's first request holds: the session's context as pi
-    estimates it (the last reply's usage and what came after) plus the prompt."""
-    from ..ai.types import UserMessage
-    from ..harness.tokens import estimate_context_tokens, estimate_tokens
-
-    messages = harness.session.build_context().messages
-    asked = estimate_tokens(UserMessage(content=prompt, timestamp=0))
-    return estimate_context_tokens(messages).tokens + asked

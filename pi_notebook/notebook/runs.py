@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from ..ai.types import AssistantMessage
 
 if TYPE_CHECKING:
-    from .run_view import RunView
+    from .widgets.run_view import RunView
 
 __all__ = ["Run", "RunState"]
 

@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbformat.sign import NotebookNotary
 
-from pi_notebook.notebook.tree_view import PAGE_ROWS
+from pi_notebook.notebook.widgets.tree_view import PAGE_ROWS
 from tests.notebook.kernel_notebook import execute
 
 from .lab import LabNotebook, LabServer, close_notebook, open_notebook_page

@@ -13,7 +13,7 @@ from pi_notebook.ai import AssistantMessage, Model, TextContent, Usage, UserMess
 from pi_notebook.harness import AgentHarness, InMemorySessionStorage, Session
 from pi_notebook.harness.entries import CompactionEntry
 from pi_notebook.harness.tokens import estimate_tokens
-from pi_notebook.notebook.kernel_agent import _compaction_for
+from pi_notebook.notebook.room import compaction_for
 
 pytestmark = [pytest.mark.local_llm, pytest.mark.timeout(540)]
 WINDOW = 4096
@@ -46,7 +46,7 @@ async def test_a_4k_session_is_compacted_under_the_line_by_the_model_itself(
     small_model: Model,
 ) -> None:
     session = _full_session(small_model)
-    settings = _compaction_for(small_model, overhead=100)
+    settings = compaction_for(small_model, overhead=100)
     threshold = WINDOW - settings.reserve_tokens
     harness = AgentHarness(session, small_model, compaction=settings)
     events: list[str] = []

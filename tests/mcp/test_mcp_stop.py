@@ -130,7 +130,7 @@ async def test_the_run_view_card_stop_reaches_the_agent(tmp_path: Path) -> None:
 
     from pi_notebook.agent.types import BeforeToolCallContext, BeforeToolCallResult
     from pi_notebook.ai import AbortSignal
-    from pi_notebook.notebook.run_view import RunView
+    from pi_notebook.notebook.widgets.run_view import RunView
 
     mark = tmp_path / "mark"
     faux = register_faux_provider()

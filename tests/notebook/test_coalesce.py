@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pi_notebook.notebook.coalesce import Coalescer
+from pi_notebook.notebook.widgets.coalesce import Coalescer
 
 
 class FakeClock:

@@ -11,7 +11,7 @@ from pi_notebook.ai import AssistantMessage, Model, TextContent, Tool, Usage, Us
 from pi_notebook.harness import InMemorySessionStorage, Session
 from pi_notebook.harness.compaction import CompactionSettings, prepare_compaction
 from pi_notebook.harness.tokens import estimate_tokens
-from pi_notebook.notebook.kernel_agent import _compaction_for, _request_overhead
+from pi_notebook.notebook.room import compaction_for, request_overhead
 
 OVERHEAD = 2000  # the system prompt and tools of a notebook agent, roughly
 TURN_TOKENS = 300
@@ -64,7 +64,7 @@ def _after_compaction(
 )
 def test_one_compaction_gets_under_the_threshold(window: int, overhead: int) -> None:
     model = _model(window)
-    settings = _compaction_for(model, overhead)
+    settings = compaction_for(model, overhead)
     threshold = window - settings.reserve_tokens
     summary = min(int(0.8 * settings.reserve_tokens), model.max_tokens)
     session = _long_session(turns=max(8, window // TURN_TOKENS))
@@ -86,6 +86,6 @@ def test_the_overhead_counts_the_prompt_and_the_tool_declarations() -> None:
         description="Run Python code in the kernel. " * 10,
         parameters={"type": "object", "properties": {"code": {"type": "string"}}},
     )
-    alone = _request_overhead("x" * 400, [])
+    alone = request_overhead("x" * 400, [])
     assert alone == 100
-    assert _request_overhead("x" * 400, [tool]) > alone + len(tool.description) // 4
+    assert request_overhead("x" * 400, [tool]) > alone + len(tool.description) // 4

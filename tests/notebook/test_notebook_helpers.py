@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pi_notebook.notebook.input_rewrite import rewrite_input, rewrite_wait_cell
-from pi_notebook.notebook.interpolate import InterpolationError, interpolate
 from pi_notebook.notebook.locations import session_path_for
+from pi_notebook.notebook.magics.input_rewrite import rewrite_input, rewrite_wait_cell
+from pi_notebook.notebook.magics.interpolate import InterpolationError, interpolate
 
 
 class Point:
@@ -102,7 +102,7 @@ def test_text_magics_keep_their_question_marks() -> None:
 def test_an_empty_agent_cell_raises_the_magics_own_usage_error() -> None:
     from IPython.core.error import UsageError
 
-    from pi_notebook.notebook.input_rewrite import EMPTY_PROMPT
+    from pi_notebook.notebook.magics.input_rewrite import EMPTY_PROMPT
 
     for cell in (["%%agent\n"], ["%%agent --wait"], ["%%agent\n", "  \n"]):
         (line,) = rewrite_wait_cell(cell)

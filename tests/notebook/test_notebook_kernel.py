@@ -202,7 +202,7 @@ def test_tools_magic_lists_and_enables_builtins(tmp_path: Path) -> None:
             "'read_cell', 'read_last_error']\n"
             "writes = ['insert_cell', 'edit_cell', 'delete_cell', 'run_cell']\n"
             "assert names == reads + writes, names\n"
-            "offered = [t.name for t in pi_notebook.current().offered_tools()]\n"
+            "offered = [t.name for t in pi_notebook.current().tool_offer.offered_tools()]\n"
             "assert offered == reads, offered  # no frontend: no write tools",
         ],
         tmp_path,
@@ -322,7 +322,7 @@ def test_fork_by_newest_label_and_by_the_short_id_tree_shows(tmp_path: Path) -> 
             ROLES + "await agent.wait()\n"
             "assert agent.session.get_label(agent.session.leaf_id) == 'here'\n"
             "assert roles() == ['user', 'assistant'] * 2, roles()",
-            "from pi_notebook.notebook.tree_view import short_id\n"
+            "from pi_notebook.notebook.widgets.tree_view import short_id\n"
             "first_user = agent.session.get_branch()[1]\n"
             "get_ipython().run_line_magic('fork', short_id(first_user.id))\n"
             "await agent.wait()\n"

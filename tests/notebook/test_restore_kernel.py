@@ -40,7 +40,7 @@ log = open("other.log", "w")"""
 
 ANSWER = """\
 import pi_notebook
-from pi_notebook.notebook.restore_view import shown_cards
+from pi_notebook.notebook.widgets.restore_view import shown_cards
 card = shown_cards()[-1]
 await card.decide(allow=%s)  # what the card's Allow (or Deny) button does
 await pi_notebook.current().wait()

@@ -10,9 +10,9 @@ from typing import Any, cast
 
 from pi_notebook.ai.types import UserMessage
 from pi_notebook.harness import InMemorySessionStorage, Session
-from pi_notebook.notebook.restore_view import CardSlot, RestoreView, card_text
-from pi_notebook.notebook.tree_view import TreeView
-from pi_notebook.notebook.widget_protocol import RestoreCard
+from pi_notebook.notebook.widgets.protocol import RestoreCard
+from pi_notebook.notebook.widgets.restore_view import CardSlot, RestoreView, card_text
+from pi_notebook.notebook.widgets.tree_view import TreeView
 
 from .test_run_view import click, settle
 

@@ -37,9 +37,10 @@ from pi_notebook.ai import (
     faux_tool_call,
     register_faux_provider,
 )
-from pi_notebook.notebook.run_view import CONTENT_TRAITS, RunView
-from pi_notebook.notebook.widget_base import STATIC
-from pi_notebook.notebook.widget_protocol import RESULT_PREVIEW_CHARS, ApprovalPreview
+from pi_notebook.notebook.widgets.base import STATIC
+from pi_notebook.notebook.widgets.items import RESULT_PREVIEW_CHARS
+from pi_notebook.notebook.widgets.protocol import ApprovalPreview
+from pi_notebook.notebook.widgets.run_view import CONTENT_TRAITS, RunView
 from tests.notebook.test_coalesce import FakeClock, FakeScheduler
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -824,7 +825,7 @@ NOTEBOOK_CELLS = [
 import asyncio
 from pi_notebook.agent.agent import Agent
 from pi_notebook.ai import register_faux_provider, faux_assistant_message
-from pi_notebook.notebook.run_view import RunView
+from pi_notebook.notebook.widgets.run_view import RunView
 
 faux = register_faux_provider(tokens_per_second=2000)
 faux.set_responses([faux_assistant_message("Hello from the kernel. " * 40)])

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pi_notebook.notebook.tree_view import FALLBACK_LINES, PAGE_ROWS
-from pi_notebook.notebook.widget_base import STATIC
+from pi_notebook.notebook.widgets.base import STATIC
+from pi_notebook.notebook.widgets.tree_view import FALLBACK_LINES, PAGE_ROWS
 from tests.notebook.kernel_notebook import FAUX_SETUP, execute, widget_states
 
 ENV = {"JPY_SESSION_NAME": "test.ipynb"}

@@ -12,7 +12,7 @@ import pytest
 from pi_notebook.ai import UserMessage, faux_assistant_message
 from pi_notebook.harness import InMemorySessionStorage, Session
 from pi_notebook.harness.session_index import SessionIndex
-from pi_notebook.notebook.tree_pages import (
+from pi_notebook.notebook.widgets.tree_pages import (
     BRANCHING,
     FOLDED,
     FORK,
@@ -23,7 +23,7 @@ from pi_notebook.notebook.tree_pages import (
     TreeIndex,
     text_lines,
 )
-from pi_notebook.notebook.tree_view import FETCH_ROWS, PAGE_ROWS, TreeView
+from pi_notebook.notebook.widgets.tree_view import FETCH_ROWS, PAGE_ROWS, TreeView
 from tests.notebook.test_run_view import Wire, click, settle
 
 

@@ -24,11 +24,11 @@ from pi_notebook.harness import (
     InMemorySessionStorage,
     Session,
 )
-from pi_notebook.notebook.tree_pages import Shape, TreeIndex
-from pi_notebook.notebook.tree_rows import entry_row, entry_title, node_row
-from pi_notebook.notebook.tree_search import TreeSearch
-from pi_notebook.notebook.tree_view import TreeView
-from pi_notebook.notebook.widget_protocol import message_json
+from pi_notebook.notebook.widgets.items import message_json
+from pi_notebook.notebook.widgets.tree_pages import Shape, TreeIndex
+from pi_notebook.notebook.widgets.tree_rows import entry_row, entry_title, node_row
+from pi_notebook.notebook.widgets.tree_search import TreeSearch
+from pi_notebook.notebook.widgets.tree_view import TreeView
 
 
 def reply(content: list, stop: str = "stop", error: str | None = None) -> AssistantMessage:

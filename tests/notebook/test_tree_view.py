@@ -22,9 +22,9 @@ from pi_notebook.ai import (
     faux_tool_call,
 )
 from pi_notebook.harness import InMemorySessionStorage, Session
-from pi_notebook.notebook.tree_pages import BRANCHING, FOLDED, FORK, PATH
-from pi_notebook.notebook.tree_view import CONTENT_TRAITS as TREE_CONTENT
-from pi_notebook.notebook.tree_view import PAGE_ROWS, TreeView, entry_detail, node_row
+from pi_notebook.notebook.widgets.tree_pages import BRANCHING, FOLDED, FORK, PATH
+from pi_notebook.notebook.widgets.tree_view import CONTENT_TRAITS as TREE_CONTENT
+from pi_notebook.notebook.widgets.tree_view import PAGE_ROWS, TreeView, entry_detail, node_row
 from tests.notebook.test_run_view import Wire, click, settle
 from tests.paths import GOLDEN
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pi_notebook.ai import TextContent, UserMessage
 from pi_notebook.harness import Session
-from pi_notebook.notebook.tree_view import TreeView, entry_detail, node_row, short_id
+from pi_notebook.notebook.widgets.tree_view import TreeView, entry_detail, node_row, short_id
 from tests.paths import GOLDEN
 
 PI = GOLDEN / "pi-1.6" / "sessions" / "pi"

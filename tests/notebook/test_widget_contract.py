@@ -34,9 +34,9 @@ from pi_notebook.harness import InMemorySessionStorage, Session
 from pi_notebook.notebook.checkpoints import Manifest, SkippedValue, StoredValue, ValueOrigin
 from pi_notebook.notebook.restore.document_revert import plan_revert
 from pi_notebook.notebook.restore.plan import RestorePlan, compare, recreate_cells
-from pi_notebook.notebook.restore_view import RestoreView
-from pi_notebook.notebook.run_view import CONTENT_TRAITS, RunView
-from pi_notebook.notebook.tree_view import TreeView
+from pi_notebook.notebook.widgets.restore_view import RestoreView
+from pi_notebook.notebook.widgets.run_view import CONTENT_TRAITS, RunView
+from pi_notebook.notebook.widgets.tree_view import TreeView
 from tests.notebook.test_run_view import ls_tool, settle
 from tests.paths import ROOT
 

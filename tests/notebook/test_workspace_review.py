@@ -12,8 +12,8 @@ from typing import Any, cast
 import pytest
 
 from pi_notebook.ai.types import AssistantMessage, TextContent, ToolCall
-from pi_notebook.notebook.run_view import RunView
-from pi_notebook.notebook.widget_protocol import ApprovalPreview
+from pi_notebook.notebook.widgets.protocol import ApprovalPreview
+from pi_notebook.notebook.widgets.run_view import RunView
 from pi_notebook.notebook.workspace.review import ReplyChanges
 
 from .test_run_view import click, settle

@@ -8,7 +8,7 @@
 
 export const WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
 
-// The classes our widgets' text/html renditions carry (pi_notebook/notebook/run_view.py and
+// The classes our widgets' text/html renditions carry (pi_notebook/notebook/widgets/run_view.py and
 // tree_view.py): only our own widgets' outputs are touched.
 const OUR_RENDITIONS = /class="pi-(run|tree)-static"/;
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..tree_rows import entry_row, short_id
+from ..widgets.tree_rows import entry_row, short_id
 from ..workspace.document import NotebookDocument
 from .document_revert import StepOutcome, apply_steps, branch_left, plan_revert
 from .plan import RestorePlan, compare, recreate_cells

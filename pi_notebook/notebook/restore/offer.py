@@ -20,7 +20,7 @@ from .plan import RestorePlan
 if TYPE_CHECKING:
     from ..checkpoints.store import Manifest
     from ..kernel_agent import NotebookAgent
-    from ..restore_view import CardSlot
+    from ..widgets.restore_view import CardSlot
 
 __all__ = [
     "CARD_TIMEOUT",

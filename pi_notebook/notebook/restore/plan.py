@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from ..widget_protocol import RestoreCard, RestoreCell, RestoreDocumentStep, RestoreVariable
+from ..widgets.protocol import RestoreCard, RestoreCell, RestoreDocumentStep, RestoreVariable
 from .document_revert import DocumentStep
 
 if TYPE_CHECKING:

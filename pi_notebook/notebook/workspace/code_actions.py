@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .document import DocumentCell, DocumentError, NotebookNotConnected
 
 if TYPE_CHECKING:  # a run's view starts with edit_target alone (the run's imports come later)
-    from ..widget_protocol import ApprovalPreview
+    from ..widgets.protocol import ApprovalPreview
     from .edit_tools import WriteTools
     from .history import ExecutionHistory
 

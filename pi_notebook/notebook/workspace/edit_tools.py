@@ -40,7 +40,7 @@ from pydantic import BaseModel, Field
 from ...agent.tools import AgentTool, AgentToolResult, ToolUpdateCallback
 from ...ai.abort import AbortSignal
 from ...ai.types import ImageContent, TextContent
-from ..widget_protocol import ApprovalPreview
+from ..widgets.protocol import ApprovalPreview
 from .document import (
     CellType,
     DocumentCell,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from ...ai.types import AssistantMessage, ToolCall
-from ..widget_protocol import ApprovalPreview
+from ..widgets.protocol import ApprovalPreview
 from .document import DocumentError, NotebookNotConnected
 from .edit_tools import WriteTools
 

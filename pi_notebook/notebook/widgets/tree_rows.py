@@ -9,19 +9,11 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from .widget_protocol import (
-    NodeDetail,
-    NodeKind,
-    TranscriptItem,
-    clip,
-    content_text,
-    note_item,
-    transcript_item,
-    usage_summary,
-)
+from .items import clip, content_text, note_item, transcript_item, usage_summary
+from .protocol import NodeDetail, NodeKind, TranscriptItem
 
 if TYPE_CHECKING:
-    from ..harness.entries import SessionEntry
+    from ...harness.entries import SessionEntry
 
 __all__ = [
     "EDIT_FLAGS",
@@ -258,7 +250,7 @@ def entry_row(entry: SessionEntry) -> EntryRow:
 
 
 def _text_of(content: Any) -> str:
-    """:func:`~.widget_protocol.content_text` of a model's content (a string or blocks)."""
+    """:func:`~.items.content_text` of a model's content (a string or blocks)."""
     if isinstance(content, str):
         return content
     return "\n".join(block.text for block in content if block.type == "text")

@@ -26,8 +26,8 @@ from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 if TYPE_CHECKING:
-    from ..harness import BudgetSettings
-    from .kernel_agent import NotebookAgent
+    from ...harness import BudgetSettings
+    from ..kernel_agent import NotebookAgent
 
 __all__ = ["GuardMagics", "budget_lines", "cap_value"]
 
@@ -94,7 +94,7 @@ class GuardMagics(Magics):
             raise
         except (ValueError, SystemExit) as exc:  # shlex errors, argparse exits
             raise UsageError(f"{exc}. See %budget? for the usage.") from None
-        from ..harness.budget import BudgetCaps, BudgetSettings
+        from ...harness.budget import BudgetCaps, BudgetSettings
 
         current = self.pi.budget
         given = {
@@ -150,7 +150,7 @@ class GuardMagics(Magics):
         target = Path(paths[0]).expanduser()
         if target.suffix.lower() not in (".html", ".htm", ".md", ".markdown"):
             raise UsageError(f"%export writes .html or .md files, not {target.name!r}")
-        from ..harness.export import environment_redactor, export_session
+        from ...harness.export import environment_redactor, export_session
 
         harness = self.pi.harness_if_made
         headers = harness.model.headers if harness is not None else None
@@ -188,7 +188,7 @@ class GuardMagics(Magics):
             raise UsageError(f"{exc}. See %verify? for the usage.") from None
         if args.timeout is not None and args.timeout <= 0:
             raise UsageError("--timeout must be a positive number of seconds")
-        from .verify import DEFAULT_CELL_TIMEOUT, verify_open_notebook
+        from ..verify import DEFAULT_CELL_TIMEOUT, verify_open_notebook
 
         timeout = args.timeout or DEFAULT_CELL_TIMEOUT
 

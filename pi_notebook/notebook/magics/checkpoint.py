@@ -17,7 +17,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 
 if TYPE_CHECKING:
-    from .kernel_agent import NotebookAgent
+    from ..kernel_agent import NotebookAgent
 
 __all__ = ["CheckpointMagics"]
 
@@ -81,7 +81,7 @@ class CheckpointMagics(Magics):
         where = checkpoints.store.root.name
         limits = ""
         if on:
-            from .checkpoints.writer import format_size
+            from ..checkpoints.writer import format_size
 
             size = caps.get("max_size") or checkpoints.max_size
             total = caps.get("max_total") or checkpoints.max_total

@@ -27,26 +27,26 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from ..ai.thinking_levels import THINKING_LEVELS, ThinkingLevel
-from .approval_policy import DECISIONS
-from .default_model import (
+from ...ai.thinking_levels import THINKING_LEVELS, ThinkingLevel
+from ..approval_policy import DECISIONS
+from ..default_model import (
     NoModelError,
     SessionModelMissing,
     check_model_ref,
     local_start_notice,
     will_start_local,
 )
-from .guard_magics import budget_lines, cap_value
+from ..locations import sibling_session_path
+from ..session_files import open_session
+from ..session_lock import lock_holder
+from ..workspace.fix import fix_prompt
+from .guard import budget_lines, cap_value
 from .input_rewrite import EMPTY_PROMPT
 from .interpolate import InterpolationError, interpolate
-from .locations import sibling_session_path
-from .session_files import open_session
-from .session_lock import lock_holder
-from .workspace.fix import fix_prompt
 
 if TYPE_CHECKING:
-    from ..harness.session import Session
-    from .kernel_agent import NotebookAgent
+    from ...harness.session import Session
+    from ..kernel_agent import NotebookAgent
 
 __all__ = ["PiMagics", "first_sentence"]
 
@@ -237,7 +237,7 @@ class PiMagics(Magics):
                 raise UsageError(_reason(exc)) from None
         elif (problem := self.pi.session_model_problem()) is not None:
             raise UsageError(problem)
-        self.pi.refresh_function_tools()
+        self.pi.tool_offer.refresh_function_tools()
         self._announce_local_start(args.model)
         budget = {
             name: value
@@ -281,9 +281,9 @@ class PiMagics(Magics):
             print("No cell has failed since pi_notebook was loaded: nothing to fix.")
             return
         instructions = _fill(" ".join(args.instructions), self.pi.namespace)
-        names = [t.name for t in self.pi.offered_tools()]  # what the model will get
+        names = [t.name for t in self.pi.tool_offer.offered_tools()]  # what the model will get
         prompt = fix_prompt(record, instructions, tool_names=names)
-        self.pi.refresh_function_tools()
+        self.pi.tool_offer.refresh_function_tools()
         run = self.pi.start_run(prompt, model_ref=args.model, edit_cell=record.cell_id)
         run.view.show()
 
@@ -390,8 +390,8 @@ class PiMagics(Magics):
         """``%fork TARGET --restore``: the move, then the restore card in this cell. The cell
         waits for the move only (``settled``); the card waits in the queue, so a ``%%agent``
         after it starts once the card is answered."""
-        from .restore.offer import move_with_restore
-        from .restore_view import RestoreView
+        from ..restore.offer import move_with_restore
+        from ..widgets.restore_view import RestoreView
 
         waiting = self.pi.busy
         outcome = Outcome("%fork", waiting=waiting)
@@ -423,7 +423,7 @@ class PiMagics(Magics):
             self.pi.run_inline(moved)
 
     def _resolve_target(self, target: str) -> str:
-        from ..ai.types import UserMessage
+        from ...ai.types import UserMessage
 
         session = self.pi.session
         if target.startswith("-") and target[1:].isdigit():
@@ -479,8 +479,8 @@ class PiMagics(Magics):
         """Show the session tree: click a node to see it, continue from it, fork, label."""
         if line.strip():
             raise UsageError("Usage: %tree")
-        from .restore.offer import move_with_restore
-        from .tree_view import TreeView  # loads the widget libraries on first use
+        from ..restore.offer import move_with_restore
+        from ..widgets.tree_view import TreeView  # loads the widget libraries on first use
 
         view = TreeView(self.pi.session)
         harness = self._harness_or_none()
@@ -562,13 +562,14 @@ class PiMagics(Magics):
         args = _parse(self.model, line)
         if args.record or args.replay or args.live:
             self._use_cassette(args.record, args.replay, args.live)
+        offer = self.pi.tool_offer
         if args.tools is not None:
-            self.pi.tool_calls_override = {"yes": True, "no": False}.get(args.tools)
+            offer.tool_calls_override = {"yes": True, "no": False}.get(args.tools)
         elif args.model:
-            self.pi.tool_calls_override = None  # a user's word was about the previous model
+            offer.tool_calls_override = None  # a user's word was about the previous model
         if not args.model:
             if args.tools is not None:
-                print(_tool_calls_line(self.pi.model_calls_tools(), self.pi.tool_calls_override))
+                print(_tool_calls_line(offer.model_calls_tools(), offer.tool_calls_override))
                 return
             if args.record or args.replay or args.live:
                 return
@@ -606,16 +607,16 @@ class PiMagics(Magics):
         except NoModelError as exc:
             print(self.pi.pending_model_note() or exc)
             return
-        from ..ai.redaction import request_redactor
+        from ...ai.redaction import request_redactor
 
-        m = harness.model
+        m, offer = harness.model, self.pi.tool_offer
         # where requests go, without credentials (a URL password, a key in the query)
         where = f" at {request_redactor(m).scrub(m.base_url)}" if m.base_url else ""
         print(
             f"{m.provider}/{m.id} ({m.name}) via {m.api}{where}\n"
             f"context window: {m.context_window:,} tokens, max output {m.max_tokens:,}\n"
             f"thinking: {harness.thinking_level}\n"
-            f"{_tool_calls_line(self.pi.model_calls_tools(), self.pi.tool_calls_override)}\n"
+            f"{_tool_calls_line(offer.model_calls_tools(), offer.tool_calls_override)}\n"
             f"session cost so far: ${self.pi.session_cost():.4f}"
         )
         if self.pi.cassette is not None:
@@ -625,7 +626,7 @@ class PiMagics(Magics):
         """Show the model servers running on this machine (Ollama, LM Studio, llama.cpp) and
         their models, found by a task on the kernel's loop (short timeouts, no waiting behind a
         run); the cell waits for it only when nothing else is running."""
-        from ..ai.local_servers import describe_servers, discover_servers
+        from ...ai.local_servers import describe_servers, discover_servers
 
         outcome = Outcome("local model servers", waiting=False)
         self.outcomes.append(outcome)
@@ -649,7 +650,7 @@ class PiMagics(Magics):
             self.pi.cassette = None
             print("Model calls go to the models directly.")
             return
-        from ..ai.cassette import Cassette, CassetteError  # pydantic models: not at %load_ext
+        from ...ai.cassette import Cassette, CassetteError  # pydantic models: not at %load_ext
 
         try:
             if record:
@@ -672,7 +673,7 @@ class PiMagics(Magics):
     def thinking(self, line: str) -> None:
         """Show or set the thinking level (clamped to what the model supports). Behind a run
         still streaming, the new level applies when the cells above are done."""
-        from ..ai.models import clamp_thinking_level, supported_thinking_levels
+        from ...ai.models import clamp_thinking_level, supported_thinking_levels
 
         args = _parse(self.thinking, line)
         if not args.level:
@@ -705,9 +706,9 @@ class PiMagics(Magics):
         if args.action == "list":
             if args.names:
                 raise UsageError("Usage: %tools list")
-            offered = {t.name for t in self.pi.offered_tools()}
-            held_back = self.pi.held_back_tools()
-            for name, kind, active, description in self.pi.tool_listing():
+            offered = {t.name for t in self.pi.tool_offer.offered_tools()}
+            held_back = self.pi.tool_offer.held_back_tools()
+            for name, kind, active, description in self.pi.tool_offer.tool_listing():
                 mark = "on " if name in offered else "off"
                 why = ""
                 if active and name not in offered:
@@ -729,16 +730,16 @@ class PiMagics(Magics):
                     self._check_addable(name)  # still there when its turn came
                 for name in names:
                     try:
-                        done.append(self.pi.add_tool_by_name(name))
+                        done.append(self.pi.tool_offer.add_tool_by_name(name))
                     except (KeyError, TypeError, ValueError) as exc:
                         raise UsageError(_reason(exc)) from None
                 return "\n".join(done)
-            active = {row[0] for row in self.pi.tool_listing() if row[2]}
+            active = {row[0] for row in self.pi.tool_offer.tool_listing() if row[2]}
             for name in names:
                 if name not in active:
                     raise UsageError(f"No active tool named {name!r} (see %tools list)")
             for name in names:
-                self.pi.remove_tool(name)
+                self.pi.tool_offer.remove_tool(name)
                 done.append(f"Removed the tool {name}")
             return "\n".join(done)
 
@@ -760,7 +761,7 @@ class PiMagics(Magics):
         if args.decision is None:
             raise UsageError("Usage: %approve [TOOL|all allow|ask|deny]")
         if args.target != "all":
-            known = {row[0] for row in self.pi.tool_listing()}
+            known = {row[0] for row in self.pi.tool_offer.tool_listing()}
             if args.target not in known:
                 raise UsageError(f"No tool named {args.target!r} (see %tools list)")
         self.pi.set_approval(args.target, args.decision)
@@ -769,7 +770,7 @@ class PiMagics(Magics):
 
     def _check_addable(self, name: str) -> None:
         """Refuse a name ``%tools add`` cannot find (what ``add_tool_by_name`` would say)."""
-        from ..agent.tools import AgentTool
+        from ...agent.tools import AgentTool
 
         if self.pi.mcp.is_tool(name) or self.pi.tools.is_builtin(name):
             return
@@ -861,8 +862,8 @@ class PiMagics(Magics):
             raise UsageError("%system reset takes no text")
 
         async def change() -> str:
-            from ..harness.context_files import section_body, system_prompt_files
-            from .instructions import current_sections
+            from ...harness.context_files import section_body, system_prompt_files
+            from ..instructions import current_sections
 
             pi = self.pi
             if action == "set":
@@ -881,8 +882,8 @@ class PiMagics(Magics):
         self._report("%system", change)
 
     def _show_instructions(self) -> None:
-        from .analyst_prompt import is_analyst_prompt
-        from .instructions import current_sections, desired_instructions
+        from ..analyst_prompt import is_analyst_prompt
+        from ..instructions import current_sections, desired_instructions
 
         current = current_sections(self.pi.session)
         wanted = desired_instructions(current, self.pi.default_prompt())
@@ -961,7 +962,7 @@ class PiMagics(Magics):
             path = Path(shlex.split(value)[0]).expanduser()
             if not path.exists():
                 raise UsageError(f"No session file at {path}")
-            from ..harness.session import Session
+            from ...harness.session import Session
 
             held = None if path == self.pi.session_lock.path else lock_holder(path)
             if held is not None and not args.read_only:

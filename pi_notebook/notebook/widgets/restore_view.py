@@ -4,7 +4,7 @@
 session tree has one (the card shows in its detail pane after "Continue from here") and
 :class:`RestoreView` is the widget ``%fork TARGET --restore`` shows in its cell. Both front ends
 render the card with ``js/src/restore_card.js`` and answer with a ``restore`` message
-(:class:`~.widget_protocol.RestoreReply`).
+(:class:`~.protocol.RestoreReply`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any, cast
 
 import traitlets
 
+from .base import PiWidget, module_loader
 from .coalesce import Coalescer
-from .widget_base import PiWidget, module_loader
-from .widget_protocol import RestoreCard, RestoreCardState, RestoreReply
+from .protocol import RestoreCard, RestoreCardState, RestoreReply
 
 __all__ = ["CardSlot", "RestoreView", "card_text", "shown_cards"]
 

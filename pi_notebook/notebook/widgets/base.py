@@ -30,7 +30,7 @@ import anywidget
 import ipywidgets  # type: ignore[import-untyped]
 import traitlets
 
-from ..ai.producer import describe_error
+from ...ai.producer import describe_error
 from .coalesce import Coalescer
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
     "shared_module",
 ]
 
-STATIC = Path(__file__).resolve().parent.parent / "static"
+STATIC = Path(__file__).resolve().parents[2] / "static"
 """The built front-end bundles (``npm run build --prefix js``)."""
 _log = logging.getLogger(__name__)
 

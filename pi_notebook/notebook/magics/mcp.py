@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 
-from ..mcp.paths import config_paths
-from .magics import first_sentence
+from ...mcp.paths import config_paths
+from .core import first_sentence
 
 if TYPE_CHECKING:
-    from ..mcp.config import McpServerConfig
-    from .kernel_agent import NotebookAgent
+    from ...mcp.config import McpServerConfig
+    from ..kernel_agent import NotebookAgent
 
 __all__ = ["McpMagics", "load_configured_servers", "notebook_dir"]
 
@@ -58,7 +58,7 @@ def load_configured_servers(agent: NotebookAgent, directory: Path | None = None)
     paths = [path for path in config_paths(directory or notebook_dir()) if path.is_file()]
     if not paths:
         return []
-    from ..mcp.config import load_mcp_config
+    from ...mcp.config import load_mcp_config
 
     servers, problems = load_mcp_config(paths)
     for config in servers:
@@ -79,7 +79,7 @@ def _pairs(values: list[str], option: str) -> dict[str, str]:
 
 def parse_add(tokens: list[str]) -> McpServerConfig:
     """``%mcp add`` arguments as a configuration (``UsageError`` when they make none)."""
-    from ..mcp.config import McpServerConfig
+    from ...mcp.config import McpServerConfig
 
     command: list[str] | None = None
     if "--" in tokens:
@@ -225,8 +225,8 @@ class McpMagics(Magics):
 
     def _restart(self, name: str) -> None:
         async def restart() -> None:
-            from ..mcp.config import McpConfigError
-            from ..mcp.connection import McpStartError
+            from ...mcp.config import McpConfigError
+            from ...mcp.connection import McpStartError
 
             try:
                 await self.pi.mcp.restart(name)

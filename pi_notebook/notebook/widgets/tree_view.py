@@ -27,14 +27,15 @@ from typing import Any, ClassVar
 
 import traitlets
 
-from ..harness import Session
+from ...harness import Session
+from .base import Callback, PiWidget, module_loader
 from .coalesce import Coalescer, Scheduler
+from .items import message_json
+from .protocol import TreeControls
 from .restore_view import CardSlot
 from .tree_pages import NO, PATH, Layout, Shape, TreeIndex, side_branches, text_lines
 from .tree_rows import EDIT_FLAGS, EntryRow, entry_detail, node_row, short_id
 from .tree_search import TreeSearch
-from .widget_base import Callback, PiWidget, module_loader
-from .widget_protocol import TreeControls, message_json
 
 __all__ = [
     "CONTENT_TRAITS",

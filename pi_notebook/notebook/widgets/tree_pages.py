@@ -12,7 +12,7 @@ index as it scrolls (see ``tree_view``). Three layers, each O(n) in flat lists, 
 - :class:`Layout`: the display order under a set of folded nodes, as *runs* (chains drawn at one
   depth), so display row ``i`` is a bisect away and a folded subtree is one row with a count.
 
-A row's text (:func:`~pi_notebook.notebook.tree_rows.node_row`) is built only when a row is sent
+A row's text (:func:`~.tree_rows.node_row`) is built only when a row is sent
 or searched, and cached.
 """
 
@@ -22,12 +22,12 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..harness.session_index import LEAF_TYPE, NO_POSITION
+from ...harness.session_index import LEAF_TYPE, NO_POSITION
 from .tree_rows import META_TYPES, EntryRow, entry_row
 
 if TYPE_CHECKING:
-    from ..harness.entries import SessionEntry
-    from ..harness.session_index import SessionIndex
+    from ...harness.entries import SessionEntry
+    from ...harness.session_index import SessionIndex
 
 __all__ = [
     "BRANCHING",

@@ -2,12 +2,12 @@
 
 ``view.handle(event)`` takes every agent event (subscribe it: ``agent.subscribe(view.handle)``);
 it is synchronous and cheap (a delta appends to a buffer and marks a trait dirty). Changes go to
-the front end at most 10 times a second (:mod:`~pi_notebook.notebook.coalesce`), as one
+the front end at most 10 times a second (:mod:`~pi_notebook.notebook.widgets.coalesce`), as one
 append-only ``patch`` message each: the text added to the reply in progress (``current``), the
 items added to ``messages``, the small traits that changed. A finished reply is not sent again:
 the page promotes its ``current``. The traits always hold the whole state, for a late-joining
 page and for a saved notebook. The protocol is in
-:mod:`~pi_notebook.notebook.widget_protocol`.
+:mod:`~pi_notebook.notebook.widgets.protocol`.
 
 Buttons in the view call callbacks its owner sets (``on_stop``, ``on_stop_tool``, ``on_steer``,
 ``on_follow_up``, ``on_open_tree``); a callback may return ``False`` to say it did not take the
@@ -17,7 +17,7 @@ run there. A callback that fails, or a coroutine it returns that fails, shows a 
 view instead of vanishing into a log.
 
 What it shares with the session tree (:class:`PiWidget`, :class:`FrontEndChannel`,
-:class:`Callback`) lives in :mod:`~pi_notebook.notebook.widget_base`.
+:class:`Callback`) lives in :mod:`~pi_notebook.notebook.widgets.base`.
 """
 
 from __future__ import annotations
@@ -32,15 +32,29 @@ from typing import Any, ClassVar, Literal, TypeAlias, cast
 
 import traitlets
 
-from ..ai.events import BLOCK_EVENT_TYPES, DELTA_EVENT_TYPES
-from ..ai.options import StallNotice
-from ..ai.producer import describe_error
-from ..ai.types import Model
-from ..harness.budget import BUDGET_STOP_PREFIX
+from ...ai.events import BLOCK_EVENT_TYPES, DELTA_EVENT_TYPES
+from ...ai.options import StallNotice
+from ...ai.producer import describe_error
+from ...ai.types import Model
+from ...harness.budget import BUDGET_STOP_PREFIX
+from .base import Callback, PiWidget, module_loader
 from .coalesce import Coalescer, Scheduler
-from .widget_base import Callback, PiWidget, module_loader
-from .widget_protocol import (
+from .items import (
     PROGRESS_CHARS,
+    add_usage,
+    args_text,
+    assistant_item,
+    content_images,
+    content_text,
+    context_tokens,
+    display_bundle,
+    message_json,
+    note_item,
+    tool_result_item,
+    usage_summary,
+    user_item,
+)
+from .protocol import (
     ApprovalPreview,
     ApprovalState,
     AssistantItem,
@@ -60,18 +74,6 @@ from .widget_protocol import (
     ToolApproval,
     TranscriptItem,
     UsageSummary,
-    add_usage,
-    args_text,
-    assistant_item,
-    content_images,
-    content_text,
-    context_tokens,
-    display_bundle,
-    message_json,
-    note_item,
-    tool_result_item,
-    usage_summary,
-    user_item,
 )
 
 __all__ = ["CONTENT_TRAITS", "RunView"]
@@ -1059,7 +1061,7 @@ class RunView(PiWidget):
     def _code_action(self, message: dict[str, Any]) -> None:
         """A click on a code block's button: acted on only for a runnable code block of one of
         this view's replies, and only where the view offers that action."""
-        from .workspace.code_actions import code_blocks
+        from ..workspace.code_actions import code_blocks
 
         action, source = message.get("action"), message.get("source")
         controls = self._controls()
