@@ -60,7 +60,7 @@ def _profile(frame, event, arg):
     code = frame.f_code
     path = code.co_filename
     if not _state["on"]:
-        if code.co_name == "agent" and path.endswith("/notebook/magics.py"):
+        if code.co_name == "agent" and path.endswith("/notebook/magics/core.py"):
             _state["on"] = True
         else:
             return
