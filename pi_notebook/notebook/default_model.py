@@ -12,7 +12,7 @@ print in its cell before the run is queued (a print from the queued run itself w
 the cell ended, and be lost); ``notify`` hears of it when the start begins.
 
 The model catalogue and the local model's module are imported by the functions that use them:
-the magics import this module at ``%load_ext``, which loads no message models (issue 15).
+the magics import this module at ``%load_ext``, which loads no message models.
 """
 
 from __future__ import annotations

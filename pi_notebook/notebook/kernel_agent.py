@@ -102,7 +102,7 @@ def _import_run_modules() -> None:
         importlib.import_module(name)
     from ..ai.http import preload_transport
 
-    preload_transport()  # aiohttp: ~0.2 s that the first request would spend on the loop
+    preload_transport()  # aiohttp's import would otherwise stall the loop at the first request
 
 
 def _thinking_level(value: str) -> ThinkingLevel:
@@ -110,7 +110,7 @@ def _thinking_level(value: str) -> ThinkingLevel:
 
 
 def _cassette_from_env() -> Cassette | None:
-    """``Cassette.from_env()``, importing the cassette module (pydantic models, ~40 ms) only
+    """``Cassette.from_env()``, importing the cassette module (pydantic models) only
     when the environment asks for one."""
     if not any(os.environ.get(name, "").strip() for name in _CASSETTE_ENV):
         return None
@@ -212,7 +212,7 @@ class NotebookAgent:
         self._checkpoints: Checkpoints | None = None
 
     # --- built on first use ----------------------------------------------------------------------
-    # %load_ext builds none of these: each needs the pydantic models of its layer (issue 15).
+    # %load_ext builds none of these: each needs the pydantic models of its layer.
 
     @property
     def session(self) -> Session:
@@ -801,7 +801,7 @@ class NotebookAgent:
         return self._tools is not None and all(name in sys.modules for name in RUN_MODULES)
 
     def _prepare(self) -> None:
-        with gc_paused():  # a full collection here would hold the GIL (and the loop) for ~0.2 s
+        with gc_paused():  # a full collection here would hold the GIL (and the loop) noticeably
             _import_run_modules()
             _ = self.tools
 

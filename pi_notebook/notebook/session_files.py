@@ -4,7 +4,7 @@ damaged, read-only or unwritable session.
 A notebook without a session yet gets a new file holding only the header
 (:func:`start_notebook_session`): the ``Session`` object, and with it the pydantic models of
 the entries, loads when the session is first used, so ``%load_ext`` in a new notebook imports
-none of them (issue 15, ``bench/kernel_bench.py``). An existing session is opened at once: its
+none of them (``bench/kernel_bench.py`` measures it). An existing session is opened at once: its
 entry count and any problem with the file are reported by ``%load_ext``.
 """
 

@@ -258,7 +258,7 @@ def _text_of(content: Any) -> str:
 
 def entry_title(entry: SessionEntry) -> tuple[NodeKind, str]:
     """``(kind, title)`` of an entry, as :func:`node_row` makes them, read from the entry's
-    attributes for the messages (2 µs, not the 30 µs of a JSON dump); other entries are few and
+    attributes for the messages (far cheaper than a JSON dump); other entries are few and
     go through :func:`entry_row`. ``tests/notebook/test_tree_search.py`` holds them equal."""
     if entry.type == "message":
         message: Any = getattr(entry, "message", None)
