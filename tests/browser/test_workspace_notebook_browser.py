@@ -33,13 +33,13 @@ import pytest
 from .lab import LabNotebook, LabServer, close_notebook, open_notebook_page
 from .lab import start_lab_with_labextension as start_lab
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
-
 REPO = Path(__file__).resolve().parents[2]
 LABEXTENSION = REPO / "pi_notebook" / "labextension"
 NOTEBOOK = REPO / "notebooks" / "workspace.ipynb"
 CASSETTE = REPO / "notebooks" / "cassettes" / "workspace-lab.jsonl"
 RECORD_URL = os.environ.get("PI_NOTEBOOK_RECORD_LAB", "").strip()
+# recording waits on four real replies, each minutes long on a busy CPU
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(7200 if RECORD_URL else 900)]
 STEP_S = 1800 if RECORD_URL else 120  # a real model on two cores takes minutes per reply
 SHOT_CARDS: set[str] = set()
 """The tools whose first approval card was saved as a screenshot."""
