@@ -178,6 +178,9 @@ class NotebookAgent:
         """Refuses a tool call repeated with the same arguments in one run (small models loop)."""
         self.tool_offer = ToolOffer(self)
         """Which tools the model is offered (``%tools``, ``%model --tools``)."""
+        self.approvals = ToolGate(self)
+        """The ``tool_call`` hook: the repeat guard, the approval policy, Allow / Deny (made
+        before the session lock, which may switch to a copy of the session)."""
         self._run_tool_results = 0
         """Tool results in the live run."""
         self._answer_asked = False
@@ -207,8 +210,6 @@ class NotebookAgent:
         if held is not None:
             copied = self._continue_in_copy(held)
             self.load_notice = f"{notice}; {copied}" if notice else copied
-        self.approvals = ToolGate(self)
-        """The ``tool_call`` hook: the repeat guard, the approval policy, Allow / Deny."""
         self._checkpoints: Checkpoints | None = None
 
     # --- built on first use ----------------------------------------------------------------------

@@ -118,12 +118,13 @@ def test_verify_reports_order_changed_outputs_and_skips_agent_cells(tmp_path: Pa
     assert "UsageError" in outputs_text(nb.cells[5])
     assert "--timeout must be a positive number" in outputs_text(nb.cells[5])
     # the user's folder is untouched: no session or output of the verification run in it
-    # (the hidden lock is the driver kernel's, on its own session)
+    # (the hidden lock and the checkpoints are the driver kernel's, beside its own session)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         ".work.pi.jsonl.lock",
         "data",
         "driver.ipynb",
         "work.ipynb",
+        "work.pi.ckpt",
         "work.pi.jsonl",
     ]
 
