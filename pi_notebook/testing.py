@@ -62,8 +62,16 @@ HERMETIC_UNSET: tuple[str, ...] = (
 """Variables a notebook run never inherits (API keys are dropped too)."""
 
 _KEY_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET")
-_RUN_VIEW = "pi_notebook.notebook.widgets.run_view.RunView"
-_TREE_VIEW = "pi_notebook.notebook.widgets.tree_view.TreeView"
+# A saved widget's ``_anywidget_id`` names its class's module: notebooks saved before the views
+# moved to ``notebook.widgets`` name the old one.
+_RUN_VIEW = (
+    "pi_notebook.notebook.widgets.run_view.RunView",
+    "pi_notebook.notebook.run_view.RunView",
+)
+_TREE_VIEW = (
+    "pi_notebook.notebook.widgets.tree_view.TreeView",
+    "pi_notebook.notebook.tree_view.TreeView",
+)
 _FAILED_RUN_STATES = ("error",)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -173,8 +181,8 @@ class ExecutedNotebook:
         models = saved.get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
         return {model_id: dict(m.get("state", {})) for model_id, m in models.items()}
 
-    def _widgets(self, kind: str) -> list[dict[str, Any]]:
-        return [s for s in self.widget_states.values() if s.get("_anywidget_id") == kind]
+    def _widgets(self, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+        return [s for s in self.widget_states.values() if s.get("_anywidget_id") in kinds]
 
     @property
     def run_views(self) -> list[dict[str, Any]]:

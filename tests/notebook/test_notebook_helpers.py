@@ -110,3 +110,25 @@ def test_an_empty_agent_cell_raises_the_magics_own_usage_error() -> None:
             exec(line, {})
     assert EMPTY_PROMPT.startswith("The cell is empty")
     assert rewrite_wait_cell(["%%agent\n", "hi\n"]) == ["%%agent\n", "hi\n"]
+
+
+def test_saved_views_are_found_under_their_old_module_names_too(tmp_path: Path) -> None:
+    """Notebooks saved before the views moved to ``notebook.widgets`` keep their old ids."""
+    import nbformat
+
+    from pi_notebook.testing import ExecutedNotebook
+
+    def model(anywidget_id: str) -> dict[str, object]:
+        return {"state": {"_anywidget_id": anywidget_id}}
+
+    state = {
+        "a": model("pi_notebook.notebook.run_view.RunView"),
+        "b": model("pi_notebook.notebook.widgets.run_view.RunView"),
+        "c": model("pi_notebook.notebook.tree_view.TreeView"),
+        "d": model("some.other.Widget"),
+    }
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": state}}
+    executed = ExecutedNotebook(source=tmp_path / "n.ipynb", path=tmp_path / "n.ipynb", notebook=nb)
+    assert len(executed.run_views) == 2
+    assert len(executed.tree_views) == 1
