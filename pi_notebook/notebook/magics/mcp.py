@@ -22,7 +22,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 
 from ...mcp.paths import config_paths
-from .core import first_sentence
+from .tools import first_sentence
 
 if TYPE_CHECKING:
     from ...mcp.config import McpServerConfig
