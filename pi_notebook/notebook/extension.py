@@ -29,8 +29,12 @@ _AGENT_MAGICS: tuple[type[AgentMagics], ...] = (
     ModelMagics,
     ToolMagics,
     SystemMagics,
+    McpMagics,
+    GuardMagics,
+    CheckpointMagics,
 )
-"""The families of magics that share the displays of queued magics (``Outcomes``)."""
+"""The families of magics, each a ``Magics`` class of its own; they share the agent and the
+displays of queued magics (``Outcomes``)."""
 
 HELP = "%%agent?"
 """What the banner names for help: ``%%agent`` is a cell magic, so ``%agent?`` finds nothing."""
@@ -107,9 +111,6 @@ def load_ipython_extension(ip: Any) -> None:
     outcomes = Outcomes(agent)
     for family in _AGENT_MAGICS:
         ip.register_magics(family(ip, agent, outcomes))
-    ip.register_magics(McpMagics(ip, agent))
-    ip.register_magics(GuardMagics(ip, agent, outcomes.report))
-    ip.register_magics(CheckpointMagics(ip, agent))
     for problem in load_configured_servers(agent):
         print(f"pi_notebook: MCP configuration skipped: {problem}")
     agent.document.install()  # a notebook view with the pi_notebook labextension links now
@@ -134,8 +135,7 @@ def unload_ipython_extension(ip: Any) -> None:
         table = ip.magics_manager.magics[kind]
         for name in names:
             table.pop(name, None)
-    families: list[type] = [*_AGENT_MAGICS, McpMagics, GuardMagics, CheckpointMagics]
-    for family in families:
+    for family in _AGENT_MAGICS:
         ip.magics_manager.registry.pop(family.__name__, None)
     if rewrite_input in ip.input_transformers_cleanup:
         ip.input_transformers_cleanup.remove(rewrite_input)
