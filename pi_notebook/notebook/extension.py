@@ -8,13 +8,33 @@ from typing import Any
 from .current import current, install, uninstall
 from .kernel_agent import NotebookAgent
 from .locations import latest_session_path, session_path_for
+from .magics.base import AgentMagics, Outcomes
 from .magics.checkpoint import CheckpointMagics
 from .magics.core import PiMagics
 from .magics.guard import GuardMagics
 from .magics.input_rewrite import rewrite_input
 from .magics.mcp import McpMagics, load_configured_servers
+from .magics.model import ModelMagics
+from .magics.session import SessionMagics
+from .magics.system import SystemMagics
+from .magics.tools import ToolMagics
+from .magics.tree import TreeMagics
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]
+
+_AGENT_MAGICS: tuple[type[AgentMagics], ...] = (
+    PiMagics,
+    TreeMagics,
+    SessionMagics,
+    ModelMagics,
+    ToolMagics,
+    SystemMagics,
+    McpMagics,
+    GuardMagics,
+    CheckpointMagics,
+)
+"""The families of magics, each a ``Magics`` class of its own; they share the agent and the
+displays of queued magics (``Outcomes``)."""
 
 HELP = "%%agent?"
 """What the banner names for help: ``%%agent`` is a cell magic, so ``%agent?`` finds nothing."""
@@ -48,9 +68,9 @@ _MAGIC_NAMES = {
 class _Hooks:
     """The IPython event handlers of one loaded extension."""
 
-    def __init__(self, agent: NotebookAgent, magics: PiMagics) -> None:
+    def __init__(self, agent: NotebookAgent, outcomes: Outcomes) -> None:
         self.agent = agent
-        self.magics = magics
+        self.outcomes = outcomes
 
     def pre_run_cell(self, info: Any) -> None:
         cell_id = getattr(info, "cell_id", None)
@@ -70,7 +90,7 @@ class _Hooks:
             run.view.resync(content=not patched)
         for view in self.agent.tree_views:
             view.resync()
-        self.magics.resync()
+        self.outcomes.resync()
 
 
 _hooks: _Hooks | None = None
@@ -88,16 +108,14 @@ def load_ipython_extension(ip: Any) -> None:
     path = agent.session_path
     install(agent)
     agent.history.install(ip)
-    magics = PiMagics(ip, agent)
-    ip.register_magics(magics)
-    ip.register_magics(McpMagics(ip, agent))
-    ip.register_magics(GuardMagics(ip, agent, magics._report))
-    ip.register_magics(CheckpointMagics(ip, agent))
+    outcomes = Outcomes(agent)
+    for family in _AGENT_MAGICS:
+        ip.register_magics(family(ip, agent, outcomes))
     for problem in load_configured_servers(agent):
         print(f"pi_notebook: MCP configuration skipped: {problem}")
     agent.document.install()  # a notebook view with the pi_notebook labextension links now
     ip.input_transformers_cleanup.append(rewrite_input)
-    _hooks = _Hooks(agent, magics)
+    _hooks = _Hooks(agent, outcomes)
     ip.events.register("pre_run_cell", _hooks.pre_run_cell)
     ip.events.register("post_run_cell", _hooks.post_run_cell)
     entries = agent.restored_entries
@@ -117,10 +135,8 @@ def unload_ipython_extension(ip: Any) -> None:
         table = ip.magics_manager.magics[kind]
         for name in names:
             table.pop(name, None)
-    ip.magics_manager.registry.pop(PiMagics.__name__, None)
-    ip.magics_manager.registry.pop(McpMagics.__name__, None)
-    ip.magics_manager.registry.pop(GuardMagics.__name__, None)
-    ip.magics_manager.registry.pop(CheckpointMagics.__name__, None)
+    for family in _AGENT_MAGICS:
+        ip.magics_manager.registry.pop(family.__name__, None)
     if rewrite_input in ip.input_transformers_cleanup:
         ip.input_transformers_cleanup.remove(rewrite_input)
     ip.events.unregister("pre_run_cell", _hooks.pre_run_cell)

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
+from IPython.core.magic import line_magic, magics_class, no_var_expand
 
-if TYPE_CHECKING:
-    from ..kernel_agent import NotebookAgent
+from .base import AgentMagics
 
 __all__ = ["CheckpointMagics"]
 
@@ -38,12 +36,8 @@ def parse_size(text: str) -> int:
 
 
 @magics_class
-class CheckpointMagics(Magics):
+class CheckpointMagics(AgentMagics):
     """``%checkpoint``."""
-
-    def __init__(self, shell: Any, agent: NotebookAgent) -> None:
-        super().__init__(shell)
-        self.pi = agent
 
     @no_var_expand
     @line_magic

@@ -17,17 +17,18 @@ from __future__ import annotations
 import argparse
 import math
 import shlex
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
+from IPython.core.magic import line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from .base import AgentMagics
 
 if TYPE_CHECKING:
     from ...harness import BudgetSettings
-    from ..kernel_agent import NotebookAgent
 
 __all__ = ["GuardMagics", "budget_lines", "cap_value"]
 
@@ -62,19 +63,8 @@ def budget_lines(settings: BudgetSettings) -> str:
 
 
 @magics_class
-class GuardMagics(Magics):
+class GuardMagics(AgentMagics):
     """``%budget``, ``%verify``, ``%export``."""
-
-    def __init__(
-        self,
-        shell: Any,
-        agent: NotebookAgent,
-        report: Callable[[str, Callable[[], Awaitable[str | None]]], None],
-    ) -> None:
-        super().__init__(shell)
-        self.pi = agent
-        self._report = report
-        """Queues an operation whose text fills a display in the magic's cell."""
 
     @magic_arguments()
     @argument("action", nargs="?", default="show", choices=("show", "clear"))
@@ -196,4 +186,4 @@ class GuardMagics(Magics):
             report = await verify_open_notebook(self.pi.document, self.pi.history, timeout=timeout)
             return report.text()
 
-        self._report("%verify", run)
+        self.outcomes.report("%verify", run)

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
+from IPython.core.magic import line_magic, magics_class, no_var_expand
 
 from ...mcp.paths import config_paths
-from .core import first_sentence
+from .base import AgentMagics
+from .tools import first_sentence
 
 if TYPE_CHECKING:
     from ...mcp.config import McpServerConfig
@@ -142,12 +143,8 @@ def parse_add(tokens: list[str]) -> McpServerConfig:
 
 
 @magics_class
-class McpMagics(Magics):
+class McpMagics(AgentMagics):
     """%mcp."""
-
-    def __init__(self, shell: Any, agent: NotebookAgent) -> None:
-        super().__init__(shell)
-        self.pi = agent
 
     @no_var_expand  # ${VAR} must reach the configuration as written, not as a notebook variable
     @line_magic

@@ -9,7 +9,8 @@ Where cells land: an inserted cell goes right below the ``%%agent`` cell that st
 below the cell the same run inserted last, never at the user's cursor, so the notebook stays
 top-down reproducible. Running a cell asks the frontend to execute it (the kernel's normal path:
 ``In``/``Out``, execution counts and the notebook's outputs are real) and waits for it in the
-kernel's execution history; its result, error and images come back as the tool result.
+kernel's execution history; its result, error and images come back as the tool result
+(``cell_runs``).
 
 The deadlock rule: the agent's run and the cell share the kernel, which runs one cell at a time.
 When a cell is waiting for this run (``%%agent --wait``, ``await pi_notebook.current().wait()``,
@@ -20,7 +21,8 @@ as "interrupted".
 Without a frontend (nbclient, papermill, a terminal) every tool returns a clear, deterministic
 result saying no notebook is connected and what would have been done. A proposed cell gets an
 id (``proposed-1``, ...) so the model can go on and ask to run it: ``run_cell`` then answers
-with the code that would have run, and the executed notebook shows the proposal whole.
+with the code that would have run, and the executed notebook shows the proposal whole
+(``proposals``).
 
 Each result's ``details["notebook"]`` records the change (action, cell id, source...), so the
 session tree shows what every branch did to the notebook.
@@ -28,7 +30,6 @@ session tree shows what every branch did to the notebook.
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import re
 from collections.abc import Awaitable, Callable
@@ -39,8 +40,9 @@ from pydantic import BaseModel, Field
 
 from ...agent.tools import AgentTool, AgentToolResult, ToolUpdateCallback
 from ...ai.abort import AbortSignal
-from ...ai.types import ImageContent, TextContent
+from ...ai.types import TextContent
 from ..widgets.protocol import ApprovalPreview
+from .cell_runs import CellRunner, deadlock_words
 from .document import (
     CellType,
     DocumentCell,
@@ -48,12 +50,11 @@ from .document import (
     NotebookDocument,
     NotebookNotConnected,
 )
-from .history import CellImage, ExecutionHistory, ExecutionRecord, bundle_image
-from .images import model_images_async
+from .history import ExecutionHistory
+from .proposals import Proposals
+from .write_results import fence, text_result
 
 __all__ = [
-    "MAX_RESULT_IMAGES",
-    "RUN_POLL_SECONDS",
     "WRITE_TOOL_NAMES",
     "WriteTools",
     "new_cell_id",
@@ -61,11 +62,6 @@ __all__ = [
 ]
 
 WRITE_TOOL_NAMES = ("insert_cell", "edit_cell", "delete_cell", "run_cell")
-MAX_RESULT_IMAGES = 3
-"""Images of a cell's outputs sent back to the model with ``run_cell``'s result."""
-RUN_POLL_SECONDS = 0.2
-"""How often a run waiting for its cell checks whether a cell now waits for the run."""
-_MAX_TEXT = 8_000
 _MAX_DIFF = 20_000
 _MAX_ID_BASE = 48
 """Room for ``agent-`` and the frontend's ``-N`` suffix within nbformat's 64 characters."""
@@ -125,23 +121,8 @@ def _runs_inserted(args: dict[str, Any]) -> bool:
     return args.get("run") is True and (args.get("cell_type") or "code") == "code"
 
 
-def _fence(source: str, language: str = "python") -> str:
-    return f"```{language}\n{source.rstrip()}\n```"
-
-
 def _short(cell_id: str) -> str:
     return cell_id[:8]
-
-
-def _bounded(text: str, limit: int = _MAX_TEXT) -> str:
-    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more]"
-
-
-def _text_result(text: str, notebook: dict[str, Any] | None = None) -> AgentToolResult:
-    return AgentToolResult(
-        content=[TextContent(text=text)],
-        details={"notebook": notebook} if notebook is not None else None,
-    )
 
 
 @dataclass
@@ -163,10 +144,8 @@ class WriteTools:
     _notes: dict[str, str] = field(default_factory=dict)
     """Words an approved call's result starts with (how the user decided it)."""
     _run_number: int | None = None
-    _proposed: dict[str, tuple[str, str]] = field(default_factory=dict)
-    """Cells proposed without a frontend: id → (cell type, source)."""
-    _proposed_runs: set[str] = field(default_factory=set)
-    """Proposed cells ``run_cell`` was already asked to run."""
+    _proposals: Proposals = field(default_factory=Proposals)
+    """What was proposed without a frontend."""
 
     # --- the run and its approvals ---------------------------------------------------------------
 
@@ -360,83 +339,24 @@ class WriteTools:
         body: _Body,
     ) -> AgentToolResult:
         if not self.document.connected:
-            return self._not_connected(name, params)
+            return self._proposals.answer(name, params, run=_runs_inserted(params))
         if name == "run_cell" and self.waited_on():
             cell_id = str(params.get("cell_id", ""))
-            words = self._deadlock_words(cell_id, queued=False)
-            return _text_result(words, {"action": "run", "cell_id": cell_id, "applied": False})
+            words = deadlock_words(cell_id, queued=False)
+            return text_result(words, {"action": "run", "cell_id": cell_id, "applied": False})
         if not self._take_approval(tool_call_id, name):
-            return _text_result(f"{name} was not approved by the user; nothing was changed.")
+            return text_result(f"{name} was not approved by the user; nothing was changed.")
         note = self._notes.pop(tool_call_id, "")
         try:
             result = await body(tool_call_id, params, signal)
         except NotebookNotConnected as exc:
-            return _text_result(f"{exc} Nothing was changed.")
+            return text_result(f"{exc} Nothing was changed.")
         except DocumentError as exc:
-            return _text_result(f"{note} The notebook refused: {exc} Nothing was changed.".strip())
+            return text_result(f"{note} The notebook refused: {exc} Nothing was changed.".strip())
         if note and result.content and isinstance(result.content[0], TextContent):
             first = result.content[0]
             result.content[0] = TextContent(text=f"{note}\n{first.text}")
         return result
-
-    def _not_connected(self, name: str, params: dict[str, Any]) -> AgentToolResult:
-        head = (
-            "No notebook frontend is connected to this kernel (it runs under nbclient, "
-            "papermill or a terminal, or JupyterLab lacks the pi_notebook extension), so "
-        )
-        source = str(params.get("source", ""))
-        cell_id = str(params.get("cell_id", ""))
-        detail: dict[str, Any] = {"action": name.removesuffix("_cell"), "applied": False}
-        if name == "insert_cell":
-            kind = str(params.get("cell_type") or "code")
-            cell_id = f"proposed-{len(self._proposed) + 1}"
-            self._proposed[cell_id] = (kind, source)
-            language = "markdown" if kind == "markdown" else "python"
-            detail.update(cell_id=cell_id, cell_type=kind, source=source)
-            if _runs_inserted(params):
-                # asked to run it too: the firm answer run_cell would give, at once
-                self._proposed_runs.add(cell_id)
-                detail["run"] = {"applied": False}
-                text = (
-                    f"{head}no cell was inserted or run. The {kind} cell that would have been "
-                    f"inserted and run (proposed as cell {cell_id}):\n"
-                    f"{_fence(source, language)}\nIt cannot run here; do not ask again. Show "
-                    "the user this code, who can run it."
-                )
-            else:
-                text = (
-                    f"{head}no cell was inserted. The {kind} cell would have been "
-                    f"(proposed as cell {cell_id}):\n{_fence(source, language)}\n"
-                    f'run_cell with cell_id "{cell_id}" shows the user the code to run.'
-                )
-        elif name == "edit_cell":
-            text = f"{head}cell {cell_id} was not edited. Its new source would have been:\n"
-            text += _fence(source)
-            detail.update(cell_id=cell_id, source=source)
-        elif name == "delete_cell":
-            text = f"{head}cell {cell_id} was not deleted."
-            detail.update(cell_id=cell_id)
-        elif cell_id in self._proposed_runs:
-            # a small model may ask again and again: say it once more, shorter and firmer
-            text = (
-                f"run_cell already answered for cell {cell_id}: with no notebook connected it "
-                "cannot run, however often it is asked. Do not call run_cell again; show the "
-                "user the cell's code and end your turn."
-            )
-            detail.update(cell_id=cell_id, repeated=True)
-        elif cell_id in self._proposed:
-            self._proposed_runs.add(cell_id)
-            kind, proposed = self._proposed[cell_id]
-            text = (
-                f"{head}cell {cell_id} was not run (it cannot run here; do not ask again). "
-                "This is the code that would have run; show it to the user, who can run it:"
-                f"\n{_fence(proposed)}"
-            )
-            detail.update(cell_id=cell_id, source=proposed)
-        else:
-            text = f"{head}cell {cell_id} was not run."
-            detail.update(cell_id=cell_id)
-        return _text_result(text, detail)
 
     async def _insert(
         self, call_id: str, params: dict[str, Any], signal: AbortSignal | None
@@ -459,7 +379,7 @@ class WriteTools:
             "source": source,
         }
         if cell_type == "code" and _runs_inserted(params):
-            ran = await self._execute(cell_id, {"action": "run", "cell_id": cell_id}, signal)
+            ran = await self._runner().run(cell_id, {"action": "run", "cell_id": cell_id}, signal)
             run_detail = dict((ran.details or {})["notebook"])
             for key in ("action", "cell_id", "source"):
                 run_detail.pop(key, None)
@@ -468,7 +388,7 @@ class WriteTools:
             words = first.text if isinstance(first, TextContent) else ""
             return AgentToolResult(
                 content=[
-                    TextContent(text=f"{inserted}\n{_fence(source, language)}\n{words}"),
+                    TextContent(text=f"{inserted}\n{fence(source, language)}\n{words}"),
                     *ran.content[1:],  # the cell's images (or notes on them)
                 ],
                 details={"notebook": detail},
@@ -479,7 +399,7 @@ class WriteTools:
             if cell_type == "code"
             else "Markdown cells do not run."
         )
-        return _text_result(f"{inserted} {run_hint}\n" + _fence(source, language), detail)
+        return text_result(f"{inserted} {run_hint}\n" + fence(source, language), detail)
 
     async def place_cell(
         self, source: str, cell_type: CellType, cell_id: str | None, after: str | None
@@ -508,7 +428,7 @@ class WriteTools:
         cell = await self._cell(str(params["cell_id"]))
         source = str(params["source"])
         await self.document.edit_cell(cell.id, source)
-        return _text_result(
+        return text_result(
             f"Edited cell {cell.id}. It has not run since the edit.",
             {
                 "action": "edit",
@@ -529,7 +449,7 @@ class WriteTools:
         await self.document.delete_cell(cell.id)
         if self.anchor_cell_id == cell.id:
             self.anchor_cell_id = None
-        return _text_result(
+        return text_result(
             f"Deleted {cell.cell_type} cell {cell.id}.",
             {
                 "action": "delete",
@@ -547,112 +467,10 @@ class WriteTools:
     ) -> AgentToolResult:
         cell = await self._cell(str(params["cell_id"]))
         if cell.cell_type != "code":
-            return _text_result(f"Cell {cell.id} is a {cell.cell_type} cell; only code runs.")
+            return text_result(f"Cell {cell.id} is a {cell.cell_type} cell; only code runs.")
         detail: dict[str, Any] = {"action": "run", "cell_id": cell.id, "source": cell.source}
-        return await self._execute(cell.id, detail, signal)
+        return await self._runner().run(cell.id, detail, signal)
 
-    async def _execute(
-        self, cell_id: str, detail: dict[str, Any], signal: AbortSignal | None
-    ) -> AgentToolResult:
-        """Run the code cell ``cell_id`` through the frontend and wait for its record (or
-        say why it cannot end now); ``detail`` goes into the result's details."""
-        mark = self.history.mark
-        await self.document.execute_cell(cell_id)
-        waiting = asyncio.ensure_future(self.history.wait_for(cell_id, started_after=mark))
-        try:
-            while not waiting.done():
-                await asyncio.wait([waiting], timeout=RUN_POLL_SECONDS)
-                if waiting.done():
-                    break
-                if self.waited_on():
-                    if not self._started(cell_id, mark):
-                        words = self._deadlock_words(cell_id, queued=True)
-                        return _text_result(words, {**detail, "applied": False, "queued": True})
-                    # the cell itself waits for this run (it awaits pi_notebook.current().wait()):
-                    # it can only end after the run, so waiting for it would never end
-                    return _text_result(
-                        f"Cell {cell_id} started and is waiting for this agent run to finish, "
-                        "so it cannot end while you wait for it. It will finish after this run "
-                        "ends. Do not run it again; answer the user now.",
-                        {**detail, "applied": True, "waits_for_run": True},
-                    )
-                if signal is not None and signal.aborted:
-                    return _text_result(
-                        f"Stopped waiting for cell {cell_id}: the run was stopped. The cell "
-                        "may still be running.",
-                        {**detail, "applied": True},
-                    )
-            record = waiting.result()
-        finally:
-            if not waiting.done():
-                waiting.cancel()
-        images = await self._images(cell_id)
-        text = self._record_words(record)
-        return AgentToolResult(
-            content=[TextContent(text=text), *images],
-            is_error=record.status == "error",  # a failed cell is a failed call: fix and rerun
-            details={
-                "notebook": {
-                    **detail,
-                    "applied": True,
-                    "execution_count": record.execution_count,
-                    "status": record.status,
-                }
-            },
-        )
-
-    def _started(self, cell_id: str, mark: int) -> bool:
-        running = self.history.running
-        return running is not None and running.cell_id == cell_id and running.index >= mark
-
-    @staticmethod
-    def _deadlock_words(cell_id: str, *, queued: bool) -> str:
-        why = (
-            "a cell is waiting for this agent run to finish (%%agent --wait, or "
-            "await pi_notebook.current().wait(), perhaps queued by Run All), and the kernel "
-            "runs one cell at a time"
-        )
-        if queued:
-            return (
-                f"Cell {cell_id} could not run yet: {why}. It is queued and will run after "
-                "that cell ends, so its result is not available in this run. Tell the user; "
-                "do not ask to run it again."
-            )
-        return (
-            f"Cell {cell_id} was not run: {why}, so it could not start before this run ends. "
-            "Tell the user to run it (or to start the agent without --wait)."
-        )
-
-    @staticmethod
-    def _record_words(record: ExecutionRecord) -> str:
-        count = f"In [{record.execution_count}]" if record.execution_count is not None else "It"
-        if record.status == "interrupted":
-            lines = [f"{count} was interrupted (the user stopped the kernel) before it finished."]
-        elif record.status == "error" and record.error is not None:
-            lines = [f"{count} failed with {record.error.ename}: {record.error.evalue}"]
-            if record.error.traceback:
-                lines.append(record.error.traceback)
-        else:
-            lines = [f"{count} ran without error."]
-        for output in record.outputs:
-            lines.append(f"[{output.kind}]\n{output.text}")
-        if record.omitted_outputs:
-            lines.append(f"[... {record.omitted_outputs} more outputs]")
-        if record.result is not None:
-            lines.append(f"Out[{record.execution_count}]:\n{record.result}")
-        return _bounded("\n".join(lines))
-
-    async def _images(self, cell_id: str) -> list[TextContent | ImageContent]:
-        """The images among the cell's outputs, as the notebook shows them: for the model,
-        downscaled, or a note each when it does not take images."""
-        try:
-            outputs = await self.document.cell_outputs(cell_id)
-        except (NotebookNotConnected, DocumentError):
-            return []
-        images: list[CellImage] = []
-        for output in outputs:
-            data = output.get("data")
-            image = bundle_image(data) if isinstance(data, dict) else None
-            if image is not None:
-                images.append(image)
-        return await model_images_async(images, self.takes_images(), limit=MAX_RESULT_IMAGES)
+    def _runner(self) -> CellRunner:
+        # made for each run: waited_on and takes_images may be replaced after construction
+        return CellRunner(self.document, self.history, self.waited_on, self.takes_images)
