@@ -26,10 +26,9 @@ reviews (:mod:`.run_approvals`), the header (:mod:`.run_header`), the code actio
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import traitlets
 
@@ -38,28 +37,21 @@ from ...ai.producer import describe_error
 from ...ai.types import Model
 from .base import Callback, PiWidget, module_loader
 from .coalesce import Coalescer, Scheduler
-from .items import assistant_item, content_text, message_json, note_item, user_item
 from .protocol import (
     ApprovalPreview,
-    Origin,
     PatchOp,
-    QueuedMessage,
     RunControls,
     RunHeader,
     RunPatch,
     RunStatus,
     TranscriptItem,
 )
-from .run_approvals import Approvals
 from .run_code_actions import CodeActionRefused, CodeActions
-from .run_header import HeaderState, budget_rows
+from .run_feed import RunFeed
 from .run_static import run_html, run_text
-from .run_transcript import Transcript
-from .tool_cards import ToolCards
 
 __all__ = ["CONTENT_TRAITS", "RunView"]
 
-_log = logging.getLogger(__name__)
 
 _LIVE: frozenset[str] = frozenset({"waiting", "streaming", "running_tools", "awaiting_approval"})
 CONTENT_TRAITS = (
@@ -143,18 +135,16 @@ class RunView(PiWidget):
         self._sync = Coalescer(
             self._flush, interval=sync_interval, clock=clock, scheduler=scheduler
         )
-        self._transcript = Transcript()
-        self._cards = ToolCards(clock, self._sync.mark)
-        self._approvals = Approvals(self._cards, self._sync.mark)
-        self._head = HeaderState(model, thinking_level)
+        self._feed = RunFeed(
+            model=model,
+            thinking_level=thinking_level,
+            clock=clock,
+            mark=self._sync.mark,
+            started=self._started,
+            ended=self._end,
+            stopped=self.note_stopped,
+        )
         self._code = CodeActions()
-        self._stalled = 0
-        self._queued: list[QueuedMessage] = []
-        self._budget_stop: str | None = None
-        self._terminal: RunStatus | None = None
-        self._replies_this_run = 0
-        self._last_reply_stamp: object = None
-        self._version = 0
         # The first state goes out with the comm's opening message.
         super().__init__(header=dict(self._header()), controls=dict(self._controls()))
         self._connect(loop)
@@ -165,26 +155,24 @@ class RunView(PiWidget):
         """Take one agent event (an ``AgentEvent``; unknown types, e.g. harness events, are
         ignored). Synchronous and cheap; call it on the event loop's thread."""
         self._channel.bind()
-        handler = self._handlers.get(getattr(event, "type", None))
-        if handler is not None:
-            handler(self, event)
+        self._feed.handle(event)
 
     def set_model(self, model: Model | None, thinking_level: str | None = None) -> None:
         """Show another model (and thinking level) in the header."""
-        self._head.set_model(model, thinking_level)
+        self._feed.head.set_model(model, thinking_level)
         self._sync.mark("header")
 
     def set_context_tokens(self, tokens: int) -> None:
         """The context's size before a reply reports it (an estimate of what the request
         holds), so the context bar does not read 0 while the first reply streams."""
-        self._head.context_tokens = tokens
+        self._feed.head.context_tokens = tokens
         self._sync.mark("header")
 
     def set_answers_only(self, answers_only: bool) -> None:
         """Say in the header that the model cannot call tools, so it is offered none and
         answers in text only."""
-        if answers_only != self._head.answers_only:
-            self._head.answers_only = answers_only
+        if answers_only != self._feed.head.answers_only:
+            self._feed.head.answers_only = answers_only
             self._sync.mark("header")
 
     def set_code_actions(self, *, insert: bool, edit_target: str = "") -> None:
@@ -206,9 +194,10 @@ class RunView(PiWidget):
         """Show a change the user made from the view (e.g. "Insert as cell") as a finished
         tool card: what it did, and ``reason`` as how it was approved."""
         self._channel.bind()
-        self._cards.previews[tool_call_id] = preview
-        self._cards.open(tool_call_id, tool_name, {})
-        self._cards.set_approval(tool_call_id, "allowed", None, reason)
+        cards = self._feed.cards
+        cards.previews[tool_call_id] = preview
+        cards.open(tool_call_id, tool_name, {})
+        cards.set_approval(tool_call_id, "allowed", None, reason)
         self.finish_action(tool_call_id, tool_name, text, details)
 
     def finish_action(
@@ -223,21 +212,25 @@ class RunView(PiWidget):
         """End the card of a user's action (one :meth:`request_approval` opened) with its
         result."""
         content = [{"type": "text", "text": text}]
-        self._finish_tool(tool_call_id, tool_name, content, details, is_error)
+        self._feed.finish_tool(tool_call_id, tool_name, content, details, is_error)
         self._sync.mark("status")
 
     def add_note(self, title: str, text: str) -> None:
         """A note in the transcript (Markdown ``text`` under a one-line ``title``)."""
         self._channel.bind()
-        item_id = self._transcript.new_id()
-        self._append({"kind": "note", "id": item_id, "role": "note", "title": title, "text": text})
+        item_id = self._feed.transcript.new_id()
+        self._feed.append(
+            {"kind": "note", "id": item_id, "role": "note", "title": title, "text": text}
+        )
 
     def note_queued(self, kind: str, text: str) -> None:
         """Show a steering or follow-up message as queued until the run injects it (the steer box
         does this itself; ``%steer`` and friends should call it too)."""
         if kind not in ("steer", "follow_up"):
             raise ValueError(f"kind must be 'steer' or 'follow_up', got {kind!r}")
-        self._queued.append({"kind": "steer" if kind == "steer" else "follow_up", "text": text})
+        self._feed.queued.append(
+            {"kind": "steer" if kind == "steer" else "follow_up", "text": text}
+        )
         self._sync.mark("queued")
 
     async def request_approval(
@@ -253,7 +246,7 @@ class RunView(PiWidget):
         ``preview`` is what the call would do (shown instead of bare arguments); when it offers
         "always allow", :meth:`answered_always` tells whether the user chose it."""
         self._channel.bind()
-        return await self._approvals.request(tool_call_id, tool_name, args, timeout, preview)
+        return await self._feed.approvals.request(tool_call_id, tool_name, args, timeout, preview)
 
     async def request_review(
         self,
@@ -265,18 +258,18 @@ class RunView(PiWidget):
         decided, None after ``timeout`` seconds without all the answers (nothing accepted).
         Stopping the run rejects the undecided ones."""
         self._channel.bind()
-        return await self._approvals.request_review(changes, timeout)
+        return await self._feed.approvals.request_review(changes, timeout)
 
     def note_policy(
         self, tool_call_id: str, tool_name: str, args: Mapping[str, Any], *, allowed: bool
     ) -> None:
         """Show on the call's card that the approval policy answered for the user."""
         self._channel.bind()
-        self._approvals.note_policy(tool_call_id, tool_name, args, allowed=allowed)
+        self._feed.approvals.note_policy(tool_call_id, tool_name, args, allowed=allowed)
 
     def answered_always(self, tool_call_id: str) -> bool:
         """The user allowed this call with "always allow for this session"."""
-        return self._approvals.answered_always(tool_call_id)
+        return self._feed.approvals.answered_always(tool_call_id)
 
     def resync(self, *, full: bool = False, content: bool = True) -> None:
         """:meth:`PiWidget.resync`; ``content=False`` when the page applies the patches (it
@@ -308,11 +301,8 @@ class RunView(PiWidget):
         """Show how long the model request has been silent (``StreamOptions.on_stall`` /
         ``Agent.on_stall``); a notice that data flows again clears it."""
         self._channel.bind()
-        stalled = notice.waited_ms if notice.stalled and self._terminal is None else 0
-        if stalled != self._stalled:
-            self._stalled = stalled
-            self._version += 1
-            self._sync.mark("stalled_ms")
+        live = notice.stalled and self._feed.terminal is None
+        self._feed.set_stalled(notice.waited_ms if live else 0)
 
     def fail(self, error: BaseException | str) -> None:
         """Show that the run failed outside the event stream (e.g. its task raised)."""
@@ -325,196 +315,35 @@ class RunView(PiWidget):
     @property
     def items(self) -> list[TranscriptItem]:
         """The finished transcript items (what ``messages`` holds once synced)."""
-        return list(self._transcript.items)
+        return list(self._feed.transcript.items)
 
     @property
     def is_live(self) -> bool:
         return self._status() in _LIVE
 
-    # --- events ----------------------------------------------------------------------------------
-
-    def _on_agent_start(self, _event: Any) -> None:
-        self._terminal = None
-        self._replies_this_run = 0
-        self.error = ""
-        self._sync.mark("status", "controls")
-
-    def _on_message_start(self, event: Any) -> None:
-        if getattr(event.message, "role", None) != "assistant":
-            return
-        self._transcript.start_reply()
-        self._sync.mark("current", "status")
-
-    def _on_message_update(self, event: Any) -> None:
-        delta = event.assistant_message_event
-        if delta.type in ("start", "done", "error"):
-            return
-        if self._stalled:  # data flows (the LLM layer says so too, a moment later)
-            self._stalled = 0
-            self._sync.mark("stalled_ms")
-        self._transcript.update_reply(delta)
-        self._sync.mark("current")
-
-    def _on_message_end(self, event: Any) -> None:
-        message = message_json(event.message)
-        role = message.get("role")
-        transcript = self._transcript
-        if role == "assistant":
-            self._add_reply(message, transcript.end_reply())
-        elif role == "user":
-            self._append(user_item(message, transcript.new_id(), self._origin(message)))
-        elif role == "toolResult":
-            call_id = str(message.get("toolCallId", ""))
-            if call_id not in self._cards.finished:
-                self._finish_tool(
-                    call_id,
-                    str(message.get("toolName", "")),
-                    message.get("content"),
-                    message.get("details"),
-                    bool(message.get("isError")),
-                )
-        else:
-            self._append(note_item(message, transcript.new_id()))
-        self._sync.mark("current", "status")
-
-    def _on_tool_start(self, event: Any) -> None:
-        if event.tool_call_id in self._cards.running:
-            return  # listed in a review already: its card keeps the decision
-        self._cards.open(event.tool_call_id, event.tool_name, event.args)
-        self._sync.mark("running_tools", "status")
-
-    def _on_tool_update(self, event: Any) -> None:
-        self._cards.progress(event)
-
-    def _on_tool_end(self, event: Any) -> None:
-        result = event.result
-        blocks = [b.model_dump(mode="json", by_alias=True) for b in result.content]
-        self._finish_tool(
-            event.tool_call_id, event.tool_name, blocks, result.details, bool(event.is_error)
-        )
-        self._sync.mark("status")
-
-    def _on_agent_end(self, event: Any) -> None:
-        messages = getattr(event, "messages", None) or []
-        if messages:
-            last = message_json(messages[-1])
-            # A run that failed outside the stream reports its failure message only here.
-            if (
-                last.get("role") == "assistant"
-                and last.get("stopReason") in ("error", "aborted")
-                and not self._reply_recorded(last)
-            ):
-                self._add_reply(last, self._transcript.new_id())
-        reason = self._last_reply_stop_reason()
-        if reason == "aborted":
-            self._end("aborted", "")
-        elif reason == "error":
-            # the failed reply shows the model's error in the transcript: not again below it
-            self._end("error", "")
-        else:
-            self._end("done", "")
-
-    def _on_budget_update(self, event: Any) -> None:
-        self._head.budget = budget_rows(event)
-        self._sync.mark("header")
-        if event.stopped and event.stopped != self._budget_stop:
-            self._budget_stop = event.stopped
-            self.note_stopped(event.stopped)
-
-    def _on_compaction_start(self, event: Any) -> None:
-        self._head.compaction_start(event)
-        self._sync.mark("header")
-
-    def _on_compaction_end(self, event: Any) -> None:
-        self._head.compaction_end(event)
-        self._sync.mark("header")
-
-    _handlers: ClassVar[Mapping[object, Callable[[RunView, Any], None]]] = {
-        "compaction_start": _on_compaction_start,
-        "compaction_end": _on_compaction_end,
-        "agent_start": _on_agent_start,
-        "message_start": _on_message_start,
-        "message_update": _on_message_update,
-        "message_end": _on_message_end,
-        "tool_execution_start": _on_tool_start,
-        "tool_execution_update": _on_tool_update,
-        "tool_execution_end": _on_tool_end,
-        "agent_end": _on_agent_end,
-        "budget_update": _on_budget_update,
-    }
-
     # --- bookkeeping -----------------------------------------------------------------------------
 
-    def _append(self, item: TranscriptItem) -> None:
-        self._transcript.append(item)
-        self._version += 1
-        self._sync.mark("messages")
+    @property
+    def _version(self) -> int:  # the text rendition's version is the feed's
+        return self._feed.version
 
-    def _add_reply(self, message: Mapping[str, Any], item_id: str) -> None:
-        item = assistant_item(message, item_id)
-        self._append(item)
-        self._replies_this_run += 1
-        self._last_reply_stamp = message.get("timestamp")
-        self._head.add_reply(item)
-        self._sync.mark("header")
-
-    def _reply_recorded(self, message: Mapping[str, Any]) -> bool:
-        return self._replies_this_run > 0 and self._last_reply_stamp == message.get("timestamp")
-
-    def _last_reply_stop_reason(self) -> str | None:
-        if self._replies_this_run == 0:
-            return None
-        for item in reversed(self._transcript.items):
-            if item["kind"] == "assistant":
-                return item["stop_reason"]
-        return None
-
-    def _origin(self, message: Mapping[str, Any]) -> Origin:
-        text = content_text(message.get("content"))
-        for index, queued in enumerate(self._queued):
-            if queued["text"] == text:
-                del self._queued[index]
-                self._sync.mark("queued")
-                return queued["kind"]
-        return "prompt" if self._replies_this_run == 0 else "user"
-
-    def _finish_tool(
-        self, tool_call_id: str, tool_name: str, content: object, details: object, is_error: bool
-    ) -> None:
-        item_id = self._transcript.new_id()
-        self._append(
-            self._cards.finish(item_id, tool_call_id, tool_name, content, details, is_error)
-        )
+    @_version.setter
+    def _version(self, value: int) -> None:
+        self._feed.version = value
 
     def _settle_approvals(self, allow: bool, reason: str) -> None:
-        self._approvals.settle(allow, reason)
+        self._feed.approvals.settle(allow, reason)
 
-    def _end(self, status: RunStatus, error: str) -> None:
-        self._settle_approvals(False, "The run ended.")
-        self._terminal = status
-        self._queued.clear()
-        self._transcript.drop_reply()
+    def _end(self, status: RunStatus, error: str = "") -> None:
+        self._feed.end(status)
         self.error = error
-        self._stalled = 0
-        self._version += 1
-        self._sync.mark(
-            "status", "current", "queued", "controls", "header", "running_tools", "stalled_ms"
-        )
         self._sync.flush()
 
     def _status(self) -> RunStatus:
-        if self._terminal is not None:
-            return self._terminal
-        if self._approvals.pending:
-            return "awaiting_approval"
-        if self._transcript.live_id is not None:
-            return "streaming"
-        if self._cards.running:
-            return "running_tools"
-        return "waiting"
+        return self._feed.status()
 
     def _header(self) -> RunHeader:
-        return self._head.as_dict()
+        return self._feed.head.as_dict()
 
     def _controls(self) -> RunControls:
         insert_code, edit_code = self._code.controls(self.on_code_action is not None)
@@ -528,6 +357,9 @@ class RunView(PiWidget):
             "edit_code": edit_code,
         }
 
+    def _started(self) -> None:
+        self.error = ""
+
     def _callbacks_changed(self) -> None:
         self._sync.mark("controls")
 
@@ -536,20 +368,20 @@ class RunView(PiWidget):
         patch (the traits still hold the whole state: a state request gets all of it)."""
         ops: list[PatchOp] = []
         changed: dict[str, Any] = {}
-        transcript = self._transcript
+        transcript = self._feed.transcript
         with self.hold_sync():
             if "messages" in names or "current" in names:
-                ops = transcript.ops(self._head.model)
+                ops = transcript.ops(self._feed.head.model)
                 self.messages = list(transcript.items)
-                self.current = dict(transcript.current(self._head.model) or {})
+                self.current = dict(transcript.current(self._feed.head.model) or {})
             for name, value in (
-                ("running_tools", lambda: dict(self._cards.running)),
+                ("running_tools", lambda: dict(self._feed.cards.running)),
                 ("header", lambda: dict(self._header())),
-                ("queued", lambda: list(self._queued)),
-                ("review", lambda: dict(self._approvals.review or {})),
+                ("queued", lambda: list(self._feed.queued)),
+                ("review", lambda: dict(self._feed.approvals.review or {})),
                 ("controls", lambda: dict(self._controls())),
                 ("status", self._status),
-                ("stalled_ms", lambda: self._stalled),
+                ("stalled_ms", lambda: self._feed.stalled),
             ):
                 if name in names:
                     new = value()
@@ -578,14 +410,14 @@ class RunView(PiWidget):
                 return
             self._send_text(text.strip(), steer=kind == "steer" and self.is_live)
         elif kind == "approval":
-            self._approvals.answer(
+            self._feed.approvals.answer(
                 str(message.get("tool_call_id")),
                 bool(message.get("allow")),
                 always=bool(message.get("always")),
             )
         elif kind == "review":
             call = message.get("tool_call_id")
-            self._approvals.decide(
+            self._feed.approvals.decide(
                 str(message.get("review_id")),
                 bool(message.get("accept")),
                 str(call) if call is not None else None,
@@ -610,7 +442,7 @@ class RunView(PiWidget):
         enabled = self.on_code_action is not None
         try:
             label, action, source = self._code.check(
-                message, self._transcript.items, enabled=enabled
+                message, self._feed.transcript.items, enabled=enabled
             )
         except CodeActionRefused as refused:
             self._set_notice(str(refused))
@@ -620,24 +452,24 @@ class RunView(PiWidget):
     def _send_text(self, text: str, *, steer: bool) -> None:
         kind: Literal["steer", "follow_up"] = "steer" if steer else "follow_up"
         live = self.is_live
-        before = len(self._queued)
+        before = len(self._feed.queued)
         callback = self.on_steer if steer else self.on_follow_up
         taken = self._channel.call("Steer" if steer else "Follow-up", callback, text)
         # Shown as queued until the run injects it, unless the owner noted it already.
-        if taken and live and len(self._queued) == before:
+        if taken and live and len(self._feed.queued) == before:
             self.note_queued(kind, text)
 
     def _stop_tool(self, tool_call_id: str) -> None:
         """One card's stop: the owner aborts that call; an approval it waits for is refused."""
-        if tool_call_id not in self._cards.running:
+        if tool_call_id not in self._feed.cards.running:
             return  # it ended already: its card shows the result
         self._channel.call("Stop the tool call", self.on_stop_tool, tool_call_id)
-        self._approvals.refuse(tool_call_id, "The call was stopped.")
+        self._feed.approvals.refuse(tool_call_id, "The call was stopped.")
 
     def _expand(self, tool_call_id: str) -> None:
-        text = self._cards.full_result(tool_call_id)
+        text = self._feed.cards.full_result(tool_call_id)
         if text is None:
-            items = self._transcript.items
+            items = self._feed.transcript.items
             item = next((i for i in items if i.get("tool_call_id") == tool_call_id), None)
             text = str(item.get("text", "")) if item is not None else ""
         self.send({"type": "expanded", "tool_call_id": tool_call_id, "text": text})
@@ -648,12 +480,12 @@ class RunView(PiWidget):
         """The run as plain text: a header line, then each message."""
         return run_text(
             status=self._status(),
-            stalled_ms=self._stalled,
-            model=self._head.model,
-            usage=self._head.usage,
-            budget=self._head.budget,
-            items=self._transcript.items,
-            live=self._transcript.current(self._head.model),
+            stalled_ms=self._feed.stalled,
+            model=self._feed.head.model,
+            usage=self._feed.head.usage,
+            budget=self._feed.head.budget,
+            items=self._feed.transcript.items,
+            live=self._feed.transcript.current(self._feed.head.model),
             error=self.error,
             notice=self.notice,
         )
@@ -661,7 +493,7 @@ class RunView(PiWidget):
     def transcript_html(self) -> str:
         """The run as simple, static HTML (no scripts, no widget needed)."""
         head = self.transcript_text().splitlines()[0]
-        return run_html(head, self._transcript.items, self.error)
+        return run_html(head, self._feed.transcript.items, self.error)
 
     def _fallbacks(self) -> tuple[str, str]:
         return self.transcript_text(), self.transcript_html()
