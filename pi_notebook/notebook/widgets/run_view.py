@@ -17,10 +17,10 @@ run there. A callback that fails, or a coroutine it returns that fails, shows a 
 view instead of vanishing into a log.
 
 What it shares with the session tree (:class:`PiWidget`, :class:`FrontEndChannel`,
-:class:`Callback`) lives in :mod:`~pi_notebook.notebook.widgets.base`. Its parts: the transcript
-and its patches (:mod:`.run_transcript`), the tool cards (:mod:`.tool_cards`), approvals and
-reviews (:mod:`.run_approvals`), the header (:mod:`.run_header`), the code actions
-(:mod:`.run_code_actions`) and the static renditions (:mod:`.run_static`).
+:class:`Callback`) lives in :mod:`~pi_notebook.notebook.widgets.base`. What the events say is
+kept by :class:`~pi_notebook.notebook.widgets.run_feed.RunFeed` (transcript and patches, tool
+cards, approvals, header); the view adds the code actions (:mod:`.run_code_actions`) and the
+static renditions (:mod:`.run_static`).
 """
 
 from __future__ import annotations
