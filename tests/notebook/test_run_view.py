@@ -901,6 +901,38 @@ async def test_a_stall_signal_shows_until_data_flows_and_a_kept_write_says_saved
     assert view.notice == ""
 
 
+def test_a_run_that_ends_after_its_cell_refreshes_its_shown_fallback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No cell may run after a background run ends (no post_run_cell hook to resync): the end
+    itself brings the shown text/HTML up to date, else a page saves "waiting for the model"."""
+    shown: list[str] = []
+
+    class Handle:
+        def update(self, obj: Any) -> None:
+            shown.append(obj._repr_mimebundle_()[0]["text/html"])
+
+    def fake_display(obj: Any, display_id: bool = False) -> Handle:
+        shown.append(obj._repr_mimebundle_()[0]["text/html"])
+        return Handle()
+
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", fake_display)
+    view = RunView()
+    view.show()
+    view.handle(AgentStartEvent())
+    view.handle(MessageEndEvent(message=UserMessage(content="Second question")))
+    view.resync()  # the last cell's hook, while the run still waits for the model
+    assert "waiting for the model" in shown[-1] and len(shown) == 2
+    view.handle(MessageEndEvent(message=faux_assistant_message("Second answer, kept.")))
+    view.handle(AgentEndEvent(messages=[]))
+    assert len(shown) == 3
+    assert "pi run · done" in shown[-1] and "Second answer, kept." in shown[-1]
+    view.resync()
+    assert len(shown) == 3  # up to date already
+
+
 def test_resync_without_content_refreshes_only_the_fallback() -> None:
     view = RunView()
     wire = Wire(view)

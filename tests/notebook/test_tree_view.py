@@ -363,3 +363,31 @@ def test_two_thousand_entries_with_branches() -> None:
     assert len(lines) == 2000
     assert max(len(line) - len(line.lstrip("│ ├└─")) for line in lines) < 40  # no drift right
     assert sum("*current" in line for line in lines) == 1
+
+
+def test_the_end_of_a_run_refreshes_the_trees_shown_fallback(monkeypatch: Any) -> None:
+    """A run may end after the last cell ran: its ``agent_end`` brings the shown text/HTML of the
+    tree up to date (no post_run_cell hook would)."""
+    from pi_notebook.agent.events import AgentEndEvent
+
+    shown: list[str] = []
+
+    class Handle:
+        def update(self, obj: Any) -> None:
+            shown.append(obj._repr_mimebundle_()[0]["text/plain"])
+
+    def fake_display(obj: Any, display_id: bool = False) -> Handle:
+        shown.append(obj._repr_mimebundle_()[0]["text/plain"])
+        return Handle()
+
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", fake_display)
+    session = fresh_session()
+    view = TreeView(session)
+    view.show()
+    chat(session, 1, prefix="late")
+    view.handle(AgentEndEvent(messages=[]))
+    assert len(shown) == 2 and "late 0" in shown[-1]
+    view.resync()
+    assert len(shown) == 2

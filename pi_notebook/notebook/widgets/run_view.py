@@ -338,6 +338,9 @@ class RunView(PiWidget):
         self._feed.end(status)
         self.error = error
         self._sync.flush()
+        # A run often ends after its cell (and the cells after it) ran: no post_run_cell hook
+        # comes to refresh the fallback, and the page saves the one shown last.
+        self._refresh_fallback()
 
     def _status(self) -> RunStatus:
         return self._feed.status()

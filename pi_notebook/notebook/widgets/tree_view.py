@@ -178,8 +178,11 @@ class TreeView(PiWidget):
     def handle(self, event: Any) -> None:
         """Refresh on agent or harness events that may have changed the session (subscribe it
         next to the run view); streaming deltas are ignored."""
-        if getattr(event, "type", None) not in _QUIET_EVENTS:
+        kind = getattr(event, "type", None)
+        if kind not in _QUIET_EVENTS:
             self.refresh()
+        if kind == "agent_end":  # no cell may run after it to refresh the fallback
+            self._refresh_fallback()
 
     def select(self, entry_id: str | None) -> None:
         """Select a node (as a click does) and show its detail."""
