@@ -738,23 +738,30 @@ async def test_long_tool_output_is_previewed_and_sent_whole_on_request() -> None
 # --- resync and fallbacks ------------------------------------------------------------------------
 
 
-async def test_resync_resends_the_state_and_refreshes_a_stale_display(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    shown: list[Any] = []
+def record_displays(monkeypatch: pytest.MonkeyPatch, mime: str) -> list[str]:
+    """Replace IPython's ``display`` (as ``PiWidget.show`` calls it) by one that records the
+    ``mime`` rendition of each display and of each update of it."""
+    shown: list[str] = []
 
     class Handle:
         def update(self, obj: Any) -> None:
-            shown.append(obj._repr_mimebundle_()[0]["text/plain"])
+            shown.append(obj._repr_mimebundle_()[0][mime])
 
     def fake_display(obj: Any, display_id: bool = False) -> Handle:
         assert display_id is True
-        shown.append(obj._repr_mimebundle_()[0]["text/plain"])
+        shown.append(obj._repr_mimebundle_()[0][mime])
         return Handle()
 
     import IPython.display
 
     monkeypatch.setattr(IPython.display, "display", fake_display)
+    return shown
+
+
+async def test_resync_resends_the_state_and_refreshes_a_stale_display(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shown = record_displays(monkeypatch, "text/plain")
     view = RunView()
     wire = Wire(view)
     view.show()
@@ -906,19 +913,7 @@ def test_a_run_that_ends_after_its_cell_refreshes_its_shown_fallback(
 ) -> None:
     """No cell may run after a background run ends (no post_run_cell hook to resync): the end
     itself brings the shown text/HTML up to date, else a page saves "waiting for the model"."""
-    shown: list[str] = []
-
-    class Handle:
-        def update(self, obj: Any) -> None:
-            shown.append(obj._repr_mimebundle_()[0]["text/html"])
-
-    def fake_display(obj: Any, display_id: bool = False) -> Handle:
-        shown.append(obj._repr_mimebundle_()[0]["text/html"])
-        return Handle()
-
-    import IPython.display
-
-    monkeypatch.setattr(IPython.display, "display", fake_display)
+    shown = record_displays(monkeypatch, "text/html")
     view = RunView()
     view.show()
     view.handle(AgentStartEvent())
