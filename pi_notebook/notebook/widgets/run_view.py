@@ -337,10 +337,11 @@ class RunView(PiWidget):
     def _end(self, status: RunStatus, error: str = "") -> None:
         self._feed.end(status)
         self.error = error
-        self._sync.flush()
         # A run often ends after its cell (and the cells after it) ran: no post_run_cell hook
-        # comes to refresh the fallback, and the page saves the one shown last.
+        # comes to refresh the fallback, and the page saves the one shown last. It goes out
+        # before the patch that says the run ended, so a page showing the end has it.
         self._refresh_fallback()
+        self._sync.flush()
 
     def _status(self) -> RunStatus:
         return self._feed.status()
