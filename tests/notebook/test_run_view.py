@@ -738,23 +738,30 @@ async def test_long_tool_output_is_previewed_and_sent_whole_on_request() -> None
 # --- resync and fallbacks ------------------------------------------------------------------------
 
 
-async def test_resync_resends_the_state_and_refreshes_a_stale_display(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    shown: list[Any] = []
+def record_displays(monkeypatch: pytest.MonkeyPatch, mime: str) -> list[str]:
+    """Replace IPython's ``display`` (as ``PiWidget.show`` calls it) by one that records the
+    ``mime`` rendition of each display and of each update of it."""
+    shown: list[str] = []
 
     class Handle:
         def update(self, obj: Any) -> None:
-            shown.append(obj._repr_mimebundle_()[0]["text/plain"])
+            shown.append(obj._repr_mimebundle_()[0][mime])
 
     def fake_display(obj: Any, display_id: bool = False) -> Handle:
         assert display_id is True
-        shown.append(obj._repr_mimebundle_()[0]["text/plain"])
+        shown.append(obj._repr_mimebundle_()[0][mime])
         return Handle()
 
     import IPython.display
 
     monkeypatch.setattr(IPython.display, "display", fake_display)
+    return shown
+
+
+async def test_resync_resends_the_state_and_refreshes_a_stale_display(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shown = record_displays(monkeypatch, "text/plain")
     view = RunView()
     wire = Wire(view)
     view.show()
@@ -899,6 +906,26 @@ async def test_a_stall_signal_shows_until_data_flows_and_a_kept_write_says_saved
     view.notice = ""  # dismissed
     view.note_saved()
     assert view.notice == ""
+
+
+def test_a_run_that_ends_after_its_cell_refreshes_its_shown_fallback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No cell may run after a background run ends (no post_run_cell hook to resync): the end
+    itself brings the shown text/HTML up to date, else a page saves "waiting for the model"."""
+    shown = record_displays(monkeypatch, "text/html")
+    view = RunView()
+    view.show()
+    view.handle(AgentStartEvent())
+    view.handle(MessageEndEvent(message=UserMessage(content="Second question")))
+    view.resync()  # the last cell's hook, while the run still waits for the model
+    assert "waiting for the model" in shown[-1] and len(shown) == 2
+    view.handle(MessageEndEvent(message=faux_assistant_message("Second answer, kept.")))
+    view.handle(AgentEndEvent(messages=[]))
+    assert len(shown) == 3
+    assert "pi run · done" in shown[-1] and "Second answer, kept." in shown[-1]
+    view.resync()
+    assert len(shown) == 3  # up to date already
 
 
 def test_resync_without_content_refreshes_only_the_fallback() -> None:

@@ -11,6 +11,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pi_notebook.agent.agent import Agent
 from pi_notebook.agent.events import MessageUpdateEvent
 from pi_notebook.ai import (
@@ -25,7 +27,7 @@ from pi_notebook.harness import InMemorySessionStorage, Session
 from pi_notebook.notebook.widgets.tree_pages import BRANCHING, FOLDED, FORK, PATH
 from pi_notebook.notebook.widgets.tree_view import CONTENT_TRAITS as TREE_CONTENT
 from pi_notebook.notebook.widgets.tree_view import PAGE_ROWS, TreeView, entry_detail, node_row
-from tests.notebook.test_run_view import Wire, click, settle
+from tests.notebook.test_run_view import Wire, click, record_displays, settle
 from tests.paths import GOLDEN
 
 
@@ -363,3 +365,21 @@ def test_two_thousand_entries_with_branches() -> None:
     assert len(lines) == 2000
     assert max(len(line) - len(line.lstrip("│ ├└─")) for line in lines) < 40  # no drift right
     assert sum("*current" in line for line in lines) == 1
+
+
+def test_the_end_of_a_run_refreshes_the_trees_shown_fallback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run may end after the last cell ran: its ``agent_end`` brings the shown text/HTML of the
+    tree up to date (no post_run_cell hook would)."""
+    from pi_notebook.agent.events import AgentEndEvent
+
+    shown = record_displays(monkeypatch, "text/plain")
+    session = fresh_session()
+    view = TreeView(session)
+    view.show()
+    chat(session, 1, prefix="late")
+    view.handle(AgentEndEvent(messages=[]))
+    assert len(shown) == 2 and "late 0" in shown[-1]
+    view.resync()
+    assert len(shown) == 2

@@ -367,6 +367,10 @@ class PiWidget(anywidget.AnyWidget):
         if full or self._unsent:
             self._unsent = False
             self.send_state(None if full else list(self.content_traits))
+        self._refresh_fallback()
+
+    def _refresh_fallback(self) -> None:
+        """Update the shown text/HTML fallback if it is stale (see :meth:`show`)."""
         if self._display is not None and self._shown_version != self._version:
             self._shown_version = self._version
             self._display.update(self)

@@ -17,68 +17,41 @@ run there. A callback that fails, or a coroutine it returns that fails, shows a 
 view instead of vanishing into a log.
 
 What it shares with the session tree (:class:`PiWidget`, :class:`FrontEndChannel`,
-:class:`Callback`) lives in :mod:`~pi_notebook.notebook.widgets.base`.
+:class:`Callback`) lives in :mod:`~pi_notebook.notebook.widgets.base`. What the events say is
+kept by :class:`~pi_notebook.notebook.widgets.run_feed.RunFeed` (transcript and patches, tool
+cards, approvals, header); the view adds the code actions (:mod:`.run_code_actions`) and the
+static renditions (:mod:`.run_static`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import html
-import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, TypeAlias, cast
+from typing import Any, Literal
 
 import traitlets
 
-from ...ai.events import BLOCK_EVENT_TYPES, DELTA_EVENT_TYPES
 from ...ai.options import StallNotice
 from ...ai.producer import describe_error
 from ...ai.types import Model
-from ...harness.budget import BUDGET_STOP_PREFIX
 from .base import Callback, PiWidget, module_loader
 from .coalesce import Coalescer, Scheduler
-from .items import (
-    PROGRESS_CHARS,
-    add_usage,
-    args_text,
-    assistant_item,
-    content_images,
-    content_text,
-    context_tokens,
-    display_bundle,
-    message_json,
-    note_item,
-    tool_result_item,
-    usage_summary,
-    user_item,
-)
 from .protocol import (
     ApprovalPreview,
-    ApprovalState,
-    AssistantItem,
-    Block,
-    BlockEdit,
-    BudgetMeterRow,
-    ChangeReview,
-    Origin,
     PatchOp,
-    QueuedMessage,
-    ReviewChange,
     RunControls,
     RunHeader,
-    RunningTool,
     RunPatch,
     RunStatus,
-    ToolApproval,
     TranscriptItem,
-    UsageSummary,
 )
+from .run_code_actions import CodeActionRefused, CodeActions
+from .run_feed import RunFeed
+from .run_static import run_html, run_text
 
 __all__ = ["CONTENT_TRAITS", "RunView"]
 
-_log = logging.getLogger(__name__)
 
 _LIVE: frozenset[str] = frozenset({"waiting", "streaming", "running_tools", "awaiting_approval"})
 CONTENT_TRAITS = (
@@ -104,71 +77,6 @@ updates; ``notice`` and ``error`` change rarely and sync as usual."""
 SYNC_INTERVAL = 0.1
 """Seconds between patches while a run streams: each message costs ~600 bytes of envelope on
 iopub, so 10 a second keep a 1,000 tokens/s reply under 3x its text (bench/kernel_bench.py)."""
-
-
-# --- the run view ------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _LiveBlock:
-    """One content block of the reply being streamed: text kept as chunks, joined at sync time."""
-
-    type: str
-    parts: list[str] = field(default_factory=list)
-    tool_call_id: str = ""
-    name: str = ""
-    complete: bool = False
-
-    def text(self) -> str:
-        if len(self.parts) > 1:
-            self.parts[:] = ["".join(self.parts)]
-        return self.parts[0] if self.parts else ""
-
-
-_Shown: TypeAlias = tuple[dict[str, Any], str]
-"""A block of ``current`` as the front end has it: its other keys, and its text (or args)."""
-
-
-def _text_key(block: Mapping[str, Any]) -> str:
-    return "args" if block.get("type") == "toolCall" else "text"
-
-
-def _shown(blocks: list[Block]) -> list[_Shown]:
-    out: list[_Shown] = []
-    for block in blocks:
-        key = _text_key(block)
-        out.append(({k: v for k, v in block.items() if k != key}, str(block.get(key, ""))))
-    return out
-
-
-def _block_edits(before: list[_Shown], after: list[_Shown]) -> list[BlockEdit] | None:
-    """The edits that turn the blocks ``before`` into ``after`` (``None``: blocks went away,
-    send ``current`` whole). A block whose text grew sends only what was added."""
-    if len(after) < len(before):
-        return None
-    edits: list[BlockEdit] = []
-    for position, (meta, text) in enumerate(after):
-        if position < len(before):
-            old_meta, old_text = before[position]
-            if meta == old_meta and text == old_text:
-                continue
-            at = len(old_text) if text.startswith(old_text) else 0
-            edits.append((position, at, text[at:], None if meta == old_meta else meta))
-        else:
-            edits.append((position, 0, text, meta))
-    return edits
-
-
-@dataclass(slots=True)
-class _Sent:
-    """The reply in progress as the front end has it (after the patches sent so far)."""
-
-    id: str
-    blocks: list[_Shown]
-
-
-def _empty_usage() -> UsageSummary:
-    return usage_summary(None)
 
 
 class RunView(PiWidget):
@@ -224,45 +132,19 @@ class RunView(PiWidget):
         clock: Callable[[], float] = time.monotonic,
         scheduler: Scheduler | None = None,
     ) -> None:
-        self._clock = clock
         self._sync = Coalescer(
             self._flush, interval=sync_interval, clock=clock, scheduler=scheduler
         )
-        self._items: list[TranscriptItem] = []
-        self._next_id = 0
-        self._live_id: str | None = None
-        self._live: dict[int, _LiveBlock] = {}
-        self._sent: _Sent | None = None
-        self._sent_items = 0
-        self._finished: list[TranscriptItem] = []
-        """Items added since the last patch (replies among them are promoted, not resent)."""
-        self._stalled = 0
-        self._running: dict[str, RunningTool] = {}
-        self._started: dict[str, float] = {}
-        self._finished_tools: set[str] = set()
-        self._full_results: dict[str, str] = {}
-        self._approvals: dict[str, asyncio.Future[bool]] = {}
-        self._previews: dict[str, ApprovalPreview] = {}
-        self._always: set[str] = set()
-        self._review: ChangeReview | None = None
-        self._review_future: asyncio.Future[None] | None = None
-        self._reviews = 0
-        self._queued: list[QueuedMessage] = []
-        self._usage = _empty_usage()
-        self._context_tokens = 0
-        self._budget: list[BudgetMeterRow] = []
-        self._budget_stop: str | None = None
-        self._model = f"{model.provider}/{model.id}" if model is not None else ""
-        self._context_window = model.context_window if model is not None else 0
-        self._thinking_level = thinking_level
-        self._answers_only = False
-        self._compaction = ""
-        self._code_insert = False
-        self._code_edit = ""
-        self._terminal: RunStatus | None = None
-        self._replies_this_run = 0
-        self._last_reply_stamp: object = None
-        self._version = 0
+        self._feed = RunFeed(
+            model=model,
+            thinking_level=thinking_level,
+            clock=clock,
+            mark=self._sync.mark,
+            started=self._started,
+            ended=self._end,
+            stopped=self.note_stopped,
+        )
+        self._code = CodeActions()
         # The first state goes out with the comm's opening message.
         super().__init__(header=dict(self._header()), controls=dict(self._controls()))
         self._connect(loop)
@@ -273,38 +155,31 @@ class RunView(PiWidget):
         """Take one agent event (an ``AgentEvent``; unknown types, e.g. harness events, are
         ignored). Synchronous and cheap; call it on the event loop's thread."""
         self._channel.bind()
-        handler = self._handlers.get(getattr(event, "type", None))
-        if handler is not None:
-            handler(self, event)
+        self._feed.handle(event)
 
     def set_model(self, model: Model | None, thinking_level: str | None = None) -> None:
         """Show another model (and thinking level) in the header."""
-        if model is not None:
-            self._model = f"{model.provider}/{model.id}"
-            self._context_window = model.context_window
-        if thinking_level is not None:
-            self._thinking_level = thinking_level
+        self._feed.head.set_model(model, thinking_level)
         self._sync.mark("header")
 
     def set_context_tokens(self, tokens: int) -> None:
         """The context's size before a reply reports it (an estimate of what the request
         holds), so the context bar does not read 0 while the first reply streams."""
-        self._context_tokens = tokens
+        self._feed.head.context_tokens = tokens
         self._sync.mark("header")
 
     def set_answers_only(self, answers_only: bool) -> None:
         """Say in the header that the model cannot call tools, so it is offered none and
         answers in text only."""
-        if answers_only != self._answers_only:
-            self._answers_only = answers_only
+        if answers_only != self._feed.head.answers_only:
+            self._feed.head.answers_only = answers_only
             self._sync.mark("header")
 
     def set_code_actions(self, *, insert: bool, edit_target: str = "") -> None:
         """Offer "Insert as cell" on the replies' runnable code blocks (``insert``: a notebook
         frontend is connected), and "Apply as edit" of the cell ``edit_target`` names (``""``:
         none). Shown only while ``on_code_action`` is set."""
-        if (insert, edit_target) != (self._code_insert, self._code_edit):
-            self._code_insert, self._code_edit = insert, edit_target
+        if self._code.offer(insert=insert, edit_target=edit_target):
             self._sync.mark("controls")
 
     def add_action_result(
@@ -319,9 +194,10 @@ class RunView(PiWidget):
         """Show a change the user made from the view (e.g. "Insert as cell") as a finished
         tool card: what it did, and ``reason`` as how it was approved."""
         self._channel.bind()
-        self._previews[tool_call_id] = preview
-        self._running_entry(tool_call_id, tool_name, {})
-        self._set_approval(tool_call_id, "allowed", None, reason)
+        cards = self._feed.cards
+        cards.previews[tool_call_id] = preview
+        cards.open(tool_call_id, tool_name, {})
+        cards.set_approval(tool_call_id, "allowed", None, reason)
         self.finish_action(tool_call_id, tool_name, text, details)
 
     def finish_action(
@@ -336,14 +212,15 @@ class RunView(PiWidget):
         """End the card of a user's action (one :meth:`request_approval` opened) with its
         result."""
         content = [{"type": "text", "text": text}]
-        self._finish_tool(tool_call_id, tool_name, content, details, is_error)
+        self._feed.finish_tool(tool_call_id, tool_name, content, details, is_error)
         self._sync.mark("status")
 
     def add_note(self, title: str, text: str) -> None:
         """A note in the transcript (Markdown ``text`` under a one-line ``title``)."""
         self._channel.bind()
-        self._append(
-            {"kind": "note", "id": self._new_id(), "role": "note", "title": title, "text": text}
+        item_id = self._feed.transcript.new_id()
+        self._feed.append(
+            {"kind": "note", "id": item_id, "role": "note", "title": title, "text": text}
         )
 
     def note_queued(self, kind: str, text: str) -> None:
@@ -351,7 +228,9 @@ class RunView(PiWidget):
         does this itself; ``%steer`` and friends should call it too)."""
         if kind not in ("steer", "follow_up"):
             raise ValueError(f"kind must be 'steer' or 'follow_up', got {kind!r}")
-        self._queued.append({"kind": "steer" if kind == "steer" else "follow_up", "text": text})
+        self._feed.queued.append(
+            {"kind": "steer" if kind == "steer" else "follow_up", "text": text}
+        )
         self._sync.mark("queued")
 
     async def request_approval(
@@ -366,33 +245,8 @@ class RunView(PiWidget):
         seconds without an answer (the card says so). Stopping the run answers False.
         ``preview`` is what the call would do (shown instead of bare arguments); when it offers
         "always allow", :meth:`answered_always` tells whether the user chose it."""
-        if timeout is not None and timeout <= 0:
-            raise ValueError(f"timeout must be positive or None, got {timeout!r}")
         self._channel.bind()
-        if tool_call_id in self._approvals:
-            raise RuntimeError(f"an approval for tool call {tool_call_id!r} is already pending")
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[bool] = loop.create_future()
-        self._approvals[tool_call_id] = future
-        if preview is not None:
-            self._previews[tool_call_id] = preview
-        if tool_call_id not in self._running:
-            self._running_entry(tool_call_id, tool_name, args)
-        self._set_approval(tool_call_id, "pending", timeout)
-        try:
-            if timeout is None:
-                return await future
-            try:
-                return await asyncio.wait_for(future, timeout)
-            except TimeoutError:
-                self._set_approval(tool_call_id, "timed_out", timeout)
-                return None
-        except asyncio.CancelledError:
-            self._set_approval(tool_call_id, "cancelled", timeout)
-            raise
-        finally:
-            self._approvals.pop(tool_call_id, None)
-            self._sync.mark("status")
+        return await self._feed.approvals.request(tool_call_id, tool_name, args, timeout, preview)
 
     async def request_review(
         self,
@@ -403,98 +257,19 @@ class RunView(PiWidget):
         tool_name, args, preview)``; returns ``{tool_call_id: accepted}`` once every one is
         decided, None after ``timeout`` seconds without all the answers (nothing accepted).
         Stopping the run rejects the undecided ones."""
-        if timeout is not None and timeout <= 0:
-            raise ValueError(f"timeout must be positive or None, got {timeout!r}")
-        if self._review is not None:
-            raise RuntimeError("a review is already pending")
         self._channel.bind()
-        self._reviews += 1
-        review: ChangeReview = {"id": f"review-{self._reviews}", "timeout": timeout, "changes": []}
-        for tool_call_id, tool_name, args, preview in changes:
-            self._previews[tool_call_id] = preview
-            if tool_call_id not in self._running:
-                self._running_entry(tool_call_id, tool_name, args)
-            review["changes"].append(
-                {
-                    "tool_call_id": tool_call_id,
-                    "tool_name": tool_name,
-                    "preview": preview,
-                    "decision": "pending",
-                }
-            )
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._review, self._review_future = review, future
-        for change in review["changes"]:
-            self._set_approval(change["tool_call_id"], "pending", timeout, review=True)
-        self._sync.mark("review", "status")
-        try:
-            if timeout is None:
-                await future
-            else:
-                try:
-                    await asyncio.wait_for(asyncio.shield(future), timeout)
-                except TimeoutError:
-                    self._close_review("timed_out", timeout, "")
-                    return None
-        except asyncio.CancelledError:
-            self._close_review("cancelled", timeout, "")
-            raise
-        return {c["tool_call_id"]: c["decision"] == "accepted" for c in review["changes"]}
-
-    def _decide(self, review_id: str, accept: bool, tool_call_id: str | None) -> None:
-        """A click on the review card: one change (``tool_call_id``) or all undecided ones."""
-        review = self._review
-        if review is None or review["id"] != review_id:
-            return  # an older card, or answered already
-        decision: Literal["accepted", "rejected"] = "accepted" if accept else "rejected"
-        changes: list[ReviewChange] = []
-        for change in review["changes"]:
-            wanted = change["tool_call_id"] == tool_call_id if tool_call_id else True
-            if wanted and change["decision"] == "pending":
-                change = cast(ReviewChange, {**change, "decision": decision})
-            changes.append(change)
-        review["changes"] = changes  # a new list: the synced copy must compare unequal
-        self._sync.mark("review")
-        if all(c["decision"] != "pending" for c in changes):
-            self._close_review(None, review["timeout"], "")
-
-    def _close_review(
-        self, state: ApprovalState | None, timeout: float | None, reason: str
-    ) -> None:
-        """End the pending review: every change decided (``state`` None), or not (timed out,
-        cancelled, denied: undecided changes are rejected, and none is applied)."""
-        review, future = self._review, self._review_future
-        if review is None or future is None:
-            return
-        self._review, self._review_future = None, None
-        if state is not None:  # not decided to the end: nothing of it is applied
-            review["changes"] = [
-                cast(ReviewChange, {**c, "decision": "rejected"}) for c in review["changes"]
-            ]
-        total = len(review["changes"])
-        accepted = sum(c["decision"] == "accepted" for c in review["changes"])
-        for change in review["changes"]:
-            if state is not None:
-                self._set_approval(change["tool_call_id"], state, timeout, reason, review=True)
-                continue
-            words = f"Decided in a review of {total} changes ({accepted} accepted)."
-            allowed = change["decision"] == "accepted"
-            final: ApprovalState = "allowed" if allowed else "denied"
-            self._set_approval(change["tool_call_id"], final, timeout, words, review=True)
-        if not future.done():
-            future.set_result(None)
-        self._sync.mark("review", "status")
+        return await self._feed.approvals.request_review(changes, timeout)
 
     def note_policy(
         self, tool_call_id: str, tool_name: str, args: Mapping[str, Any], *, allowed: bool
     ) -> None:
         """Show on the call's card that the approval policy answered for the user."""
         self._channel.bind()
-        if tool_call_id not in self._running and tool_call_id not in self._finished_tools:
-            self._running_entry(tool_call_id, tool_name, args)
-        verdict = "allow" if allowed else "deny"
-        reason = f"By the approval policy (%approve {tool_name} {verdict})."
-        self._set_approval(tool_call_id, "allowed" if allowed else "denied", None, reason)
+        self._feed.approvals.note_policy(tool_call_id, tool_name, args, allowed=allowed)
+
+    def answered_always(self, tool_call_id: str) -> bool:
+        """The user allowed this call with "always allow for this session"."""
+        return self._feed.approvals.answered_always(tool_call_id)
 
     def resync(self, *, full: bool = False, content: bool = True) -> None:
         """:meth:`PiWidget.resync`; ``content=False`` when the page applies the patches (it
@@ -526,15 +301,8 @@ class RunView(PiWidget):
         """Show how long the model request has been silent (``StreamOptions.on_stall`` /
         ``Agent.on_stall``); a notice that data flows again clears it."""
         self._channel.bind()
-        stalled = notice.waited_ms if notice.stalled and self._terminal is None else 0
-        if stalled != self._stalled:
-            self._stalled = stalled
-            self._version += 1
-            self._sync.mark("stalled_ms")
-
-    def answered_always(self, tool_call_id: str) -> bool:
-        """The user allowed this call with "always allow for this session"."""
-        return tool_call_id in self._always
+        live = notice.stalled and self._feed.terminal is None
+        self._feed.set_stalled(notice.waited_ms if live else 0)
 
     def fail(self, error: BaseException | str) -> None:
         """Show that the run failed outside the event stream (e.g. its task raised)."""
@@ -547,439 +315,54 @@ class RunView(PiWidget):
     @property
     def items(self) -> list[TranscriptItem]:
         """The finished transcript items (what ``messages`` holds once synced)."""
-        return list(self._items)
+        return list(self._feed.transcript.items)
 
     @property
     def is_live(self) -> bool:
         return self._status() in _LIVE
 
-    # --- events ----------------------------------------------------------------------------------
-
-    def _on_agent_start(self, _event: Any) -> None:
-        self._terminal = None
-        self._replies_this_run = 0
-        self.error = ""
-        self._sync.mark("status", "controls")
-
-    def _on_message_start(self, event: Any) -> None:
-        if getattr(event.message, "role", None) != "assistant":
-            return
-        self._live_id = self._new_id()
-        self._live = {}
-        self._sync.mark("current", "status")
-
-    def _on_message_update(self, event: Any) -> None:
-        delta = event.assistant_message_event
-        kind = delta.type
-        if kind in ("start", "done", "error"):
-            return
-        if self._live_id is None:  # an update without message_start: start one anyway
-            self._live_id = self._new_id()
-        if self._stalled:  # data flows (the LLM layer says so too, a moment later)
-            self._stalled = 0
-            self._sync.mark("stalled_ms")
-        index: int = delta.content_index
-        block = self._live.get(index)
-        if kind in DELTA_EVENT_TYPES:
-            if block is None:
-                block = self._live[index] = _LiveBlock(_BLOCK_TYPES[kind])
-            block.parts.append(delta.delta)
-        elif kind in ("text_start", "thinking_start"):
-            self._live[index] = _LiveBlock(_BLOCK_TYPES[kind])
-        elif kind == "toolcall_start":
-            content = delta.partial.content  # once per call: cheap enough to materialise
-            call = content[index] if index < len(content) else None
-            self._live[index] = _LiveBlock(
-                "toolCall",
-                tool_call_id=getattr(call, "id", ""),
-                name=getattr(call, "name", ""),
-            )
-        elif kind in ("text_end", "thinking_end"):
-            self._live[index] = _LiveBlock(_BLOCK_TYPES[kind], [delta.content], complete=True)
-        elif kind == "toolcall_end":
-            call = delta.tool_call
-            self._live[index] = _LiveBlock(
-                "toolCall", [args_text(call.arguments)], call.id, call.name, complete=True
-            )
-        self._sync.mark("current")
-
-    def _on_message_end(self, event: Any) -> None:
-        message = message_json(event.message)
-        role = message.get("role")
-        if role == "assistant":
-            item_id = self._live_id or self._new_id()
-            self._live_id = None
-            self._live = {}
-            self._add_reply(message, item_id)
-        elif role == "user":
-            self._append(user_item(message, self._new_id(), self._origin(message)))
-        elif role == "toolResult":
-            call_id = str(message.get("toolCallId", ""))
-            if call_id not in self._finished_tools:
-                self._finish_tool(
-                    call_id,
-                    str(message.get("toolName", "")),
-                    message.get("content"),
-                    message.get("details"),
-                    bool(message.get("isError")),
-                )
-        else:
-            self._append(note_item(message, self._new_id()))
-        self._sync.mark("current", "status")
-
-    def _on_tool_start(self, event: Any) -> None:
-        if event.tool_call_id in self._running:
-            return  # listed in a review already: its card keeps the decision
-        self._running_entry(event.tool_call_id, event.tool_name, event.args)
-        self._sync.mark("running_tools", "status")
-
-    def _on_tool_update(self, event: Any) -> None:
-        tool = self._running.get(event.tool_call_id)
-        if tool is None:
-            tool = self._running_entry(event.tool_call_id, event.tool_name, event.args)
-        partial = event.partial_result
-        content = getattr(partial, "content", None)
-        blocks = [b.model_dump(mode="json", by_alias=True) for b in content or ()]
-        text = content_text(blocks)
-        updated = dict(tool)
-        updated["progress"] = text[-PROGRESS_CHARS:]
-        updated["progress_bundle"] = display_bundle(getattr(partial, "details", None))
-        updated["progress_images"] = content_images(blocks)
-        self._running[event.tool_call_id] = cast(RunningTool, updated)
-        self._sync.mark("running_tools")
-
-    def _on_tool_end(self, event: Any) -> None:
-        result = event.result
-        blocks = [b.model_dump(mode="json", by_alias=True) for b in result.content]
-        self._finish_tool(
-            event.tool_call_id, event.tool_name, blocks, result.details, bool(event.is_error)
-        )
-        self._sync.mark("status")
-
-    def _on_agent_end(self, event: Any) -> None:
-        messages = getattr(event, "messages", None) or []
-        if messages:
-            last = message_json(messages[-1])
-            # A run that failed outside the stream reports its failure message only here.
-            if (
-                last.get("role") == "assistant"
-                and last.get("stopReason") in ("error", "aborted")
-                and not self._reply_recorded(last)
-            ):
-                self._add_reply(last, self._new_id())
-        reason = self._last_reply_stop_reason()
-        if reason == "aborted":
-            self._end("aborted", "")
-        elif reason == "error":
-            # the failed reply shows the model's error in the transcript: not again below it
-            self._end("error", "")
-        else:
-            self._end("done", "")
-
-    def _on_budget_update(self, event: Any) -> None:
-        rows: list[BudgetMeterRow] = []
-        scopes: tuple[tuple[Literal["run", "session"], Any, Any], ...] = (
-            ("run", event.run_caps, event.run_spent),
-            ("session", event.session_caps, event.session_spent),
-        )
-        kinds: tuple[tuple[Literal["cost", "tokens", "turns"], str], ...] = (
-            ("cost", "maxCost"),
-            ("tokens", "maxTokens"),
-            ("turns", "maxTurns"),
-        )
-        for scope, caps, spent in scopes:
-            for kind, key in kinds:
-                if key in caps:
-                    rows.append(
-                        {"scope": scope, "kind": kind, "spent": spent[kind], "cap": caps[key]}
-                    )
-        self._budget = rows
-        self._sync.mark("header")
-        if event.stopped and event.stopped != self._budget_stop:
-            self._budget_stop = event.stopped
-            self.note_stopped(event.stopped)
-
-    def _on_compaction_start(self, event: Any) -> None:
-        before = getattr(event, "tokens_before", None)
-        self._compaction = (
-            f"compacting: {before:,} tokens → …" if before else "compacting the conversation …"
-        )
-        self._sync.mark("header")
-
-    def _on_compaction_end(self, event: Any) -> None:
-        before = getattr(getattr(event, "result", None), "tokens_before", None)
-        after = getattr(event, "tokens_after", None)
-        if getattr(event, "error_message", None) or getattr(event, "aborted", False):
-            self._compaction = "compaction failed" if not event.aborted else "compaction stopped"
-        elif before and after is not None:
-            self._compaction = f"compacted: {before:,} → {after:,} tokens"
-            self._context_tokens = after  # the context bar shows the compacted size
-        else:
-            self._compaction = "compacted"
-        self._sync.mark("header")
-
-    _handlers: ClassVar[Mapping[object, Callable[[RunView, Any], None]]] = {
-        "compaction_start": _on_compaction_start,
-        "compaction_end": _on_compaction_end,
-        "agent_start": _on_agent_start,
-        "message_start": _on_message_start,
-        "message_update": _on_message_update,
-        "message_end": _on_message_end,
-        "tool_execution_start": _on_tool_start,
-        "tool_execution_update": _on_tool_update,
-        "tool_execution_end": _on_tool_end,
-        "agent_end": _on_agent_end,
-        "budget_update": _on_budget_update,
-    }
-
     # --- bookkeeping -----------------------------------------------------------------------------
 
-    def _new_id(self) -> str:
-        self._next_id += 1
-        return f"m{self._next_id}"
+    @property
+    def _version(self) -> int:  # the text rendition's version is the feed's
+        return self._feed.version
 
-    def _append(self, item: TranscriptItem) -> None:
-        self._items.append(item)
-        self._finished.append(item)
-        self._version += 1
-        self._sync.mark("messages")
-
-    def _add_reply(self, message: Mapping[str, Any], item_id: str) -> None:
-        item = assistant_item(message, item_id)
-        self._append(item)
-        self._replies_this_run += 1
-        self._last_reply_stamp = message.get("timestamp")
-        usage = item["usage"] or _empty_usage()
-        self._usage = add_usage(self._usage, usage)
-        if context_tokens(usage):
-            self._context_tokens = context_tokens(usage)
-        if item["model"] and not self._model:
-            self._model = item["model"]
-        self._sync.mark("header")
-
-    def _reply_recorded(self, message: Mapping[str, Any]) -> bool:
-        return self._replies_this_run > 0 and self._last_reply_stamp == message.get("timestamp")
-
-    def _last_reply(self) -> AssistantItem | None:
-        if self._replies_this_run == 0:
-            return None
-        for item in reversed(self._items):
-            if item["kind"] == "assistant":
-                return item
-        return None
-
-    def _last_reply_stop_reason(self) -> str | None:
-        reply = self._last_reply()
-        return reply["stop_reason"] if reply is not None else None
-
-    def _origin(self, message: Mapping[str, Any]) -> Origin:
-        text = content_text(message.get("content"))
-        for index, queued in enumerate(self._queued):
-            if queued["text"] == text:
-                del self._queued[index]
-                self._sync.mark("queued")
-                return queued["kind"]
-        return "prompt" if self._replies_this_run == 0 else "user"
-
-    def _running_entry(
-        self, tool_call_id: str, tool_name: str, args: Mapping[str, Any]
-    ) -> RunningTool:
-        tool: RunningTool = {
-            "tool_call_id": tool_call_id,
-            "tool_name": tool_name,
-            "args": args_text(dict(args)),
-            "started_at": time.time_ns() // 1_000_000,
-            "progress": "",
-            "progress_bundle": None,
-            "progress_images": [],
-            "approval": None,
-        }
-        self._running[tool_call_id] = tool
-        self._started.setdefault(tool_call_id, self._clock())
-        return tool
-
-    def _set_approval(
-        self,
-        tool_call_id: str,
-        state: ApprovalState,
-        timeout: float | None,
-        reason: str = "",
-        *,
-        review: bool = False,
-    ) -> None:
-        tool = self._running.get(tool_call_id)
-        if tool is None:
-            return
-        approval: ToolApproval = {
-            "state": state,
-            "timeout": timeout,
-            "reason": reason,
-            "preview": self._previews.get(tool_call_id),
-            "review": review,
-        }
-        updated = dict(tool)
-        updated["approval"] = approval
-        self._running[tool_call_id] = cast(RunningTool, updated)
-        self._sync.mark("running_tools", "status")
-
-    def _finish_tool(
-        self,
-        tool_call_id: str,
-        tool_name: str,
-        content: object,
-        details: object,
-        is_error: bool,
-    ) -> None:
-        tool = self._running.pop(tool_call_id, None)
-        started = self._started.pop(tool_call_id, None)
-        duration = None if started is None else round((self._clock() - started) * 1000)
-        item, text = tool_result_item(
-            self._new_id(),
-            tool_call_id,
-            tool_name,
-            content,
-            details,
-            is_error,
-            duration,
-            tool["approval"] if tool is not None else None,
-        )
-        if item["text_length"] > len(item["text"]):
-            self._full_results[tool_call_id] = text
-        self._finished_tools.add(tool_call_id)
-        self._append(item)
-        self._sync.mark("running_tools")
+    @_version.setter
+    def _version(self, value: int) -> None:
+        self._feed.version = value
 
     def _settle_approvals(self, allow: bool, reason: str) -> None:
-        self._close_review("allowed" if allow else "denied", None, reason)
-        for tool_call_id, future in list(self._approvals.items()):
-            if not future.done():
-                tool = self._running.get(tool_call_id)
-                timeout = tool["approval"]["timeout"] if tool and tool["approval"] else None
-                self._set_approval(tool_call_id, "allowed" if allow else "denied", timeout, reason)
-                future.set_result(allow)
+        self._feed.approvals.settle(allow, reason)
 
-    def _end(self, status: RunStatus, error: str) -> None:
-        self._settle_approvals(False, "The run ended.")
-        self._terminal = status
-        self._queued.clear()
-        self._live_id = None
-        self._live = {}
+    def _end(self, status: RunStatus, error: str = "") -> None:
+        self._feed.end(status)
         self.error = error
-        self._stalled = 0
-        self._version += 1
-        self._sync.mark(
-            "status", "current", "queued", "controls", "header", "running_tools", "stalled_ms"
-        )
+        # A run often ends after its cell (and the cells after it) ran: no post_run_cell hook
+        # comes to refresh the fallback, and the page saves the one shown last. It goes out
+        # before the patch that says the run ended, so a page showing the end has it.
+        self._refresh_fallback()
         self._sync.flush()
 
     def _status(self) -> RunStatus:
-        if self._terminal is not None:
-            return self._terminal
-        if self._review is not None or any(not f.done() for f in self._approvals.values()):
-            return "awaiting_approval"
-        if self._live_id is not None:
-            return "streaming"
-        if self._running:
-            return "running_tools"
-        return "waiting"
+        return self._feed.status()
 
     def _header(self) -> RunHeader:
-        return {
-            "model": self._model,
-            "thinking_level": self._thinking_level,
-            "usage": self._usage,
-            "context_tokens": self._context_tokens,
-            "context_window": self._context_window,
-            "budget": list(self._budget),
-            "answers_only": self._answers_only,
-            "compaction": self._compaction,
-        }
-
-    def _current(self) -> AssistantItem | dict[str, Any]:
-        if self._live_id is None:
-            return {}
-        blocks: list[Block] = []
-        for index in sorted(self._live):
-            block = self._live[index]
-            if block.type == "toolCall":
-                blocks.append(
-                    {
-                        "type": "toolCall",
-                        "id": block.tool_call_id,
-                        "name": block.name,
-                        "args": block.text(),
-                        "complete": block.complete,
-                    }
-                )
-            elif block.type == "thinking":
-                blocks.append({"type": "thinking", "text": block.text(), "redacted": False})
-            else:
-                blocks.append({"type": "text", "text": block.text()})
-        return {
-            "kind": "assistant",
-            "id": self._live_id,
-            "blocks": blocks,
-            "stop_reason": None,
-            "error_message": None,
-            "model": self._model,
-            "usage": None,
-        }
-
-    def _transcript_ops(self) -> list[PatchOp]:
-        """Ops for the items added since the last patch, then for the reply in progress."""
-        ops: list[PatchOp] = []
-        pushed: list[TranscriptItem] = []
-
-        def push() -> None:
-            if pushed:
-                ops.append(("push", self._sent_items, list(pushed)))
-                self._sent_items += len(pushed)
-                pushed.clear()
-
-        for item in self._finished:
-            sent = self._sent
-            if item["kind"] == "assistant" and sent is not None and sent.id == item["id"]:
-                self._sent = None
-                edits = _block_edits(sent.blocks, _shown(item["blocks"]))
-                if edits is not None:
-                    push()
-                    if edits:
-                        ops.append(("blocks", item["id"], edits))
-                    fields = {k: v for k, v in item.items() if k != "blocks"}
-                    ops.append(("promote", self._sent_items, fields))
-                    self._sent_items += 1
-                    continue
-                ops.append(("current", {}))
-            pushed.append(item)
-        push()
-        self._finished.clear()
-        current = self._current()
-        sent = self._sent
-        if self._live_id is None:
-            if sent is not None:
-                ops.append(("current", {}))
-                self._sent = None
-            return ops
-        blocks = _shown(cast(AssistantItem, current)["blocks"])
-        same = sent is not None and sent.id == self._live_id
-        edits = _block_edits(sent.blocks, blocks) if sent is not None and same else None
-        if edits is None:
-            ops.append(("current", current))
-        elif edits:
-            ops.append(("blocks", self._live_id, edits))
-        self._sent = _Sent(self._live_id, blocks)
-        return ops
+        return self._feed.head.as_dict()
 
     def _controls(self) -> RunControls:
+        insert_code, edit_code = self._code.controls(self.on_code_action is not None)
         return {
             "stop": self.on_stop is not None,
             "stop_tool": self.on_stop_tool is not None,
             "steer": self.on_steer is not None,
             "follow_up": self.on_follow_up is not None,
             "tree": self.on_open_tree is not None,
-            "insert_code": self.on_code_action is not None and self._code_insert,
-            "edit_code": self._code_edit if self.on_code_action is not None else "",
+            "insert_code": insert_code,
+            "edit_code": edit_code,
         }
+
+    def _started(self) -> None:
+        self.error = ""
 
     def _callbacks_changed(self) -> None:
         self._sync.mark("controls")
@@ -989,19 +372,20 @@ class RunView(PiWidget):
         patch (the traits still hold the whole state: a state request gets all of it)."""
         ops: list[PatchOp] = []
         changed: dict[str, Any] = {}
+        transcript = self._feed.transcript
         with self.hold_sync():
             if "messages" in names or "current" in names:
-                ops = self._transcript_ops()
-                self.messages = list(self._items)
-                self.current = dict(self._current())
+                ops = transcript.ops(self._feed.head.model)
+                self.messages = list(transcript.items)
+                self.current = dict(transcript.current(self._feed.head.model) or {})
             for name, value in (
-                ("running_tools", lambda: dict(self._running)),
+                ("running_tools", lambda: dict(self._feed.cards.running)),
                 ("header", lambda: dict(self._header())),
-                ("queued", lambda: list(self._queued)),
-                ("review", lambda: dict(self._review or {})),
+                ("queued", lambda: list(self._feed.queued)),
+                ("review", lambda: dict(self._feed.approvals.review or {})),
                 ("controls", lambda: dict(self._controls())),
                 ("status", self._status),
-                ("stalled_ms", lambda: self._stalled),
+                ("stalled_ms", lambda: self._feed.stalled),
             ):
                 if name in names:
                     new = value()
@@ -1030,14 +414,14 @@ class RunView(PiWidget):
                 return
             self._send_text(text.strip(), steer=kind == "steer" and self.is_live)
         elif kind == "approval":
-            self._answer_approval(
+            self._feed.approvals.answer(
                 str(message.get("tool_call_id")),
                 bool(message.get("allow")),
                 always=bool(message.get("always")),
             )
         elif kind == "review":
             call = message.get("tool_call_id")
-            self._decide(
+            self._feed.approvals.decide(
                 str(message.get("review_id")),
                 bool(message.get("accept")),
                 str(call) if call is not None else None,
@@ -1059,67 +443,38 @@ class RunView(PiWidget):
             self._set_notice(f"Ignored an unknown widget request {kind!r}.")
 
     def _code_action(self, message: dict[str, Any]) -> None:
-        """A click on a code block's button: acted on only for a runnable code block of one of
-        this view's replies, and only where the view offers that action."""
-        from ..workspace.code_actions import code_blocks
-
-        action, source = message.get("action"), message.get("source")
-        controls = self._controls()
-        offered = {"insert": controls["insert_code"], "edit": bool(controls["edit_code"])}
-        if not isinstance(source, str) or not offered.get(str(action)):
-            self._set_notice("Ignored a code action this view does not offer.")
-            return
-        item = next((i for i in self._items if i["id"] == message.get("item_id")), None)
-        blocks = [] if item is None or item["kind"] != "assistant" else item["blocks"]
-        text = "\n".join(b["text"] for b in blocks if b["type"] == "text")
-        if not any(block.rstrip() == source.rstrip() for block in code_blocks(text)):
-            self._set_notice(
-                "Ignored a code action: that code is not a block of this run's replies."
+        enabled = self.on_code_action is not None
+        try:
+            label, action, source = self._code.check(
+                message, self._feed.transcript.items, enabled=enabled
             )
+        except CodeActionRefused as refused:
+            self._set_notice(str(refused))
             return
-        label = "Insert as cell" if action == "insert" else "Apply as edit"
-        self._channel.call(label, self.on_code_action, str(action), source.rstrip())
+        self._channel.call(label, self.on_code_action, action, source)
 
     def _send_text(self, text: str, *, steer: bool) -> None:
         kind: Literal["steer", "follow_up"] = "steer" if steer else "follow_up"
         live = self.is_live
-        before = len(self._queued)
+        before = len(self._feed.queued)
         callback = self.on_steer if steer else self.on_follow_up
         taken = self._channel.call("Steer" if steer else "Follow-up", callback, text)
         # Shown as queued until the run injects it, unless the owner noted it already.
-        if taken and live and len(self._queued) == before:
+        if taken and live and len(self._feed.queued) == before:
             self.note_queued(kind, text)
-
-    def _answer_approval(self, tool_call_id: str, allow: bool, *, always: bool = False) -> None:
-        future = self._approvals.get(tool_call_id)
-        if future is None or future.done():
-            return  # answered already, timed out, or the run moved on: the card says which
-        tool = self._running.get(tool_call_id)
-        timeout = tool["approval"]["timeout"] if tool and tool["approval"] else None
-        preview = self._previews.get(tool_call_id)
-        always = allow and always and preview is not None and preview["always"]
-        if always:
-            self._always.add(tool_call_id)
-        reason = "Always allowed for this session." if always else ""
-        self._set_approval(tool_call_id, "allowed" if allow else "denied", timeout, reason)
-        future.set_result(allow)
 
     def _stop_tool(self, tool_call_id: str) -> None:
         """One card's stop: the owner aborts that call; an approval it waits for is refused."""
-        if tool_call_id not in self._running:
+        if tool_call_id not in self._feed.cards.running:
             return  # it ended already: its card shows the result
         self._channel.call("Stop the tool call", self.on_stop_tool, tool_call_id)
-        future = self._approvals.get(tool_call_id)
-        if future is not None and not future.done():
-            tool = self._running[tool_call_id]
-            timeout = tool["approval"]["timeout"] if tool["approval"] else None
-            self._set_approval(tool_call_id, "denied", timeout, "The call was stopped.")
-            future.set_result(False)
+        self._feed.approvals.refuse(tool_call_id, "The call was stopped.")
 
     def _expand(self, tool_call_id: str) -> None:
-        text = self._full_results.get(tool_call_id)
+        text = self._feed.cards.full_result(tool_call_id)
         if text is None:
-            item = next((i for i in self._items if i.get("tool_call_id") == tool_call_id), None)
+            items = self._feed.transcript.items
+            item = next((i for i in items if i.get("tool_call_id") == tool_call_id), None)
             text = str(item.get("text", "")) if item is not None else ""
         self.send({"type": "expanded", "tool_call_id": tool_call_id, "text": text})
 
@@ -1127,164 +482,22 @@ class RunView(PiWidget):
 
     def transcript_text(self) -> str:
         """The run as plain text: a header line, then each message."""
-        u = self._usage
-        usage = f"{u['input']:,} in / {u['output']:,} out · ${u['cost']:.4f}"
-        if self._stopped_without_usage():
-            known = u["input"] or u["output"] or u["cost"]
-            usage = f"{usage} · stopped reply: usage unknown" if known else "usage unknown: stopped"
-        status = _STATUS_WORDS.get(self._status(), self._status())
-        if self._stalled:
-            status = f"{_STALL_WORDS} — {self._stalled // 1000} s"
-        lines = [
-            f"pi run · {status}"
-            + (f" · {self._model}" if self._model else "")
-            + f" · {usage}"
-            + (f" · budget {budget_text(self._budget)}" if self._budget else "")
-        ]
-        for item in self._items:
-            lines.append(_item_text(item))
-        if self._live_id is not None:
-            lines.append(_item_text(cast(AssistantItem, self._current())) + " …")
-        if self.error:
-            lines.append(f"! {self.error}")
-        if self.notice:
-            lines.append(f"! {self.notice}")
-        return "\n".join(lines)
-
-    def _stopped_without_usage(self) -> bool:
-        """A reply was stopped before the provider reported its usage (the header says so
-        rather than show ↑0 ↓0 · $0)."""
-        for item in self._items:
-            if (
-                item["kind"] == "assistant"
-                and item["stop_reason"] == "aborted"
-                and not (item["error_message"] or "").startswith(BUDGET_STOP_PREFIX)
-            ):
-                usage = item["usage"]
-                if usage is None or not (usage["input"] or usage["output"] or usage["cost"]):
-                    return True
-        return False
+        return run_text(
+            status=self._status(),
+            stalled_ms=self._feed.stalled,
+            model=self._feed.head.model,
+            usage=self._feed.head.usage,
+            budget=self._feed.head.budget,
+            items=self._feed.transcript.items,
+            live=self._feed.transcript.current(self._feed.head.model),
+            error=self.error,
+            notice=self.notice,
+        )
 
     def transcript_html(self) -> str:
         """The run as simple, static HTML (no scripts, no widget needed)."""
-        esc = html.escape
-        parts = [
-            '<div class="pi-run-static" style="border:1px solid #ccc;border-radius:6px;'
-            'padding:6px 10px;font-family:sans-serif;font-size:13px">',
-            f'<div style="color:#666">{esc(self.transcript_text().splitlines()[0])}</div>',
-        ]
-        for item in self._items:
-            parts.append(_item_html(item))
-        if self.error:
-            parts.append(f'<div style="color:#b00020">{esc(self.error)}</div>')
-        parts.append("</div>")
-        return "".join(parts)
+        head = self.transcript_text().splitlines()[0]
+        return run_html(head, self._feed.transcript.items, self.error)
 
     def _fallbacks(self) -> tuple[str, str]:
         return self.transcript_text(), self.transcript_html()
-
-
-_BLOCK_TYPES = {
-    kind: {"text": "text", "thinking": "thinking", "toolcall": "toolCall"}[kind.split("_")[0]]
-    for kind in BLOCK_EVENT_TYPES
-}
-"""The content-block type each block event is about (``text_delta`` → ``text``)."""
-
-_STALL_WORDS = "waiting for the model"
-"""Shown with the seconds of silence while the LLM layer reports a stall."""
-
-_STATUS_WORDS = {
-    "waiting": "waiting for the model",
-    "streaming": "streaming",
-    "running_tools": "running tools",
-    "awaiting_approval": "waiting for approval",
-    "done": "done",
-    "aborted": "stopped",
-    "error": "error",
-}
-
-
-def budget_text(rows: list[BudgetMeterRow]) -> str:
-    """Spending against caps in words: ``run $0.0123/$0.20, 3/15 turns; session …``."""
-    scopes: dict[str, list[str]] = {}
-    for row in rows:
-        spent, cap = row["spent"], row["cap"]
-        if row["kind"] == "cost":
-            text = f"${spent:.4f}/${cap:.2f}"
-        elif row["kind"] == "tokens":
-            text = f"{int(spent):,}/{int(cap):,} tokens"
-        else:
-            text = f"{int(spent)}/{int(cap)} turns"
-        scopes.setdefault(row["scope"], []).append(text)
-    return "; ".join(f"{scope} {', '.join(parts)}" for scope, parts in scopes.items())
-
-
-def _indent(text: str, prefix: str = "  ") -> str:
-    return "\n".join(prefix + line for line in text.splitlines())
-
-
-def _item_text(item: TranscriptItem) -> str:
-    if item["kind"] == "user":
-        label = {"steer": "steer", "follow_up": "follow-up"}.get(item["origin"], "user")
-        return f"{label}: {item['text']}"
-    if item["kind"] == "assistant":
-        out: list[str] = []
-        for block in item["blocks"]:
-            if block["type"] == "text":
-                out.append(block["text"])
-            elif block["type"] == "thinking":
-                out.append(f"[thinking: {len(block['text']):,} characters]")
-            else:
-                args = " ".join(block["args"].split())
-                out.append(f"→ {block['name']}({args[:200]})")
-        if item["stop_reason"] == "aborted":
-            out.append("[stopped; partial reply kept]")
-        elif item["stop_reason"] == "error":
-            out.append(f"[error: {item['error_message'] or 'unknown'}]")
-        body = "\n".join(out)
-        return "assistant: " + body.lstrip() if body else "assistant: (no text)"
-    if item["kind"] == "tool_result":
-        status = "error" if item["is_error"] else "result"
-        text = item["text"] if len(item["text"]) <= 2000 else item["text"][:2000] + " …"
-        head = f"[{item['tool_name']} {status}]"
-        return f"{head}\n{_indent(text)}" if text else head
-    return f"[{item['title']}]\n{_indent(item['text'][:2000])}"
-
-
-def _item_html(item: TranscriptItem) -> str:
-    esc = html.escape
-    pre = 'style="white-space:pre-wrap;margin:4px 0"'
-    if item["kind"] == "user":
-        return (
-            '<div style="border-left:3px solid #1976d2;padding:2px 8px;margin:6px 0">'
-            f"<div {pre}>{esc(item['text'])}</div></div>"
-        )
-    if item["kind"] == "assistant":
-        parts: list[str] = []
-        for block in item["blocks"]:
-            if block["type"] == "text":
-                parts.append(f"<div {pre}>{esc(block['text'])}</div>")
-            elif block["type"] == "thinking":
-                parts.append(
-                    "<details><summary>Thinking</summary>"
-                    f"<div {pre}>{esc(block['text'])}</div></details>"
-                )
-            else:
-                parts.append(
-                    f"<div><code>→ {esc(block['name'])}</code>"
-                    f"<pre {pre}>{esc(block['args'][:4000])}</pre></div>"
-                )
-        if item["stop_reason"] in ("aborted", "error"):
-            note = esc(_item_text(item).splitlines()[-1])
-            parts.append(f'<div style="color:#b00020">{note}</div>')
-        return f'<div style="margin:6px 0">{"".join(parts)}</div>'
-    if item["kind"] == "tool_result":
-        label = "error" if item["is_error"] else "result"
-        return (
-            f"<details><summary><code>{esc(item['tool_name'])}</code> {label}</summary>"
-            f"<pre {pre}>{esc(item['text'][:20000])}</pre></details>"
-        )
-    return (
-        f"<details><summary>{esc(item['title'])}</summary>"
-        f"<pre {pre}>{esc(item['text'])}</pre></details>"
-    )

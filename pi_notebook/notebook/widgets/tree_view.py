@@ -33,9 +33,9 @@ from .coalesce import Coalescer, Scheduler
 from .items import message_json
 from .protocol import TreeControls
 from .restore_view import CardSlot
-from .tree_pages import NO, PATH, Layout, Shape, TreeIndex, side_branches, text_lines
+from .tree_pages import Layout
 from .tree_rows import EDIT_FLAGS, EntryRow, entry_detail, node_row, short_id
-from .tree_search import TreeSearch
+from .tree_state import TreeState
 
 __all__ = [
     "CONTENT_TRAITS",
@@ -126,15 +126,12 @@ class TreeView(PiWidget):
     ) -> None:
         if page_rows < 10:
             raise ValueError(f"page_rows must be at least 10, got {page_rows!r}")
-        self._page_rows = page_rows
         self._sync = Coalescer(
             self._flush, interval=sync_interval, clock=clock, scheduler=scheduler
         )
         self._session = session
+        self._tree = TreeState(page_rows)
         self._version = 0
-        self._layout_number = 0
-        self._paged: Layout | None = None  # the layout of the page last built
-        self._last_page: dict[str, Any] = {}
         self._busy_count = 0
         self._searches: set[asyncio.Task[None]] = set()
         with self._sync.hold():
@@ -143,9 +140,9 @@ class TreeView(PiWidget):
             self._fold_big_tree()
             # The first page goes out with the comm's opening message.
             super().__init__(
-                page=self._page(),
-                leaf_id=self._leaf,
-                session_name=self._name,
+                page=self._tree.page(),
+                leaf_id=self._tree.leaf,
+                session_name=self._tree.name,
                 controls=dict(self._controls()),
             )
             self._sync.discard()  # the marks made while reading: their values were just sent
@@ -181,8 +178,11 @@ class TreeView(PiWidget):
     def handle(self, event: Any) -> None:
         """Refresh on agent or harness events that may have changed the session (subscribe it
         next to the run view); streaming deltas are ignored."""
-        if getattr(event, "type", None) not in _QUIET_EVENTS:
+        kind = getattr(event, "type", None)
+        if kind not in _QUIET_EVENTS:
             self.refresh()
+        if kind == "agent_end":  # no cell may run after it to refresh the fallback
+            self._refresh_fallback()
 
     def select(self, entry_id: str | None) -> None:
         """Select a node (as a click does) and show its detail."""
@@ -200,252 +200,98 @@ class TreeView(PiWidget):
     def rows(self) -> list[EntryRow]:
         """Every node row, in file order, parents as ids (builds every title: for tests and
         small trees; the widget builds only the rows it sends)."""
-        return self._index.rows()
+        return self._tree.index.rows()
 
     def display_rows(self, start: int = 0, end: int | None = None) -> list[list[Any]]:
         """Display rows ``start`` to ``end`` of the current layout, as a ``rows`` reply has
         them: ``[id, kind, title, model, tokens, cost, flag, label, depth, bits, hidden]``."""
-        layout = self._current_layout()
-        return self._wire_rows(layout, start, layout.total if end is None else end)
+        return self._tree.rows(start, self._tree.layout().total if end is None else end)
 
     def position(self, entry_id: str) -> int | None:
         """The display index of an entry (of its nearest shown ancestor for a hidden one), or
         ``None`` when a fold hides it."""
-        node = self._index.node(entry_id)
-        if node is None:
-            return None
-        layout = self._current_layout()
-        shown = layout.shape.anc[node]
-        return None if shown == NO else layout.position(shown)
+        node = self._tree.index.node(entry_id)
+        return None if node is None else self._tree.position(node)
 
     @property
     def folded_ids(self) -> list[str]:
         """The entries whose subtrees are folded, in file order."""
-        return [self._index.ids[node] for node in sorted(self._folded)]
+        return [self._tree.index.ids[node] for node in sorted(self._tree.folded)]
 
     def fold(self, entry_id: str, folded: bool = True) -> None:
         """Fold (or unfold) the subtree under an entry, as its toggle does."""
-        node = self._index.node(entry_id)
+        node = self._tree.index.node(entry_id)
         if node is None:
             raise KeyError(entry_id)
-        shown = self._current_shape().anc[node]
-        if shown == NO:
-            return
-        if folded:
-            self._folded.add(shown)
-        else:
-            self._folded.discard(shown)
-        self._relayout()
+        if self._tree.fold(node, folded):
+            self._sync.mark("page")
 
     def fold_side_branches(self) -> None:
         """Fold every side branch off the current branch."""
-        shape = self._current_shape()
-        self._folded = side_branches(shape, self._path())
-        self._relayout()
+        self._tree.fold_side_branches()
+        self._sync.mark("page")
 
     def show_meta(self, show: bool) -> None:
         """Show bookkeeping entries (labels, names, usage…) or hide them, as "all entries"."""
-        if show != self._show_meta:
-            self._show_meta = show
-            self._shape = None
-            self._relayout()
+        if self._tree.set_show_meta(show):
+            self._sync.mark("page")
 
     def reveal(self, entry_id: str) -> int | None:
         """Unfold what hides an entry; its display index (of its nearest shown ancestor)."""
-        node = self._index.node(entry_id)
+        node = self._tree.index.node(entry_id)
         if node is None:
             return None
-        shape = self._current_shape()
-        current = shape.parent[shape.anc[node]] if shape.anc[node] != NO else NO
-        changed = False
-        while current != NO:
-            if current in self._folded:
-                self._folded.discard(current)
-                changed = True
-            current = shape.parent[current]
-        if changed:
-            self._relayout()
+        if self._tree.unfold_to(node):
+            self._sync.mark("page")
         return self.position(entry_id)
 
     def search(self, query: str, limit: int = SEARCH_MATCHES) -> tuple[list[list[Any]], int]:
         """Shown entries whose title, label or id contains ``query`` (case ignored): up to
         ``limit`` as ``[id, kind, title, label]``, and how many matched."""
-        self._search.read()
-        return self._matches(query, limit)
+        self._tree.search.read()
+        return self._tree.matches(query, limit)
 
-    def _matches(self, query: str, limit: int) -> tuple[list[list[Any]], int]:
-        index, anc = self._index, self._current_shape().anc
-        nodes = self._search.find(query, lambda node: anc[node] == node)
-        matches = []
-        for node in nodes[:limit]:
-            row = index.row(node)
-            matches.append([row[0], row[2], row[3], index.labels.get(row[0], "")])
-        return matches, len(nodes)
-
-    # --- the tree's shape ------------------------------------------------------------------------
-
-    _index: TreeIndex
-    _search: TreeSearch
-    _shape: Shape | None
-    _layout: Layout | None
-    _folded: set[int]
-    _show_meta: bool
-    _leaf: str
-    _name: str
+    # --- reading the session -------------------------------------------------------------------
 
     def _reset(self) -> None:
-        self._index = TreeIndex()
-        self._search = TreeSearch(self._index)
-        self._path_key: tuple[int, str] | None = None
-        self._path_nodes: set[int] = set()
-        self._path_leaf = NO
-        self._shape = None
-        self._layout = None
-        self._folded = set()
-        self._show_meta = False
-        self._leaf = ""
-        self._name = ""
+        self._tree.reset()
         self._sync.mark("page", "leaf_id", "session_name")
 
     def _read_session(self) -> None:
-        structure = self._session.index
+        tree = self._tree
         with self._sync.hold():
-            changed = self._index.update(structure)
-            if changed is None:  # the session was replaced: start over
-                self._reset()
-                changed = self._index.update(structure)
-            if changed:
-                self._grow()
+            changed = tree.read(self._session.index)
+            if changed is None:  # the session was replaced: it was read again from the start
+                self._sync.mark("leaf_id", "session_name")
+            if changed is None or changed:
                 self._version += 1
                 self._sync.mark("page")
             leaf = self._session.leaf_id or ""
-            if leaf != self._leaf:
-                self._leaf = leaf
+            if leaf != tree.leaf:
+                tree.leaf = leaf
                 self._version += 1
                 self._sync.mark("leaf_id", "page")
             name = self._session.name or ""
-            if name != self._name:
-                self._name = name
+            if name != tree.name:
+                tree.name = name
                 self._version += 1
                 self._sync.mark("session_name")
 
-    def _grow(self) -> None:
-        """Extend the shape and layout with the new nodes in place when they only continue a
-        chain (what a live run does); anything else rebuilds them on the next use."""
-        shape, layout = self._shape, self._layout
-        if shape is None or shape.show_meta != self._show_meta:
-            self._shape = self._layout = None
-            return
-        added = shape.extend(self._index)
-        if layout is not None and not all(layout.append(node) for node in added):
-            self._layout = None
-
-    def _current_shape(self) -> Shape:
-        if self._shape is None or self._shape.show_meta != self._show_meta:
-            self._shape = Shape(self._index, self._show_meta)
-        return self._shape
+    def _fold_big_tree(self) -> None:
+        if self._tree.fold_big_tree():
+            self._sync.mark("page")
 
     def _current_layout(self) -> Layout:
-        if self._layout is None:
-            self._layout = Layout(self._current_shape(), self._folded)
-            self._folded = set(self._layout.folded)
-        return self._layout
-
-    def _relayout(self) -> None:
-        self._layout = None
-        self._sync.mark("page")
-
-    def _fold_big_tree(self) -> None:
-        """A tree bigger than a page opens with its side branches folded (one row each, with
-        their size): the current branch is what one came for."""
-        if self._current_shape().count > self._page_rows:
-            self._folded = side_branches(self._current_shape(), self._path())
-            self._relayout()
-
-    def _path(self) -> set[int]:
-        """The current branch's nodes (cached: a page, a fold and a fetch all ask)."""
-        key = (self._index.version, self._leaf)
-        if self._path_key != key:
-            index = self._index
-            leaf = index.node(self._leaf)
-            old = self._path_nodes
-            if leaf is None:
-                path: set[int] = set()
-            elif self._path_leaf in old and self._path_leaf != NO:
-                # the leaf moved down from the old one (a run went on): add the steps
-                steps: list[int] = []
-                current = leaf
-                while current != NO and current not in old and len(steps) < 64:
-                    steps.append(current)
-                    current = index.parents[current]
-                if current == self._path_leaf:
-                    old.update(steps)
-                    path = old
-                else:
-                    path = index.branch(leaf)
-            else:
-                path = index.branch(leaf)
-            self._path_key, self._path_nodes = key, path
-            self._path_leaf = NO if leaf is None else leaf
-        return self._path_nodes
-
-    def _leaf_position(self, layout: Layout) -> int:
-        leaf = self._index.node(self._leaf)
-        if leaf is None or layout.shape.anc[leaf] == NO:
-            return -1
-        position = layout.position(layout.shape.anc[leaf])
-        return -1 if position is None else position
-
-    def _wire_rows(self, layout: Layout, start: int, end: int) -> list[list[Any]]:
-        index = self._index
-        path = self._path()
-        labels = index.labels
-        out: list[list[Any]] = []
-        for node, depth, bits, hidden in layout.rows(max(0, start), end):
-            row = index.row(node)
-            if node in path:
-                bits |= PATH
-            out.append([row[0], *row[2:], labels.get(row[0], ""), depth, bits, hidden])
-        return out
-
-    def _page(self) -> dict[str, Any]:
-        """The synced page: the whole layout when it fits, else its first rows and the rows
-        around the current leaf."""
-        layout = self._current_layout()
-        total, size = layout.total, self._page_rows
-        leaf = self._leaf_position(layout)
-        if total <= size:
-            segments = [[0, self._wire_rows(layout, 0, total)]]
-        else:
-            head = size // 8
-            low = max(head, (leaf if leaf >= 0 else total) - (size - head) * 3 // 4)
-            high = min(total, low + size - head)
-            low = max(head, high - (size - head))
-            segments = [[0, self._wire_rows(layout, 0, head)]]
-            segments.append([low, self._wire_rows(layout, low, high)])
-        page = {
-            "layout": self._layout_number,
-            "total": total,
-            "entries": len(self._index),
-            "leaf_index": leaf,
-            "show_meta": self._show_meta,
-            "segments": segments,
-        }
-        if layout is not self._paged or page != self._last_page:
-            # another layout, or rows that changed: the front end drops the rows it fetched
-            self._layout_number += 1
-            page["layout"] = self._layout_number
-            self._paged, self._last_page = layout, dict(page)
-        return page
+        return self._tree.layout()
 
     def _flush(self, names: frozenset[str]) -> None:
         with self.hold_sync():
             if "page" in names:
-                self.page = self._page()
+                self.page = self._tree.page()
             if "leaf_id" in names:
-                self.leaf_id = self._leaf
+                self.leaf_id = self._tree.leaf
             if "session_name" in names:
-                self.session_name = self._name
+                self.session_name = self._tree.name
             if "controls" in names:
                 self.controls = dict(self._controls())
 
@@ -463,9 +309,9 @@ class TreeView(PiWidget):
     # --- search ----------------------------------------------------------------------------------
 
     async def _search_async(self, query: str) -> None:
-        while self._search.read(SEARCH_CHUNK):
+        while self._tree.search.read(SEARCH_CHUNK):
             await asyncio.sleep(0)  # making 100k titles never holds the loop for long
-        matches, total = self._matches(query, SEARCH_MATCHES)
+        matches, total = self._tree.matches(query, SEARCH_MATCHES)
         self.send({"type": "found", "query": query, "matches": matches, "total": total})
 
     def _start_search(self, query: str) -> None:
@@ -536,7 +382,8 @@ class TreeView(PiWidget):
         self._sync.flush()  # a pending layout goes out first: the reply belongs to it
         end = min(end, start + FETCH_ROWS)
         rows = self.display_rows(start, end)
-        self.send({"type": "rows", "layout": self._layout_number, "start": start, "rows": rows})
+        layout = self._tree.layout_number
+        self.send({"type": "rows", "layout": layout, "start": start, "rows": rows})
 
     def _answer_reveal(self, entry_id: str) -> None:
         position = self.reveal(entry_id)
@@ -546,10 +393,9 @@ class TreeView(PiWidget):
             return
         start = max(0, position - 40)
         rows = self.display_rows(start, position + 40)
-        self.send({"type": "rows", "layout": self._layout_number, "start": start, "rows": rows})
-        self.send(
-            {"type": "revealed", "layout": self._layout_number, "id": entry_id, "index": position}
-        )
+        layout = self._tree.layout_number
+        self.send({"type": "rows", "layout": layout, "start": start, "rows": rows})
+        self.send({"type": "revealed", "layout": layout, "id": entry_id, "index": position})
 
     def _act(
         self, kind: str, label: str, callback: Callable[..., object] | None, *args: object
@@ -571,37 +417,27 @@ class TreeView(PiWidget):
 
     # --- text fallbacks --------------------------------------------------------------------------
 
-    def _text_lines(self) -> list[tuple[str, int]]:
-        return text_lines(Shape(self._index, False) if self._show_meta else self._current_shape())
-
     def _line(self, prefix: str, node: int, leaf_shown: int) -> str:
-        row = self._index.row(node)
-        label = self._index.labels.get(row[0])
+        row = self._tree.index.row(node)
+        label = self._tree.index.labels.get(row[0])
         marks = (f"  [{label}]" if label else "") + ("  *current" if node == leaf_shown else "")
         if row[7] in EDIT_FLAGS:
             marks = f"  ({EDIT_FLAGS[row[7]]}){marks}"
         return f"{prefix}{short_id(row[0])} {_KIND_PREFIX.get(row[2], '')}{row[3]}{marks}"
 
-    def _leaf_shown(self) -> int:
-        leaf = self._index.node(self._leaf)
-        if leaf is None:
-            return NO
-        shape = self._current_shape() if not self._show_meta else Shape(self._index, False)
-        return shape.anc[leaf]
-
     def tree_lines(self) -> list[str]:
         """The tree as text lines: indentation only at branch points, bookkeeping entries
         hidden, the current leaf marked with ``*``."""
-        leaf = self._leaf_shown()
-        return [self._line(prefix, node, leaf) for prefix, node in self._text_lines()]
+        lines, leaf = self._tree.text_lines()
+        return [self._line(prefix, node, leaf) for prefix, node in lines]
 
     def tree_text(self) -> str:
         """The text fallback: at most :data:`FALLBACK_LINES` lines of the tree (its first and
         its newest), since a saved notebook stores it twice (text and HTML) per view."""
-        head = f"Session “{self._name}”" if self._name else "Session"
-        leaf = f" · current {short_id(self._leaf)}" if self._leaf else ""
-        lines = self._text_lines()
-        shown = self._leaf_shown()
+        name, leaf_id = self._tree.name, self._tree.leaf
+        head = f"Session “{name}”" if name else "Session"
+        leaf = f" · current {short_id(leaf_id)}" if leaf_id else ""
+        lines, shown = self._tree.text_lines()
         if len(lines) > FALLBACK_LINES:
             first = FALLBACK_LINES // 8
             last = FALLBACK_LINES - first
@@ -614,7 +450,7 @@ class TreeView(PiWidget):
             ]
         else:
             text = [self._line(p, n, shown) for p, n in lines]
-        return "\n".join([f"{head} · {len(self._index)} entries{leaf}", *text])
+        return "\n".join([f"{head} · {len(self._tree.index)} entries{leaf}", *text])
 
     def tree_html(self) -> str:
         return (
