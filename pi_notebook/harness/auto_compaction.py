@@ -29,7 +29,7 @@ The functions here only decide; the harness writes the entries and emits the eve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -42,6 +42,7 @@ from .tokens import (
     calculate_context_tokens,
     estimate_context_tokens,
     estimate_projected_context_tokens,
+    estimate_tokens,
 )
 
 __all__ = [
@@ -142,6 +143,7 @@ def check_compaction(
     *,
     recovery_attempted: bool,
     skip_aborted: bool = True,
+    estimate: Callable[[object], int] = estimate_tokens,
 ) -> CompactionCheck | None:
     """pi 1.6's ``_checkCompaction``: what automatic compaction ``reply`` calls for, if any
     (see the module docstring). ``recovery_attempted``: an overflow was already compacted and
@@ -184,14 +186,17 @@ def check_compaction(
             return CompactionCheck("overflow", recovery_failed=failed)
         return CompactionCheck("overflow", will_retry=True)
 
-    tokens = _threshold_tokens(reply, session, branch)
+    tokens = _threshold_tokens(reply, session, branch, estimate)
     if tokens is not None and should_compact(tokens, window, settings):
         return CompactionCheck("threshold")
     return None
 
 
 def _threshold_tokens(
-    reply: AssistantMessage, session: Session, branch: Sequence[SessionEntry]
+    reply: AssistantMessage,
+    session: Session,
+    branch: Sequence[SessionEntry],
+    estimate: Callable[[object], int],
 ) -> int | None:
     """The context size pi 1.6 compares with the threshold for ``reply``: with a context edit
     in the context, the projected estimate; after a failed or usage-less reply, the estimate
@@ -199,14 +204,14 @@ def _threshold_tokens(
     the reply's own usage."""
     messages = session.build_context().messages
     if has_projected_context_edit(branch):
-        return estimate_projected_context_tokens(messages, branch).tokens
+        return estimate_projected_context_tokens(messages, branch, estimate).tokens
     direct = calculate_context_tokens(reply.usage)
     if reply.stop_reason != "error" and direct > 0:
         return direct
-    estimate = estimate_context_tokens(messages)
+    context = estimate_context_tokens(messages, estimate)
     latest = _latest_compaction(branch)
-    if estimate.last_usage_index is not None and latest >= 0:
-        measured = messages[estimate.last_usage_index]
+    if context.last_usage_index is not None and latest >= 0:
+        measured = messages[context.last_usage_index]
         try:
             compacted_at = iso_to_ms(branch[latest].timestamp or "")
         except ValueError:
@@ -217,7 +222,7 @@ def _threshold_tokens(
             and measured.timestamp <= compacted_at
         ):
             return None  # usage of the context before the compaction
-    return estimate.tokens
+    return context.tokens
 
 
 def exceeds_threshold(
@@ -225,14 +230,17 @@ def exceeds_threshold(
     model: Model,
     settings: CompactionSettings,
     messages: Sequence[object] | None = None,
+    estimate: Callable[[object], int] = estimate_tokens,
 ) -> bool:
     """Whether the next request of a running turn should wait for a compaction (pi 1.6's
     ``_compactBeforeNextAssistantResponse``): the projected size of the session's context
     (``messages``, when the caller built it already) over ``context_window - reserve_tokens``.
-    A model without a known window never compacts here."""
+    A model without a known window never compacts here. ``estimate`` sizes one message (a
+    harness passes its :class:`~pi_notebook.harness.tokens.TokenEstimates`)."""
     if model.context_window <= 0 or not settings.enabled:
         return False
     if messages is None:
         messages = session.build_context().messages
-    tokens = estimate_projected_context_tokens(messages, session.get_branch()).tokens
+    branch = session.get_branch()
+    tokens = estimate_projected_context_tokens(messages, branch, estimate).tokens
     return should_compact(tokens, model.context_window, settings)
