@@ -33,7 +33,8 @@ from .hooks import (
     SessionBeforeCompactResult,
     as_harness_error,
 )
-from .tokens import TokenEstimates, estimate_tokens
+from .token_estimates import TokenEstimates
+from .tokens import estimate_tokens
 
 __all__ = ["CompactionRunner"]
 
@@ -98,7 +99,7 @@ class CompactionRunner:
             self._config.compaction,
             recovery_attempted=self.recovery_attempted,
             skip_aborted=skip_aborted,
-            estimate=self._estimates,
+            estimates=self._estimates,
         )
         if check is None or (defer_threshold and check.reason == "threshold"):
             return False

@@ -11,8 +11,7 @@ writes them, so the numbers match pi's.
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +39,6 @@ from .messages import (
 __all__ = [
     "IMAGE_CHARS",
     "ContextTokenEstimate",
-    "TokenEstimates",
     "calculate_context_tokens",
     "estimate_context_tokens",
     "estimate_projected_context_tokens",
@@ -126,51 +124,6 @@ def estimate_tokens(message: object) -> int:
     return 0
 
 
-class TokenEstimates:
-    """:func:`estimate_tokens`, remembered per message object while it lives.
-
-    A harness sizes its whole context before every request; the messages are the session's
-    own, read-only once appended, so each is estimated once and every later figure is the
-    same number :func:`estimate_tokens` gives. A message is known by its identity, checked
-    through a weak reference (a new object at a freed one's address is estimated afresh).
-    """
-
-    __slots__ = ("_known",)
-
-    def __init__(self) -> None:
-        self._known: dict[int, tuple[weakref.ref[object], int]] = {}
-
-    def __len__(self) -> int:
-        return len(self._known)
-
-    def __call__(self, message: object) -> int:
-        key = id(message)
-        known = self._known.get(key)
-        if known is not None and known[0]() is message:
-            return known[1]
-        tokens = estimate_tokens(message)
-        try:
-            ref = weakref.ref(message, _forgetter(self._known, key))
-        except TypeError:  # (an object without weak references is not remembered)
-            return tokens
-        self._known[key] = (ref, tokens)
-        return tokens
-
-
-def _forgetter(
-    known: dict[int, tuple[weakref.ref[object], int]], key: int
-) -> Callable[[weakref.ref[object]], None]:
-    """The callback that drops a message's figure when the message is freed (before its
-    address can be reused)."""
-
-    def forget(gone: weakref.ref[object]) -> None:
-        entry = known.get(key)
-        if entry is not None and entry[0] is gone:
-            del known[key]
-
-    return forget
-
-
 def calculate_context_tokens(usage: Usage) -> int:
     """The context a reply's request used: ``total_tokens``, or the sum of its parts."""
     return usage.total_tokens or (usage.input + usage.output + usage.cache_read + usage.cache_write)
@@ -203,25 +156,20 @@ class ContextTokenEstimate:
     last_usage_index: int | None
 
 
-def estimate_context_tokens(
-    messages: Sequence[object], estimate: Callable[[object], int] = estimate_tokens
-) -> ContextTokenEstimate:
-    """The context size of ``messages`` (see :class:`ContextTokenEstimate`); ``estimate`` is
-    :func:`estimate_tokens` or one that gives the same figures (:class:`TokenEstimates`)."""
+def estimate_context_tokens(messages: Sequence[object]) -> ContextTokenEstimate:
+    """The context size of ``messages`` (see :class:`ContextTokenEstimate`)."""
     for index in range(len(messages) - 1, -1, -1):
         usage = usable_usage(messages[index])
         if usage is not None:
             reported = calculate_context_tokens(usage)
-            trailing = sum(map(estimate, messages[index + 1 :]))
+            trailing = sum(estimate_tokens(m) for m in messages[index + 1 :])
             return ContextTokenEstimate(reported + trailing, reported, trailing, index)
-    estimated = sum(map(estimate, messages))
+    estimated = sum(estimate_tokens(m) for m in messages)
     return ContextTokenEstimate(estimated, 0, estimated, None)
 
 
 def estimate_projected_context_tokens(
-    messages: Sequence[object],
-    branch: Sequence[SessionEntry],
-    estimate: Callable[[object], int] = estimate_tokens,
+    messages: Sequence[object], branch: Sequence[SessionEntry]
 ) -> ContextTokenEstimate:
     """The size of the next request pi 1.6 uses to decide compaction (its
     ``estimateProjectedContextTokens``).
@@ -232,9 +180,9 @@ def estimate_projected_context_tokens(
     usage measured another context, and everything is estimated: the replayed system message
     once, then every message that is not a system message.
     """
-    context = estimate_context_tokens(messages, estimate)
-    if context.last_usage_index is not None:
-        measured = messages[context.last_usage_index]
+    estimate = estimate_context_tokens(messages)
+    if estimate.last_usage_index is not None:
+        measured = messages[estimate.last_usage_index]
         latest = next(
             (
                 index
@@ -247,8 +195,8 @@ def estimate_projected_context_tokens(
             isinstance(entry, MessageEntry) and entry.message is measured
             for entry in branch[latest + 1 :]
         ):
-            return context
+            return estimate
     system = current_system_message(messages)
-    tokens = estimate(system) if system is not None else 0
-    tokens += sum(estimate(m) for m in messages if not isinstance(m, SystemMessage))
+    tokens = estimate_tokens(system) if system is not None else 0
+    tokens += sum(estimate_tokens(m) for m in messages if not isinstance(m, SystemMessage))
     return ContextTokenEstimate(tokens, 0, tokens, None)

@@ -15,8 +15,8 @@ from pi_notebook.ai.types import SystemMessage
 from pi_notebook.harness import AgentHarness, InMemorySessionStorage, Session, auto_compaction
 from pi_notebook.harness.auto_compaction import check_compaction, exceeds_threshold
 from pi_notebook.harness.entries import CompactionEntry
+from pi_notebook.harness.token_estimates import TokenEstimates
 from pi_notebook.harness.tokens import (
-    TokenEstimates,
     estimate_context_tokens,
     estimate_projected_context_tokens,
     estimate_tokens,
@@ -29,17 +29,15 @@ def assert_same_figures(session: Session, cache: TokenEstimates) -> None:
     messages = session.build_context().messages
     branch = session.get_branch()
     assert [cache(m) for m in messages] == [estimate_tokens(m) for m in messages]
-    assert estimate_context_tokens(messages, cache) == estimate_context_tokens(messages)
-    assert estimate_projected_context_tokens(
-        messages, branch, cache
-    ) == estimate_projected_context_tokens(messages, branch)
+    assert cache.context(messages) == estimate_context_tokens(messages)
+    assert cache.projected(messages, branch) == estimate_projected_context_tokens(messages, branch)
     assert exceeds_threshold(session, MODEL, SETTINGS, None, cache) == exceeds_threshold(
         session, MODEL, SETTINGS
     )
     last = next((m for m in reversed(messages) if m.role == "assistant"), None)
     if last is not None:
         cached = check_compaction(
-            last, session, MODEL, SETTINGS, recovery_attempted=False, estimate=cache
+            last, session, MODEL, SETTINGS, recovery_attempted=False, estimates=cache
         )
         assert cached == check_compaction(last, session, MODEL, SETTINGS, recovery_attempted=False)
 
@@ -86,6 +84,9 @@ def test_cached_figures_equal_the_recomputation_across_a_sessions_life() -> None
     session.append_message(UserMessage(content="after the compaction " * 10))
     session.append_message(reply(total_tokens=120))
     assert_same_figures(session, cache)
+    session.append_system_message(sections={"style": "brief"})  # the replayed state changes
+    session.append_message(reply())
+    assert_same_figures(session, cache)
 
     session.set_leaf(ids[2])  # back before the compaction: another branch
     assert_same_figures(session, cache)
@@ -103,8 +104,11 @@ def test_a_figure_is_forgotten_with_its_message() -> None:
     del message
     gc.collect()
     assert len(cache) == 0
-    # a message that cannot be weakly referenced is estimated every time, never remembered
-    assert cache({"role": "user"}) == 0 and len(cache) == 0
+    # an object that cannot be weakly referenced is recomputed every time, never remembered
+    odd: list[Any] = [UserMessage(content="y" * 8), {"role": "user"}]
+    assert cache.context(odd) == estimate_context_tokens(odd)
+    assert cache.projected(odd, []) == estimate_projected_context_tokens(odd, [])
+    assert cache({"role": "user"}) == 0 and len(cache) <= 1
 
 
 @pytest.fixture
@@ -112,15 +116,15 @@ def spied(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, bool]]:
     """Each projected estimate the harness makes: (its figure, the recomputed one, whether it
     came through a ``TokenEstimates``)."""
     calls: list[tuple[int, int, bool]] = []
-    real = auto_compaction.estimate_projected_context_tokens
+    real = auto_compaction._projected
 
-    def spy(messages: Any, branch: Any, estimate: Any = estimate_tokens) -> Any:
-        result = real(messages, branch, estimate)
-        full = real(messages, branch)
-        calls.append((result.tokens, full.tokens, isinstance(estimate, TokenEstimates)))
+    def spy(messages: Any, branch: Any, estimates: Any = None) -> Any:
+        result = real(messages, branch, estimates)
+        full = real(messages, branch, None)
+        calls.append((result.tokens, full.tokens, isinstance(estimates, TokenEstimates)))
         return result
 
-    monkeypatch.setattr(auto_compaction, "estimate_projected_context_tokens", spy)
+    monkeypatch.setattr(auto_compaction, "_projected", spy)
     return calls
 
 
