@@ -12,7 +12,7 @@ import pytest
 
 from pi_notebook.ai import ImageContent, TextContent, Tool, ToolCall, ToolResultMessage, UserMessage
 from pi_notebook.ai.types import SystemMessage
-from pi_notebook.harness import AgentHarness, InMemorySessionStorage, Session, auto_compaction
+from pi_notebook.harness import InMemorySessionStorage, Session, auto_compaction
 from pi_notebook.harness.auto_compaction import check_compaction, exceeds_threshold
 from pi_notebook.harness.entries import CompactionEntry
 from pi_notebook.harness.token_estimates import TokenEstimates
@@ -21,7 +21,7 @@ from pi_notebook.harness.tokens import (
     estimate_projected_context_tokens,
     estimate_tokens,
 )
-from tests.harness.test_auto_compaction import ECHO, MODEL, SETTINGS, Step, reply, scripted
+from tests.harness.test_auto_compaction import MODEL, SETTINGS, Step, echo_harness, reply
 
 
 def assert_same_figures(session: Session, cache: TokenEstimates) -> None:
@@ -134,13 +134,7 @@ async def test_the_harness_figures_equal_the_recomputation(
     call = ToolCall(id="c1", name="echo", arguments={"text": "x" * 800})
     tool_turn = reply("toolUse").model_copy(update={"content": [call]})  # no usage
     steps: list[Step] = [tool_turn, tool_turn, tool_turn, tool_turn, reply(total_tokens=100)]
-    harness = AgentHarness(
-        Session.create(InMemorySessionStorage()),
-        MODEL,
-        tools=[ECHO],
-        compaction=SETTINGS,
-        stream_fn=scripted(steps),
-    )
+    harness = echo_harness(steps)
     compactions: list[Any] = []
     harness.subscribe(lambda e: compactions.append(e) if e.type == "compaction_end" else None)
     await harness.prompt("first question " * 60)
