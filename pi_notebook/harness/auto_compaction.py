@@ -38,7 +38,9 @@ from ..ai.types import AssistantMessage, Model
 from .compaction import CompactionSettings, has_projected_context_edit, should_compact
 from .entries import CompactionEntry, ContextEditEntry, MessageEntry, SessionEntry, iso_to_ms
 from .session import Session
+from .token_estimates import TokenEstimates
 from .tokens import (
+    ContextTokenEstimate,
     calculate_context_tokens,
     estimate_context_tokens,
     estimate_projected_context_tokens,
@@ -142,6 +144,7 @@ def check_compaction(
     *,
     recovery_attempted: bool,
     skip_aborted: bool = True,
+    estimates: TokenEstimates | None = None,
 ) -> CompactionCheck | None:
     """pi 1.6's ``_checkCompaction``: what automatic compaction ``reply`` calls for, if any
     (see the module docstring). ``recovery_attempted``: an overflow was already compacted and
@@ -184,14 +187,17 @@ def check_compaction(
             return CompactionCheck("overflow", recovery_failed=failed)
         return CompactionCheck("overflow", will_retry=True)
 
-    tokens = _threshold_tokens(reply, session, branch)
+    tokens = _threshold_tokens(reply, session, branch, estimates)
     if tokens is not None and should_compact(tokens, window, settings):
         return CompactionCheck("threshold")
     return None
 
 
 def _threshold_tokens(
-    reply: AssistantMessage, session: Session, branch: Sequence[SessionEntry]
+    reply: AssistantMessage,
+    session: Session,
+    branch: Sequence[SessionEntry],
+    estimates: TokenEstimates | None,
 ) -> int | None:
     """The context size pi 1.6 compares with the threshold for ``reply``: with a context edit
     in the context, the projected estimate; after a failed or usage-less reply, the estimate
@@ -199,14 +205,16 @@ def _threshold_tokens(
     the reply's own usage."""
     messages = session.build_context().messages
     if has_projected_context_edit(branch):
-        return estimate_projected_context_tokens(messages, branch).tokens
+        return _projected(messages, branch, estimates).tokens
     direct = calculate_context_tokens(reply.usage)
     if reply.stop_reason != "error" and direct > 0:
         return direct
-    estimate = estimate_context_tokens(messages)
+    context = (
+        estimate_context_tokens(messages) if estimates is None else estimates.context(messages)
+    )
     latest = _latest_compaction(branch)
-    if estimate.last_usage_index is not None and latest >= 0:
-        measured = messages[estimate.last_usage_index]
+    if context.last_usage_index is not None and latest >= 0:
+        measured = messages[context.last_usage_index]
         try:
             compacted_at = iso_to_ms(branch[latest].timestamp or "")
         except ValueError:
@@ -217,7 +225,15 @@ def _threshold_tokens(
             and measured.timestamp <= compacted_at
         ):
             return None  # usage of the context before the compaction
-    return estimate.tokens
+    return context.tokens
+
+
+def _projected(
+    messages: Sequence[object], branch: Sequence[SessionEntry], estimates: TokenEstimates | None
+) -> ContextTokenEstimate:
+    if estimates is None:
+        return estimate_projected_context_tokens(messages, branch)
+    return estimates.projected(messages, branch)
 
 
 def exceeds_threshold(
@@ -225,14 +241,17 @@ def exceeds_threshold(
     model: Model,
     settings: CompactionSettings,
     messages: Sequence[object] | None = None,
+    estimates: TokenEstimates | None = None,
 ) -> bool:
     """Whether the next request of a running turn should wait for a compaction (pi 1.6's
     ``_compactBeforeNextAssistantResponse``): the projected size of the session's context
     (``messages``, when the caller built it already) over ``context_window - reserve_tokens``.
-    A model without a known window never compacts here."""
+    A model without a known window never compacts here. ``estimates``: a harness's
+    :class:`~pi_notebook.harness.token_estimates.TokenEstimates` (the same figures, kept)."""
     if model.context_window <= 0 or not settings.enabled:
         return False
     if messages is None:
         messages = session.build_context().messages
-    tokens = estimate_projected_context_tokens(messages, session.get_branch()).tokens
+    branch = session.get_branch()
+    tokens = _projected(messages, branch, estimates).tokens
     return should_compact(tokens, model.context_window, settings)

@@ -33,6 +33,7 @@ from .hooks import (
     SessionBeforeCompactResult,
     as_harness_error,
 )
+from .token_estimates import TokenEstimates
 from .tokens import estimate_tokens
 
 __all__ = ["CompactionRunner"]
@@ -66,6 +67,8 @@ class CompactionRunner:
         self._while_compacting = while_compacting
         self._queued = queued
         self.recovery_attempted = False
+        self._estimates = TokenEstimates()
+        """Each context message's token estimate (sized again before every request)."""
         self.defer_threshold = False
         """See ``AgentHarness.defer_threshold_compaction``."""
         """An overflowed request was compacted and sent again since the last good reply."""
@@ -73,7 +76,9 @@ class CompactionRunner:
     def over_threshold(self, messages: Sequence[object]) -> bool:
         """Whether the context ``messages`` is over the threshold (before a request)."""
         config = self._config
-        return exceeds_threshold(self._session, config.model, config.compaction, messages)
+        return exceeds_threshold(
+            self._session, config.model, config.compaction, messages, self._estimates
+        )
 
     async def check_and_compact(
         self,
@@ -94,6 +99,7 @@ class CompactionRunner:
             self._config.compaction,
             recovery_attempted=self.recovery_attempted,
             skip_aborted=skip_aborted,
+            estimates=self._estimates,
         )
         if check is None or (defer_threshold and check.reason == "threshold"):
             return False

@@ -158,10 +158,20 @@ class EntryList(Sequence[SessionEntry]):
         chosen = list(map(items.__getitem__, positions))
         if bytes not in set(map(type, chosen)):
             return chosen  # type: ignore[return-value]
+        # The known types straight from the validator; anything else (an unknown type, an
+        # invalid line) through ``_read``, which reports it.
+        validate = ENTRY_ADAPTER.validator.validate_json
         with gc_paused():
             for at, item in enumerate(chosen):
                 if type(item) is bytes:
-                    chosen[at] = self._read(positions[at])
+                    position = positions[at]
+                    try:
+                        entry = validate(item)
+                    except ValidationError:
+                        entry = self._read(position)
+                    else:
+                        items[position] = entry
+                    chosen[at] = entry
         return chosen  # type: ignore[return-value]
 
     def _read(self, position: int) -> SessionEntry:

@@ -23,42 +23,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from itertools import compress
 from pathlib import Path
 from typing import Literal
 
-from ..ai.system_message import current_system_message, system_message_text
-from ..ai.types import SystemMessage, Tool
 from .entries import (
-    ActiveToolsChangeEntry,
-    CompactionEntry,
-    ContextEditEntry,
     LeafEntry,
-    ModelChangeEntry,
     SessionEntry,
     SessionHeader,
-    ThinkingLevelChangeEntry,
     iso_now,
     new_id,
 )
 from .entry_list import EntryList
 from .layout import default_session_dir, session_file_name
-from .messages import CompactionSummaryMessage, HarnessMessage
 from .session_appends import EntryWriter, SessionAppends, SessionWriteError
-from .session_context import (
-    ModelRef,
-    SessionContext,
-    context_edits,
-    context_messages,
-    is_system,
-    last_at,
-    last_of,
-    model_source,
-    where,
-)
+from .session_context import ModelRef, SessionContext, context_at
 from .session_fork import forked_entries
 from .session_index import SessionIndex
-from .session_tree import SessionTree, SessionTreeNode, entry_ms
+from .session_tree import SessionTree, SessionTreeNode
 from .session_usage import USAGE_TYPES, UsageTotals, usage_totals
 from .storage import JsonlSessionStorage, SessionStorage
 
@@ -265,92 +246,11 @@ class Session(SessionAppends):
 
     def build_context(self) -> SessionContext:
         """What the model sees at the leaf (pi 1.6's ``buildSessionContext``, same messages in the
-        same order).
-
-        Thinking level, model and active tools are the last ones set on the branch (an assistant
-        message counts as a model choice). Without a compaction the messages are those of the
-        branch's message, custom-message and non-empty branch-summary entries (system messages
-        included). With one, only the newest counts: its system-message checkpoint and summary,
-        then the branch from ``first_kept_entry_id`` up to it (system messages left out: the
-        checkpoint replaces them), then everything after it. The latest context edit of each
-        target among those entries hides or replaces its content. ``system_prompt``, ``tools``
-        and ``tool_names`` replay the system messages of the result.
+        same order): :func:`~pi_notebook.harness.session_context.build_context` of this
+        session's entries at its leaf, which says how the context is made.
         """
-        # Walked in the index's lists: the entries' types say where the settings, the
-        # compaction and the edits are, so a long branch of messages is read in C-level passes
-        # (only the messages and the few entries that matter are touched).
         tree = self._tree
-        positions = tree.path_positions(tree.leaf_id)
-        entries, ids, types = tree.entries, tree.index.ids, tree.index.types
-        kinds = list(map(types.__getitem__, positions))
-        present = set(kinds)
-        thinking = last_of(entries, positions, kinds, present, ThinkingLevelChangeEntry)
-        tools_change = last_of(entries, positions, kinds, present, ActiveToolsChangeEntry)
-        at = last_at(entries, positions, kinds, present, CompactionEntry)
-        thinking_level = "off" if thinking is None else thinking.thinking_level
-        active_tools = None if tools_change is None else tools_change.active_tool_names
-        source = model_source(entries, positions, kinds)
-        edited = "context_edit" in present and any(
-            type(entries[p]) is ContextEditEntry for p in where(positions, kinds, "context_edit")
-        )
-
-        messages: list[HarnessMessage]
-        if at < 0:
-            edits = context_edits(entries, positions, kinds) if edited else None
-            messages = context_messages(entries, ids, positions, kinds, present, edits)
-        else:
-            compaction = entries[positions[at]]
-            assert isinstance(compaction, CompactionEntry)
-            kept = positions[:at]
-            kept_ids = list(map(ids.__getitem__, kept))
-            first = compaction.first_kept_entry_id
-            kept = kept[kept_ids.index(first) if first in kept_ids else len(kept) :]
-            kept = [p for p, e in zip(kept, entries.take(kept), strict=True) if not is_system(e)]
-            after = positions[at + 1 :]
-            context = kept + after
-            context_kinds = list(map(types.__getitem__, context))
-            edits = context_edits(entries, context, context_kinds) if edited else None
-            edit = None if edits is None else edits.get(compaction.id)
-            messages = []
-            if edit is None or edit.replacement is not None:  # (a compaction is not editable)
-                if compaction.system_message is not None:
-                    messages.append(compaction.system_message)
-                messages.append(
-                    CompactionSummaryMessage(
-                        summary=compaction.summary,
-                        tokens_before=compaction.tokens_before,
-                        timestamp=entry_ms(compaction.timestamp),
-                    )
-                )
-            messages += context_messages(
-                entries, ids, context, context_kinds, set(context_kinds), edits
-            )
-
-        model = None
-        if isinstance(source, ModelChangeEntry):
-            model = ModelRef(provider=source.provider, model_id=source.model_id)
-        elif source is not None:
-            model = ModelRef(provider=source.provider, model_id=source.model)
-        system_prompt: str | None = None
-        tools: list[Tool] | None = None
-        message_types = list(map(type, messages))
-        if SystemMessage in message_types:
-            systems = {t for t in set(message_types) if issubclass(t, SystemMessage)}
-            state = current_system_message(
-                compress(messages, map(systems.__contains__, message_types))
-            )
-            if state is not None:
-                system_prompt = system_message_text(state)
-                tools = list(state.tools_added or ())
-        return SessionContext.model_construct(
-            messages=messages,
-            thinking_level=thinking_level,
-            model=model,
-            active_tool_names=None if active_tools is None else list(active_tools),
-            system_prompt=system_prompt,
-            tools=tools,
-            tool_names=None if tools is None else [tool.name for tool in tools],
-        )
+        return context_at(tree.index, tree.path_positions(tree.leaf_id))
 
     # --- forking ---------------------------------------------------------------------------------
 

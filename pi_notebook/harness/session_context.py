@@ -1,5 +1,6 @@
-"""What the model sees at a session's leaf: :class:`SessionContext`, and the steps that
-:meth:`Session.build_context` takes over the entries on the path to the leaf.
+"""What the model sees at a leaf of a session's entries: :class:`SessionContext`, made by
+:func:`build_context` (pi 1.6's ``buildSessionContext``, a function of the entries and the leaf;
+``Session.build_context`` is it at the session's own leaf).
 
 The steps read the index's lists (types, ids) to find the settings, the compaction and the
 context edits on the path, so a long branch of messages is read in C-level passes and only the
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
+from ..ai.system_message import current_system_message, system_message_text
 from ..ai.types import AssistantMessage, PiModel, SystemMessage, TextContent, Tool
 from .entries import (
     ActiveToolsChangeEntry,
@@ -27,14 +29,18 @@ from .entries import (
     SessionEntry,
     ThinkingLevelChangeEntry,
 )
-from .entry_list import EntryList
-from .messages import HarnessMessage
+from .entry_list import EntryList, SessionFileError
+from .messages import CompactionSummaryMessage, HarnessMessage
 from .projection import entry_messages
+from .session_index import SessionIndex
+from .session_tree import entry_ms
 
 __all__ = [
     "ModelRef",
     "SessionContext",
+    "build_context",
     "collect_messages",
+    "context_at",
     "context_edits",
     "context_messages",
     "is_system",
@@ -216,3 +222,108 @@ def collect_messages(
                 continue
             message = edited_message(message, edit)
         messages.append(message)
+
+
+def build_context(
+    entries: Sequence[SessionEntry] | SessionIndex, leaf_id: str | None
+) -> SessionContext:
+    """What the model sees at ``leaf_id`` among ``entries`` (pi 1.6's ``buildSessionContext``,
+    same messages in the same order); ``None`` is the position before the first entry (an empty
+    context).
+
+    ``entries`` are a session's entries in file order, or their :class:`SessionIndex` (a
+    session's own, ``Session.index``: nothing to index again, and only the entries on the path
+    that matter are read). Thinking level, model and active tools are the last ones set on the
+    branch (an assistant message counts as a model choice). Without a compaction the messages
+    are those of the branch's message, custom-message and non-empty branch-summary entries
+    (system messages included). With one, only the newest counts: its system-message checkpoint
+    and summary, then the branch from ``first_kept_entry_id`` up to it (system messages left
+    out: the checkpoint replaces them), then everything after it. The latest context edit of
+    each target among those entries hides or replaces its content. ``system_prompt``, ``tools``
+    and ``tool_names`` replay the system messages of the result.
+    """
+    index = entries if isinstance(entries, SessionIndex) else SessionIndex(entries)
+    start = None
+    if leaf_id is not None:
+        start = index.positions.get(leaf_id)
+        if start is None:
+            raise ValueError(f"Entry {leaf_id} not found among the entries")
+    positions = index.path(start)
+    if positions is None:
+        raise SessionFileError(index.entries.source, None, "cycle in parent ids")
+    return context_at(index, positions)
+
+
+def context_at(index: SessionIndex, positions: list[int]) -> SessionContext:
+    """:func:`build_context` at the end of the path ``positions`` (root first) of ``index``."""
+    # Walked in the index's lists: the entries' types say where the settings, the
+    # compaction and the edits are, so a long branch of messages is read in C-level passes
+    # (only the messages and the few entries that matter are touched).
+    entries, ids, types = index.entries, index.ids, index.types
+    kinds = list(map(types.__getitem__, positions))
+    present = set(kinds)
+    thinking = last_of(entries, positions, kinds, present, ThinkingLevelChangeEntry)
+    tools_change = last_of(entries, positions, kinds, present, ActiveToolsChangeEntry)
+    at = last_at(entries, positions, kinds, present, CompactionEntry)
+    thinking_level = "off" if thinking is None else thinking.thinking_level
+    active_tools = None if tools_change is None else tools_change.active_tool_names
+    source = model_source(entries, positions, kinds)
+    edited = "context_edit" in present and any(
+        type(entries[p]) is ContextEditEntry for p in where(positions, kinds, "context_edit")
+    )
+
+    messages: list[HarnessMessage]
+    if at < 0:
+        edits = context_edits(entries, positions, kinds) if edited else None
+        messages = context_messages(entries, ids, positions, kinds, present, edits)
+    else:
+        compaction = entries[positions[at]]
+        assert isinstance(compaction, CompactionEntry)
+        kept = positions[:at]
+        kept_ids = list(map(ids.__getitem__, kept))
+        first = compaction.first_kept_entry_id
+        kept = kept[kept_ids.index(first) if first in kept_ids else len(kept) :]
+        kept = [p for p, e in zip(kept, entries.take(kept), strict=True) if not is_system(e)]
+        after = positions[at + 1 :]
+        context = kept + after
+        context_kinds = list(map(types.__getitem__, context))
+        edits = context_edits(entries, context, context_kinds) if edited else None
+        edit = None if edits is None else edits.get(compaction.id)
+        messages = []
+        if edit is None or edit.replacement is not None:  # (a compaction is not editable)
+            if compaction.system_message is not None:
+                messages.append(compaction.system_message)
+            messages.append(
+                CompactionSummaryMessage(
+                    summary=compaction.summary,
+                    tokens_before=compaction.tokens_before,
+                    timestamp=entry_ms(compaction.timestamp),
+                )
+            )
+        messages += context_messages(
+            entries, ids, context, context_kinds, set(context_kinds), edits
+        )
+
+    model = None
+    if isinstance(source, ModelChangeEntry):
+        model = ModelRef(provider=source.provider, model_id=source.model_id)
+    elif source is not None:
+        model = ModelRef(provider=source.provider, model_id=source.model)
+    system_prompt: str | None = None
+    tools: list[Tool] | None = None
+    message_types = list(map(type, messages))
+    if SystemMessage in message_types:
+        systems = {t for t in set(message_types) if issubclass(t, SystemMessage)}
+        state = current_system_message(compress(messages, map(systems.__contains__, message_types)))
+        if state is not None:
+            system_prompt = system_message_text(state)
+            tools = list(state.tools_added or ())
+    return SessionContext.model_construct(
+        messages=messages,
+        thinking_level=thinking_level,
+        model=model,
+        active_tool_names=None if active_tools is None else list(active_tools),
+        system_prompt=system_prompt,
+        tools=tools,
+        tool_names=None if tools is None else [tool.name for tool in tools],
+    )

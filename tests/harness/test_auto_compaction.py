@@ -257,17 +257,23 @@ def tool_call_reply(tokens: int) -> AssistantMessage:
 ECHO = make_tool("echo", lambda p, s, u: "echoed", properties={"text": {"type": "string"}})
 
 
-async def harness_before_a_compaction() -> tuple[AgentHarness, list[Step]]:
-    """A harness after one short run: the next run's tool call (``tool_call_reply(900)``)
-    fills the context, so the harness compacts before the request that follows it."""
-    steps: list[Step] = [reply(total_tokens=100)]
-    harness = AgentHarness(
+def echo_harness(steps: list[Step]) -> AgentHarness:
+    """A harness over a new in-memory session with the echo tool, the model scripted by
+    ``steps``."""
+    return AgentHarness(
         Session.create(InMemorySessionStorage()),
         MODEL,
         tools=[ECHO],
         compaction=SETTINGS,
         stream_fn=scripted(steps),
     )
+
+
+async def harness_before_a_compaction() -> tuple[AgentHarness, list[Step]]:
+    """A harness after one short run: the next run's tool call (``tool_call_reply(900)``)
+    fills the context, so the harness compacts before the request that follows it."""
+    steps: list[Step] = [reply(total_tokens=100)]
+    harness = echo_harness(steps)
     await harness.prompt("first question " * 20)
     return harness, steps
 
@@ -298,13 +304,7 @@ async def test_compaction_before_the_next_request_runs_in_the_compaction_phase()
 
 async def test_a_failed_compaction_before_the_next_request_does_not_stop_the_turn() -> None:
     steps: list[Step] = [reply(total_tokens=100)]
-    harness = AgentHarness(
-        Session.create(InMemorySessionStorage()),
-        MODEL,
-        tools=[ECHO],
-        compaction=SETTINGS,
-        stream_fn=scripted(steps),
-    )
+    harness = echo_harness(steps)
     await harness.prompt("first question " * 20)
 
     def broken(event: Any) -> None:

@@ -3,7 +3,10 @@ gives exactly the entries an eager read of the file gives."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+import pytest
 
 from pi_notebook.ai import AssistantMessage, TextContent, UserMessage
 from pi_notebook.harness import (
@@ -11,9 +14,13 @@ from pi_notebook.harness import (
     LabelEntry,
     MessageEntry,
     Session,
+    SessionFileError,
+    SessionFileWarning,
     SessionInfoEntry,
 )
+from pi_notebook.harness.entries import UnknownEntry
 from pi_notebook.harness.entry_list import EntryList, validate_entry_json
+from pi_notebook.harness.session_context import build_context
 
 
 def _session(path: Path) -> Session:
@@ -84,3 +91,26 @@ def test_reading_gives_the_entries_an_eager_read_gives(tmp_path: Path) -> None:
     assert _entries(session)._read(0) is one
     assert isinstance(one, MessageEntry)
     assert session.usage_totals() == written.usage_totals()
+
+
+def test_a_line_found_invalid_by_the_context_names_its_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "late.jsonl"
+    _session(path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert b'"role":"assistant"' in lines[2]
+    lines[2] = lines[2].replace(b'"api":"faux",', b"")  # sound structure, invalid message
+    path.write_bytes(b"".join(lines))
+    session = Session.open(path)  # the structure is sound: the open succeeds
+    where = re.escape(str(path))
+    reason = r"invalid entry: message\.message\.assistant\.api: Field required"
+    with pytest.raises(SessionFileError, match=rf"{where}:3: {reason}"):
+        build_context(session.index, session.index.ids[1])  # a path through the damaged line
+    with pytest.raises(SessionFileError, match=rf"{where}:3: {reason}"):
+        session.get_branch(session.index.ids[1])
+
+    lenient = Session.open(path, strict=False)
+    with pytest.warns(SessionFileWarning, match=rf"{where}:3: .*unknown content"):
+        branch = lenient.get_branch(lenient.index.ids[1])
+    assert isinstance(branch[1], UnknownEntry)
+    lenient.set_leaf(lenient.index.ids[1])
+    assert [m.role for m in lenient.build_context().messages] == ["user"]
