@@ -23,32 +23,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._gc import gc_paused
 from ..ai.thinking_levels import THINKING_LEVELS
 from .approval_policy import ApprovalPolicy, Decision
-from .default_model import (
-    LOCAL_ALIASES,
-    NoModelError,
-    SessionModelMissing,
-    local_model_available,
-    model_from_api_keys,
-    resolve_default_model,
-    resolve_model,
-    server_model_of,
-)
+from .default_model import NoModelError
 from .instructions import KEEP
-from .locations import notebook_location, session_path_beside, sibling_session_path
+from .model_choice import ModelChoice, cassette_from_env
+from .notebook_follow import NotebookFollow
 from .operations import OperationQueue
 from .repeat_guard import RepeatGuard
 from .room import compacted_size, compaction_for, no_room_words, request_overhead, request_size
-from .session_files import open_notebook_session, open_session, start_notebook_session
-from .session_follow import (
-    claimed_by,
-    find_session_file,
-    header_id,
-    move_no_clobber,
-    notebook_stem,
-    renamed_session_file,
-    session_owner,
-)
-from .session_lock import SessionLock, lock_holder
+from .session_files import open_notebook_session, start_notebook_session
+from .session_follow import header_id
+from .session_lock import SessionLock
 from .tool_gate import ToolGate
 from .tool_offer import ToolOffer
 from .workspace.document import NotebookDocument
@@ -56,7 +40,6 @@ from .workspace.history import ExecutionHistory
 
 if TYPE_CHECKING:
     from ..agent.tools import AgentTool
-    from ..agent.types import StreamFn
     from ..ai.cassette import Cassette
     from ..ai.types import AssistantMessage, Model, ThinkingLevel
     from ..harness import AgentHarness, BudgetSettings, Session
@@ -109,19 +92,6 @@ def _thinking_level(value: str) -> ThinkingLevel:
     return next((level for level in THINKING_LEVELS if level == value), "off")
 
 
-def _cassette_from_env() -> Cassette | None:
-    """``Cassette.from_env()``, importing the cassette module (pydantic models) only
-    when the environment asks for one."""
-    if not any(os.environ.get(name, "").strip() for name in _CASSETTE_ENV):
-        return None
-    from ..ai.cassette import Cassette
-
-    return Cassette.from_env()
-
-
-_CASSETTE_ENV = ("PI_NOTEBOOK_RECORD", "PI_NOTEBOOK_REPLAY")
-
-
 class NotebookAgent:
     """One per kernel (``pi_notebook.current()``)."""
 
@@ -145,10 +115,8 @@ class NotebookAgent:
         self._mcp: McpServers | None = None
         self.runs: list[Run] = []
         self.approval_timeout = APPROVAL_TIMEOUT
-        self._stream_fn = stream_fn
-        self._cassette: Cassette | None = _cassette_from_env()
-        """Records or replays every model call (``PI_NOTEBOOK_RECORD`` / ``PI_NOTEBOOK_REPLAY``,
-        ``%model --record`` / ``--replay``); None talks to the models directly."""
+        self.models = ModelChoice(lambda: self._session, stream_fn, cassette_from_env())
+        """Which model runs (the session's own, else the default) and the cassette."""
         self._harness: AgentHarness | None = None
         self._mcp_closing: asyncio.Future[None] | None = None
         self.operations = OperationQueue()
@@ -166,7 +134,9 @@ class NotebookAgent:
         """What ran in this kernel (installed on the shell by ``%load_ext``)."""
         self.document = NotebookDocument(self.history)
         """The notebook open in a frontend (linked by the pi_notebook labextension)."""
-        self.document.follow = self._follow_notebook
+        self.following = NotebookFollow(self)
+        """The notebook this kernel serves, and the session that follows it."""
+        self.document.follow = self.following.follow
         self._writes: WriteTools | None = None
         self._writer_tools: dict[str, AgentTool] | None = None
         self._reply_changes: ReplyChanges | None = None
@@ -199,16 +169,13 @@ class NotebookAgent:
         (``None``: ``StreamOptions``' default, 5 s)."""
         self._unsaved_views: dict[RunView, str] = {}
         """Views showing a "not saved" notice, with its text (told when the retry succeeds)."""
-        self.notebook, self._root = notebook_location()
-        """The notebook's file (None: unknown) and the server root its frontend path is
-        relative to; the labextension says when the notebook is renamed or moved."""
         self.read_only: Path | None = None
         """A session file opened only to look at (``%session open --read-only``): runs and
         other writes are refused."""
         self.session_lock = SessionLock()
         held = self.session_lock.acquire(self.session_path)
         if held is not None:
-            copied = self._continue_in_copy(held)
+            copied = self.following.continue_in_copy(held)
             self.load_notice = f"{notice}; {copied}" if notice else copied
         self._checkpoints: Checkpoints | None = None
 
@@ -332,7 +299,7 @@ class NotebookAgent:
     def harness(self) -> AgentHarness:
         """The harness (created when the first model is known: ``%model`` or the first run)."""
         if self._harness is None:
-            model = self._known_model()
+            model = self.models.known()
             if model is None:
                 raise NoModelError()
             self._harness = self._new_harness(model)
@@ -341,86 +308,19 @@ class NotebookAgent:
     def knows_model(self) -> bool:
         """Whether a model is known without starting one (the harness is made with it on the
         first run, after its imports in a thread: see :meth:`prepare_run`)."""
-        return self._harness is not None or self._known_model() is not None
-
-    async def _session_server_model(self) -> Model | None:
-        """The session's model when it is one on a local server (``ollama/…``): asked of that
-        server, which says its context window. None when the server does not answer (the
-        default model is used, as for a model of another machine)."""
-        from ..ai.server_refs import is_server_ref
-
-        ref = None if self._session is None else self._session.build_context().model
-        if ref is None or not is_server_ref(f"{ref.provider}/{ref.model_id}"):
-            return None
-        try:
-            return await server_model_of(f"{ref.provider}/{ref.model_id}")
-        except (LookupError, ValueError):
-            # never a silent switch to another model: its window may not hold the session
-            raise SessionModelMissing(f"{ref.provider}/{ref.model_id}") from None
-
-    def _known_model(self) -> Model | None:
-        """A model known without starting anything: the session's, else the environment's. (A
-        session only started by ``%load_ext`` is not opened for this: it holds no entries.)
-        A session whose own model this kernel lacks raises :class:`SessionModelMissing`: a
-        run never goes on silently with another model. None when the session's model is the
-        embedded local one, not started yet (:meth:`ensure_harness` starts it)."""
-        from ..ai.models import parse_model
-        from ..ai.server_refs import is_server_ref
-
-        own = self.session_model_ref()
-        if own is not None:
-            try:
-                return parse_model(own)
-            except (KeyError, ValueError):
-                if is_server_ref(own):
-                    return None  # asked of its server when the harness is made
-                if own in LOCAL_ALIASES and local_model_available():
-                    return None
-                raise SessionModelMissing(own) from None
-        configured = os.environ.get("PI_NOTEBOOK_MODEL", "").strip()
-        if is_server_ref(configured):
-            return None  # asked of its server when the harness is made
-        if configured and configured not in LOCAL_ALIASES:
-            return parse_model(configured)
-        return model_from_api_keys()
+        return self._harness is not None or self.models.known() is not None
 
     def session_model_ref(self) -> str | None:
-        """The session's own model as ``provider/model-id``: the last one set on its branch
-        (pi restores the same after a restart); None for a session without one."""
-        if self._session is None:
-            return None
-        ref = self._session.build_context().model
-        return None if ref is None else f"{ref.provider}/{ref.model_id}"
+        """See :meth:`ModelChoice.session_ref`."""
+        return self.models.session_ref()
 
     def session_model_problem(self) -> str | None:
-        """Why a run cannot use the session's own model in this kernel (see
-        :class:`SessionModelMissing`); None when it can, or once a harness has a model."""
-        if self._harness is not None:
-            return None
-        try:
-            self._known_model()
-        except SessionModelMissing as exc:
-            return str(exc)
-        except (KeyError, ValueError):  # a bad PI_NOTEBOOK_MODEL: the run reports it
-            return None
-        return None
+        """See :meth:`ModelChoice.problem` (None once a harness has a model)."""
+        return None if self._harness is not None else self.models.problem()
 
     def pending_model_note(self) -> str | None:
-        """What the first run will use when no model is chosen yet and nothing needs
-        configuring: the embedded local model, started then. None otherwise."""
-        if self._harness is not None or not local_model_available():
-            return None
-        if self.session_model_ref() in LOCAL_ALIASES:
-            return (
-                "This session's model is the embedded local model (local/smollm2-135m); it "
-                "starts with the next run."
-            )
-        if self._known_model() is None:
-            return (
-                "No model chosen yet: the next run starts the embedded local model (SmolLM2 "
-                "135M). Choose another with `%model PROVIDER/MODEL-ID`."
-            )
-        return None
+        """See :meth:`ModelChoice.pending_note` (None once a harness has a model)."""
+        return None if self._harness is not None else self.models.pending_note()
 
     def _new_harness(self, model: Model) -> AgentHarness:
         from ..harness.harness import AgentHarness
@@ -431,7 +331,7 @@ class NotebookAgent:
             model,
             tools=self.tool_offer.offer_to(model),
             thinking_level=_thinking_level(context.thinking_level),
-            stream_fn=self._model_stream(),
+            stream_fn=self.models.stream(),
             compaction=compaction_for(model),
             system_prompt=self.default_prompt(model),
         )
@@ -442,57 +342,24 @@ class NotebookAgent:
         harness.on("finish_turn", self._ask_for_answer)
         return harness
 
-    def _model_stream(self) -> StreamFn | None:
-        """The harness's stream function: the one given to this agent, through the cassette if
-        any (``None``: the provider's own)."""
-        if self._cassette is None:
-            return self._stream_fn  # type: ignore[no-any-return]
-        return self._cassette.wrap(self._stream_fn)
-
     @property
     def cassette(self) -> Cassette | None:
         """The cassette model calls are recorded into or replayed from (``None``: live)."""
-        return self._cassette
+        return self.models.cassette
 
     @cassette.setter
     def cassette(self, cassette: Cassette | None) -> None:
-        self._cassette = cassette
+        self.models.cassette = cassette
         if self._harness is not None:
-            self._harness.stream_fn = self._model_stream()
+            self._harness.stream_fn = self.models.stream()
 
     async def resolve_model(self, ref: str | None = None) -> Model:
-        """``ref`` (``provider/id`` or ``local``; None = the default model) as a ``Model``. While
-        a cassette replays, the embedded local model is the one recorded in it: no server."""
-        from ..ai.local import MODEL_ID as LOCAL_MODEL_ID
-
-        cassette = self.cassette
-        if cassette is not None and cassette.mode == "replay":
-            wanted = ref or os.environ.get("PI_NOTEBOOK_MODEL", "").strip()
-            if not wanted and model_from_api_keys() is None:
-                wanted = "local"
-            if wanted in LOCAL_ALIASES:
-                recorded = cassette.recorded_model(f"local/{LOCAL_MODEL_ID}")
-                if recorded is not None:
-                    return recorded
-        return await (resolve_model(ref) if ref else resolve_default_model())
+        """See :meth:`ModelChoice.resolve`."""
+        return await self.models.resolve(ref)
 
     def resolve_model_now(self, ref: str) -> Model | None:
-        """``ref`` as a ``Model`` when nothing has to start for it (as :meth:`resolve_model`
-        would give it), else None: the embedded local model starts in the background, a local
-        server's model is looked up there."""
-        from ..ai.local import MODEL_ID as LOCAL_MODEL_ID
-        from ..ai.models import parse_model
-        from ..ai.server_refs import is_server_ref
-
-        ref = ref.strip()
-        if is_server_ref(ref):
-            return None  # its server is asked (on the loop) for the model's window
-        if ref not in LOCAL_ALIASES:
-            return parse_model(ref)
-        cassette = self.cassette
-        if cassette is not None and cassette.mode == "replay":
-            return cassette.recorded_model(f"local/{LOCAL_MODEL_ID}")
-        return None
+        """See :meth:`ModelChoice.resolve_now`."""
+        return self.models.resolve_now(ref)
 
     def use_model_now(self, model: Model) -> AgentHarness:
         """Switch to ``model`` in the calling cell (nothing queued): the harness is made now if
@@ -510,15 +377,7 @@ class NotebookAgent:
         event loop."""
         if self._harness is None:
             await self.prepare_run()
-            own = self.session_model_ref()
-            local = own if own in LOCAL_ALIASES else None  # the session's, not the default
-            model = (
-                model
-                or await self._session_server_model()
-                or self._known_model()
-                or await self.resolve_model(local)
-            )
-            self._harness = self._new_harness(model)
+            self._harness = self._new_harness(await self.models.first(model))
         return self._harness
 
     # --- the operation queue ---------------------------------------------------------------------
@@ -1134,72 +993,15 @@ class NotebookAgent:
             return self._session.id
         return header_id(self._session_file)
 
-    def _continue_in_copy(self, held: str) -> str:
-        """Another kernel holds the session file: fork it into a file of this notebook's own
-        (the original is not written), and say so with the other choice."""
-        original = self.session_path
-        copy = sibling_session_path(original)
-        self.session = self.session.fork(copy)
-        self.session_lock.acquire(copy)
-        return (
-            f"{original.name} is open in {held}, so this notebook continues in a copy, "
-            f"{copy.name} (the original is not written). To look at the original instead: "
-            f"%session open {original} --read-only"
-        )
-
-    def _settled(self) -> bool:
-        """Nothing was run or queued in this kernel yet: switching the session loses nothing."""
-        return not self.runs and not self.busy
-
     def _follow_notebook(
         self, path: str, session_id: str | None, hello: bool
     ) -> tuple[str | None, list[str]]:
-        notices = self.notebook_opened(path, session_id) if hello else self.notebook_moved(path)
-        return (None if self.read_only is not None else self.session_id), notices
+        """See :meth:`NotebookFollow.follow`."""
+        return self.following.follow(path, session_id, hello)
 
-    def notebook_opened(self, path: str, session_id: str | None) -> list[str]:
-        """A notebook view said hello: its path (relative to the server root) and the session
-        id in its metadata. Follows a rename made while the kernel was away, reopens the
-        notebook's own session after a move or copy, and never keeps another notebook's
-        session. Returns what to tell the user."""
-        notices = self.notebook_moved(path)
-        own = self.session_id
-        if not self._settled() or self.read_only is not None:
-            return notices
-        if session_id and session_id != own:
-            notices += self._adopt(session_id)
-        elif not session_id and own is not None and self.restored_entries:
-            notices += self._leave_claimed(own)
-        return notices
-
-    def notebook_moved(self, path: str) -> list[str]:
-        """The notebook is at ``path`` now (relative to the server root): its session file
-        follows it when named for it, never over an existing file."""
-        if not path:
-            return []
-        notebook = self._root / path
-        old, self.notebook = self.notebook, notebook
-        if old is None or old == notebook or self.read_only is not None:
-            return []
-        current = self.session_path
-        renamed = renamed_session_file(current, notebook_stem(old), notebook_stem(notebook))
-        if renamed is None:
-            return []
-        target = session_path_beside(notebook).with_name(renamed.name)
-        if target == current:
-            return []
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            move_no_clobber(current, target)
-        except FileExistsError:
-            return [f"{target.name} exists already: this notebook's session stays in {current}"]
-        except OSError as exc:
-            why = exc.strerror or exc
-            return [f"could not move the session file ({why}); it stays in {current}"]
-        self._relocate(target)
-        return []
-
-    def _relocate(self, target: Path) -> None:
+    def session_moved(self, target: Path) -> None:
+        """The session file was moved to ``target`` (its notebook was renamed): write there,
+        with its checkpoints and lock."""
         if self._session is not None:
             from ..harness.storage import JsonlSessionStorage
 
@@ -1213,54 +1015,6 @@ class NotebookAgent:
             self._checkpoints.session_changed()
         self._session_file = target
         self.session_lock.move(target)
-
-    def _adopt(self, session_id: str) -> list[str]:
-        """The notebook's metadata names another session than the one opened by name: take
-        that one (it was moved or renamed while this notebook was closed), or a copy of it when
-        it is another notebook's (this notebook is a copy) or another kernel has it open."""
-        mine = self.session_path
-        found = find_session_file(mine.parent, session_id, skip=mine)
-        if found is None:
-            return [
-                f"this notebook's session ({session_id[:8]}) is not beside it any more: "
-                f"working in {mine.name}"
-            ]
-        held = lock_holder(found)
-        owner = session_owner(found)
-        is_copy = owner != self.notebook and owner.exists()
-        # the file opened by name holds nothing yet: the found session takes its place
-        empty = self.restored_entries == 0
-        if empty:
-            mine.unlink(missing_ok=True)
-        if held is not None or is_copy:
-            from ..harness.session import Session
-
-            target = mine if empty else sibling_session_path(mine)
-            self.use_session(Session.open(found).fork(target))
-            why = f"open in {held}" if held else f"{owner.name}'s session"
-            return [f"{found.name} is {why}: this notebook continues in a copy, {target.name}"]
-        target = found
-        if empty:
-            with contextlib.suppress(OSError):  # else it is used where it is
-                move_no_clobber(found, mine)
-                target = mine
-        self.use_session(open_session(target))
-        return [f"reopened this notebook's session ({len(self.session)} entries) from {found.name}"]
-
-    def _leave_claimed(self, own: str) -> list[str]:
-        """A notebook without a session id opened a session another notebook here claims (a
-        new ``Untitled`` finding an old ``Untitled.pi.jsonl``): start a session of its own."""
-        notebook = self.notebook
-        other = claimed_by(self.session_path.parent, own, skip=notebook)
-        if other is None:
-            return []
-        claimed = self.session_path
-        fresh = sibling_session_path(claimed)
-        self.use_session(open_session(fresh))
-        return [
-            f"{other.name} owns the session in {claimed.name}: this notebook starts its own, "
-            f"{fresh.name}"
-        ]
 
     def use_session(self, session: Session) -> None:
         """Work in another session from now on (``%session new`` / ``open``)."""
