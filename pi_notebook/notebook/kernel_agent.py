@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import dataclasses
 import importlib
-import os
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._gc import gc_paused
 from ..ai.thinking_levels import THINKING_LEVELS
 from .approval_policy import ApprovalPolicy, Decision
+from .change_feed import ChangeFeed, Changes, kernel_count
 from .default_model import NoModelError
 from .instructions import KEEP
 from .model_choice import ModelChoice, cassette_from_env
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from .widgets.run_view import RunView
     from .widgets.tree_view import TreeView
     from .workspace.edit_tools import WriteTools
-    from .workspace.history import ExecutionRecord
     from .workspace.review import ReplyChanges
 
 __all__ = ["APPROVAL_TIMEOUT", "NotebookAgent"]
@@ -137,10 +136,11 @@ class NotebookAgent:
         self.following = NotebookFollow(self)
         """The notebook this kernel serves, and the session that follows it."""
         self.document.follow = self.following.follow
+        self.change_feed = ChangeFeed(self.history, self.document, self.takes_images)
+        """The summary of cells run since the agent's previous turn, sent before each run."""
         self._writes: WriteTools | None = None
         self._writer_tools: dict[str, AgentTool] | None = None
         self._reply_changes: ReplyChanges | None = None
-        self._run_cells: dict[int, str | None] = {}
         self._code_anchors: dict[int, str] = {}
         """Per run: the cell its view's "Insert as cell" inserted last (the next goes below)."""
         self._code_clicks = 0
@@ -155,15 +155,6 @@ class NotebookAgent:
         """Tool results in the live run."""
         self._answer_asked = False
         """Whether the live run was asked to state its answer (once a run)."""
-        self.context_enabled = os.environ.get("PI_NOTEBOOK_CONTEXT", "on").strip().lower() not in (
-            "off",
-            "0",
-            "false",
-            "no",
-        )
-        """Send the change summary before each run (``%agent_context on|off``;
-        ``PI_NOTEBOOK_CONTEXT=off`` starts with it off)."""
-        self._context_mark = 0
         self.stall_ms: int | None = None
         """Silence of a model request after which the run view says "waiting for the model"
         (``None``: ``StreamOptions``' default, 5 s)."""
@@ -263,6 +254,15 @@ class NotebookAgent:
                 takes_images=self.takes_images,
             )
         return self._writes
+
+    @property
+    def context_enabled(self) -> bool:
+        """Send the change summary before each run (``%agent_context on|off``)."""
+        return self.change_feed.enabled
+
+    @context_enabled.setter
+    def context_enabled(self, enabled: bool) -> None:
+        self.change_feed.enabled = enabled
 
     def takes_images(self) -> bool:
         """Whether the model in use takes images: the plots the tools and the change summary
@@ -439,8 +439,8 @@ class NotebookAgent:
         run.edit_cell = edit_cell or edit_target(self.history)
         self.runs.append(run)
         key = self.cell_key
-        self._run_cells[run.number] = key[3:] if key and key.startswith("id:") else None
-        changes = self._take_changes()
+        run.cell_id = key[3:] if key and key.startswith("id:") else None
+        changes = self.change_feed.take()
         view.on_stop = self.abort
         view.on_stop_tool = self.cancel_tool_call
         view.on_steer = self.steer
@@ -450,70 +450,13 @@ class NotebookAgent:
         run.start(lambda _run: future)
         return run
 
-    def _take_changes(self) -> tuple[list[ExecutionRecord], int, int] | None:
-        """The records since the agent's previous turn (None when the summary is off); the
-        next turn's summary starts after this cell."""
-        since, until = self._context_mark, self.history.mark
-        self._context_mark = until
-        if not self.context_enabled:
-            return None
-        return self.history.records(since=since), since, until
-
-    def _kernel_count(self, cell_id: str | None) -> int | None:
-        """The execution count the kernel gave cell ``cell_id`` last (running or finished)."""
-        if cell_id is None:
-            return None
-        running = self.history.running
-        if running is not None and running.cell_id == cell_id:
-            return running.execution_count
-        finished = (r for r in reversed(self.history.records()) if r.cell_id == cell_id)
-        return next((r.execution_count for r in finished), None)
-
-    async def _append_change_summary(
-        self, changes: tuple[list[ExecutionRecord], int, int] | None, anchor: str | None
-    ) -> None:
-        """Put the change summary into the session right before the prompt (a
-        ``custom_message`` entry: the model sees it, ``%tree`` shows it)."""
-        if changes is None:
-            return
-        records, since, until = changes
-        document = None
-        if self.document is not None and self.document.connected:
-            try:
-                document = await self.document.cells()
-            except Exception:  # the frontend went away: the kernel's records still stand
-                document = None
-        from ..harness.session import SessionWriteError
-        from .workspace.summary import CUSTOM_TYPE, summarize_changes
-
-        summary = summarize_changes(
-            records,
-            since=since,
-            until=until,
-            document=document,
-            anchor=anchor,
-            anchor_count=self._kernel_count(anchor),
-        )
-        if summary is not None:
-            from ..ai.types import TextContent
-            from .workspace.images import record_images
-
-            plots = await asyncio.to_thread(record_images, summary.shown, self.takes_images())
-            content = [TextContent(text=summary.text), *plots] if plots else summary.text
-            # A failed write keeps it in memory (``unsaved_entries``): the run goes on and its
-            # view says what is not saved (``_note_session_writes``).
-            with contextlib.suppress(SessionWriteError):
-                self.session.append_custom_message(
-                    CUSTOM_TYPE, content, display=True, details=summary.details
-                )
-
     async def _execute(
         self,
         run: Run,
         cell_key: str | None,
         model_ref: str | None,
         thinking: ThinkingLevel | None,
-        changes: tuple[list[ExecutionRecord], int, int] | None = None,
+        changes: Changes | None = None,
     ) -> AssistantMessage | None:
         if run.cancelled:
             return None
@@ -531,7 +474,7 @@ class NotebookAgent:
             raise RuntimeError(refusal)
         _ = self.approval_policy  # one set by the environment is recorded before the run
         await self._start_mcp()
-        await self._append_change_summary(changes, self._run_cells.get(run.number))
+        await self.change_feed.append(self.session, changes, run.cell_id)
         self.checkpoints.capture_soon("run_start")
         return await self._prompt(run, run.prompt)
 
@@ -691,7 +634,7 @@ class NotebookAgent:
         unwatch = harness.subscribe(lambda event: self._watch_writes(run, event))
         self._active = run
         self._note_session_writes(run)  # e.g. the change summary just before could not be written
-        self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
+        self.write_tools.begin_run(run.number, run.cell_id)
         self.repeat_guard.begin_run()
         self._run_tool_results, self._answer_asked = 0, False
         run.view.set_answers_only(not self.tool_offer.model_calls_tools())
@@ -770,7 +713,7 @@ class NotebookAgent:
 
     def _cell_words(self, cell_id: str) -> str:
         """A cell as the "Apply as edit" button names it: its last execution count here."""
-        count = self._kernel_count(cell_id)
+        count = kernel_count(self.history, cell_id)
         return f"In [{count}]" if count is not None else f"cell {cell_id[:8]}"
 
     async def _code_action(self, run: Run, action: str, source: str) -> None:
@@ -787,7 +730,7 @@ class NotebookAgent:
             after = self._code_anchors.get(run.number)
             if after is None:
                 own = tools.run_number == run.number
-                after = tools.anchor_cell_id if own else self._run_cells.get(run.number)
+                after = tools.anchor_cell_id if own else run.cell_id
             try:
                 cell_id, after, note = await tools.place_cell(source, "code", None, after)
             except (DocumentError, NotebookNotConnected) as exc:
