@@ -10,8 +10,6 @@ queue of operations on the kernel's event loop, so cells behave in notebook orde
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import importlib
 import sys
 import threading
@@ -22,14 +20,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._gc import gc_paused
 from ..ai.thinking_levels import THINKING_LEVELS
 from .approval_policy import ApprovalPolicy, Decision
-from .change_feed import ChangeFeed, Changes, kernel_count
+from .change_feed import ChangeFeed, Changes
 from .default_model import NoModelError
 from .instructions import KEEP
 from .model_choice import ModelChoice, cassette_from_env
 from .notebook_follow import NotebookFollow
 from .operations import OperationQueue
 from .repeat_guard import RepeatGuard
-from .room import compacted_size, compaction_for, no_room_words, request_overhead, request_size
+from .reply_code import CodeBlockActions
+from .room import compacted_size, compaction_for, no_room_words, request_overhead
+from .run_driver import RunDriver
 from .session_files import open_notebook_session, start_notebook_session
 from .session_follow import header_id
 from .session_lock import SessionLock
@@ -43,12 +43,10 @@ if TYPE_CHECKING:
     from ..ai.cassette import Cassette
     from ..ai.types import AssistantMessage, Model, ThinkingLevel
     from ..harness import AgentHarness, BudgetSettings, Session
-    from ..harness.hooks import FinishTurnEvent, ToolResultEvent
     from ..mcp import McpServers
     from .checkpoints import Checkpoints
     from .notebook_tools import ToolRegistry
     from .runs import Run
-    from .widgets.run_view import RunView
     from .widgets.tree_view import TreeView
     from .workspace.edit_tools import WriteTools
     from .workspace.review import ReplyChanges
@@ -120,11 +118,10 @@ class NotebookAgent:
         self._mcp_closing: asyncio.Future[None] | None = None
         self.operations = OperationQueue()
         """Runs and the magics that change the harness, in cell order; the compaction a
-        finished run called for runs in its background (:meth:`_settle_after`)."""
+        finished run called for runs in its background (:class:`RunDriver`)."""
         self._no_room: tuple[str, int, str] | None = None
         """(model, request overhead, what to tell the user) after a compaction that could not
         bring the context under the line: the next run starts only if its request fits."""
-        self._active: Run | None = None
         self._cell_starts: dict[str, str | None] = {}
         self.cell_key: str | None = None
         """Identifies the cell being executed (its id, or its source); set by a pre-run hook."""
@@ -141,25 +138,20 @@ class NotebookAgent:
         self._writes: WriteTools | None = None
         self._writer_tools: dict[str, AgentTool] | None = None
         self._reply_changes: ReplyChanges | None = None
-        self._code_anchors: dict[int, str] = {}
-        """Per run: the cell its view's "Insert as cell" inserted last (the next goes below)."""
-        self._code_clicks = 0
         self.repeat_guard = RepeatGuard()
         """Refuses a tool call repeated with the same arguments in one run (small models loop)."""
         self.tool_offer = ToolOffer(self)
         """Which tools the model is offered (``%tools``, ``%model --tools``)."""
+        self.code_actions = CodeBlockActions(self)
+        """"Insert as cell" and "Apply as edit" on the code blocks of a run's replies."""
+        self.runner = RunDriver(self)
+        """The live run: its prompt, steering, answer check and the compaction after it."""
         self.approvals = ToolGate(self)
         """The ``tool_call`` hook: the repeat guard, the approval policy, Allow / Deny (made
         before the session lock, which may switch to a copy of the session)."""
-        self._run_tool_results = 0
-        """Tool results in the live run."""
-        self._answer_asked = False
-        """Whether the live run was asked to state its answer (once a run)."""
         self.stall_ms: int | None = None
         """Silence of a model request after which the run view says "waiting for the model"
         (``None``: ``StreamOptions``' default, 5 s)."""
-        self._unsaved_views: dict[RunView, str] = {}
-        """Views showing a "not saved" notice, with its text (told when the retry succeeds)."""
         self.read_only: Path | None = None
         """A session file opened only to look at (``%session open --read-only``): runs and
         other writes are refused."""
@@ -336,10 +328,10 @@ class NotebookAgent:
             system_prompt=self.default_prompt(model),
         )
         harness.on("tool_call", self.approvals.on_tool_call)
-        harness.defer_threshold_compaction = True  # done after the run: _settle_after
+        harness.defer_threshold_compaction = True  # done after the run by the RunDriver
         harness.subscribe(self._check_room)
-        harness.on("tool_result", self._note_tool_result)
-        harness.on("finish_turn", self._ask_for_answer)
+        harness.on("tool_result", self.runner.note_tool_result)
+        harness.on("finish_turn", self.runner.ask_for_answer)
         return harness
 
     @property
@@ -413,7 +405,7 @@ class NotebookAgent:
     @property
     def active_run(self) -> Run | None:
         """The run that is streaming now, if any."""
-        return self._active
+        return self.runner.active
 
     def start_run(
         self,
@@ -444,8 +436,8 @@ class NotebookAgent:
         view.on_stop = self.abort
         view.on_stop_tool = self.cancel_tool_call
         view.on_steer = self.steer
-        view.on_follow_up = lambda text: self._follow_up_in(run, text)
-        view.on_code_action = lambda action, source: self._code_action(run, action, source)
+        view.on_follow_up = lambda text: self.runner.follow_up_in(run, text)
+        view.on_code_action = lambda action, source: self.code_actions.clicked(run, action, source)
         future = self.enqueue(lambda: self._execute(run, key, model_ref, thinking, changes))
         run.start(lambda _run: future)
         return run
@@ -476,7 +468,7 @@ class NotebookAgent:
         await self._start_mcp()
         await self.change_feed.append(self.session, changes, run.cell_id)
         self.checkpoints.capture_soon("run_start")
-        return await self._prompt(run, run.prompt)
+        return await self.runner.prompt(run, run.prompt)
 
     def update_instructions(self, *, preamble: object = KEEP, addendum: object = KEEP) -> bool:
         """Bring the session's instruction sections up to date (the context files may have
@@ -538,12 +530,12 @@ class NotebookAgent:
             return
         model = harness.model
         self._no_room = (f"{model.provider}/{model.id}", overhead, words)
-        run = self._active or self.last_run
+        run = self.runner.active or self.last_run
         if getattr(event, "reason", None) == "manual":
             return  # %compact says so itself; the next run is held to the line all the same
         if run is not None:
             run.view.note_stopped(words)
-        if self._active is not None:
+        if self.runner.active is not None:
             harness.abort()
 
     def _no_room_for(self, harness: AgentHarness, prompt: str) -> str | None:
@@ -560,28 +552,6 @@ class NotebookAgent:
         if words is None:
             self._no_room = None
         return words
-
-    def _settle_after(self, run: Run) -> None:
-        """Compact after a run if its size calls for it, off the run's path: the run's reply
-        is out and ``%%agent --wait`` returns at once; the next queued operation (the next
-        run, a ``%model``) waits for the compaction, which shows in ``run``'s view."""
-        harness = self._harness
-        if harness is None or harness.phase != "idle":
-            return
-        from ..harness import AgentHarnessError
-
-        async def settle() -> None:
-            unsubscribe = harness.subscribe(run.view.handle)
-            try:
-                await harness.settle()
-            except AgentHarnessError as exc:  # busy: something else began first
-                run.view.note_stopped(f"Compacting after the run failed: {exc}")
-            finally:
-                unsubscribe()
-                self._note_session_writes(run)
-                self.refresh_tree_views()
-
-        self.operations.in_background(settle())
 
     async def prepare_run(self) -> None:
         """Import what a run needs beyond ``%load_ext`` (:data:`RUN_MODULES`) and make the
@@ -625,230 +595,19 @@ class NotebookAgent:
         else:
             self._cell_starts[cell_key] = self.session.leaf_id
 
-    async def _prompt(self, run: Run, text: str) -> AssistantMessage | None:
-        harness = self.harness
-        run.state = "running"
-        run.view.set_model(harness.model, harness.thinking_level)
-        run.view.set_context_tokens(request_size(harness, text))
-        unsubscribe = harness.subscribe(run.view.handle)
-        unwatch = harness.subscribe(lambda event: self._watch_writes(run, event))
-        self._active = run
-        self._note_session_writes(run)  # e.g. the change summary just before could not be written
-        self.write_tools.begin_run(run.number, run.cell_id)
-        self.repeat_guard.begin_run()
-        self._run_tool_results, self._answer_asked = 0, False
-        run.view.set_answers_only(not self.tool_offer.model_calls_tools())
-        connected = self.document.connected
-        target = self._cell_words(run.edit_cell) if connected and run.edit_cell else ""
-        run.view.set_code_actions(insert=connected, edit_target=target)
-        if self._harness is not None and self.tool_offer.pushed != [
-            t.name for t in self.tool_offer.offered_tools()
-        ]:
-            self.tool_offer.push()  # a frontend connected or went away, or the model changed
-        try:
-            # the run's view hears of stalls (``StreamOptions.on_stall``) until the run ends
-            harness.stream_options = dataclasses.replace(
-                harness.stream_options, on_stall=run.view.note_stall, stall_ms=self.stall_ms
-            )
-            from ..harness.budget import BudgetCaps
-
-            caps = BudgetCaps(**run.budget) if run.budget else None  # type: ignore[arg-type]
-            run.budget = {}  # a follow-up in the same view is a new run with the defaults
-
-            def deliver_pending() -> None:
-                # Messages sent while the run was queued go in as soon as the harness has the
-                # prompt (steering queued before the first model call comes right after it).
-                for kind, queued in run.take_pending():
-                    (harness.steer if kind == "steer" else harness.follow_up)(queued)
-
-            return await harness.prompt(text, budget=caps, on_start=deliver_pending)
-        finally:
-            harness.stream_options = dataclasses.replace(
-                harness.stream_options, on_stall=None, stall_ms=None
-            )
-            self._active = None
-            unsubscribe()
-            unwatch()
-            self._note_session_writes(run)
-            self.refresh_tree_views()
-            for _kind, late in run.take_pending():  # sent as the run ended: the next prompts
-                self._follow_up_in(run, late)
-            self._settle_after(run)
-
-    def _watch_writes(self, run: Run, event: object) -> None:
-        """A listener of the run's events: after each saved message, how the file stands; a
-        finished reply's cell writes are noted to be reviewed together."""
-        kind = getattr(event, "type", None)
-        if kind == "message_end":
-            from ..ai.types import AssistantMessage
-
-            message = getattr(event, "message", None)
-            if isinstance(message, AssistantMessage):
-                self.reply_changes.note_reply(message)
-            self.checkpoints.after_message(message)
-        if kind in ("message_end", "turn_end", "agent_end"):
-            self._note_session_writes(run)
-
-    def _note_session_writes(self, run: Run) -> None:
-        """Show in ``run``'s view that a session write failed (the session keeps the entries in
-        memory and retries with the next write), and tell every view that said so once the
-        retry has put them in the file. The harness goes on after such a failure, so nothing
-        else reports it: checked while the run streams and when it ends."""
-        error = self.session.write_error
-        if error is not None and self.session.unsaved_entries:
-            from ..ai.producer import describe_error
-
-            reason = (
-                f"Could not write the session {error.path}: {describe_error(error.cause)}; "
-                "this turn is not in the file yet (kept in memory, written as soon as the "
-                "file can be written again)"
-            )
-            if self._unsaved_views.get(run.view) != reason:
-                self._unsaved_views[run.view] = reason
-                run.view.note_unsaved(reason)
-        elif self._unsaved_views:
-            for view in self._unsaved_views:
-                view.note_saved()
-            self._unsaved_views.clear()
-
-    def _cell_words(self, cell_id: str) -> str:
-        """A cell as the "Apply as edit" button names it: its last execution count here."""
-        count = kernel_count(self.history, cell_id)
-        return f"In [{count}]" if count is not None else f"cell {cell_id[:8]}"
-
-    async def _code_action(self, run: Run, action: str, source: str) -> None:
-        """The user clicked "Insert as cell" or "Apply as edit" on a code block of ``run``'s
-        replies (:mod:`.workspace.code_actions`): an insert happens at once (the click is the
-        approval), an edit waits for Allow on its card; what was applied goes to the session."""
-        from .workspace.code_actions import action_message, propose_edit
-        from .workspace.document import DocumentError, NotebookNotConnected
-
-        view, tools = run.view, self.write_tools
-        self._code_clicks += 1
-        call_id = f"pi-user-{action}-{self._code_clicks}"
-        if action == "insert":
-            after = self._code_anchors.get(run.number)
-            if after is None:
-                own = tools.run_number == run.number
-                after = tools.anchor_cell_id if own else run.cell_id
-            try:
-                cell_id, after, note = await tools.place_cell(source, "code", None, after)
-            except (DocumentError, NotebookNotConnected) as exc:
-                view.add_note("Insert as cell: nothing was inserted", str(exc))
-                return
-            self._code_anchors[run.number] = cell_id
-            if tools.run_number == run.number:  # the agent's next insert goes below it
-                tools.anchor_cell_id = cell_id
-            where = f"below cell {after}" if after is not None else "at the end of the notebook"
-            text, details = action_message("insert", cell_id, source, after=after)
-            view.add_action_result(
-                call_id,
-                "insert_cell",
-                f"Inserted code cell {cell_id} {where}{note}. It has not run yet.",
-                details,
-                {
-                    "title": f"Insert a code cell {where}",
-                    "language": "python",
-                    "source": source,
-                    "diff": "",
-                    "always": False,
-                },
-                'By your click on "Insert as cell".',
-            )
-            self._record_action(text, details)
-            return
-        target = run.edit_cell
-        if target is None:
-            view.add_note("Apply as edit: nothing to do", "This run is about no cell to edit.")
-            return
-        proposal = await propose_edit(tools, target, source)
-        if isinstance(proposal, str):
-            view.add_note("Apply as edit: nothing to do", proposal)
-            return
-        args = {"cell_id": target, "source": source}
-        allowed = await view.request_approval(
-            call_id, "edit_cell", args, timeout=self.approval_timeout, preview=proposal.preview
-        )
-        if not allowed:
-            view.finish_action(call_id, "edit_cell", "Not applied: the notebook is unchanged.")
-            return
-        try:
-            await tools.document.edit_cell(target, source)
-        except (DocumentError, NotebookNotConnected) as exc:
-            refused = f"The notebook refused: {exc} Nothing was changed."
-            view.finish_action(call_id, "edit_cell", refused, is_error=True)
-            return
-        text, details = action_message("edit", target, source, old=proposal.cell.source)
-        done = f"Edited cell {target}. It has not run since the edit."
-        view.finish_action(call_id, "edit_cell", done, details)
-        self._record_action(text, details)
-
-    def _record_action(self, text: str, details: dict[str, Any]) -> None:
-        """Write what the user applied from a reply to the session, after what is queued (a
-        live run's entries first), so the model's next context and ``%tree`` know of it."""
-        from .workspace.code_actions import CUSTOM_TYPE
-
-        async def record() -> None:
-            from ..harness.session import SessionWriteError
-
-            if self.read_only is not None:
-                return
-            with contextlib.suppress(SessionWriteError):  # kept in memory, written later
-                self.session.append_custom_message(CUSTOM_TYPE, text, display=True, details=details)
-            self.refresh_tree_views()
-
-        self.enqueue(record)
-
-    def _follow_up_in(self, run: Run, text: str) -> None:
-        """The view's box after its run ended: continue in the same view."""
-        if self._active is not None:
-            self.follow_up(text)
-            return
-        future = self.enqueue(lambda: self._prompt(run, text))
-        run.start(lambda _run: future)
-
     # --- steering --------------------------------------------------------------------------------
-
-    def _target_run(self) -> Run | None:
-        """The run a steer/follow-up/abort is for: the live one, else the next queued one."""
-        if self._active is not None:
-            return self._active
-        return next((r for r in self.runs if r.state == "queued" and not r.finished), None)
 
     def steer(self, text: str) -> bool:
         """Send a steering message into the live (or next queued) run; False when none."""
-        return self._queue_message("steer", text)
+        return self.runner.queue_message("steer", text)
 
     def follow_up(self, text: str) -> bool:
         """Queue a follow-up for the live (or next queued) run; False when none."""
-        return self._queue_message("follow_up", text)
-
-    def _queue_message(self, kind: str, text: str) -> bool:
-        run = self._target_run()
-        if run is None:
-            return False
-        if run is self._active and self.harness.phase != "idle":
-            (self.harness.steer if kind == "steer" else self.harness.follow_up)(text)
-        else:  # the run has not reached the harness yet: it takes them as soon as it does
-            run.pending.append((kind, text))
-        run.view.note_queued(kind, text)
-        return True
+        return self.runner.queue_message("follow_up", text)
 
     def abort(self) -> bool:
-        """Abort the live run (its partial reply is kept) or drop the next queued one; False
-        when there is neither."""
-        run = self._target_run()
-        if run is None:
-            if self.operations.background_running:
-                assert self._harness is not None
-                self._harness.abort()  # the compaction after the last run
-                return True
-            return False
-        if run is self._active and self._harness is not None:
-            self._harness.abort()
-        else:
-            run.cancel_before_start()
-        return True
+        """See :meth:`RunDriver.abort`."""
+        return self.runner.abort()
 
     def cancel_tool_call(self, tool_call_id: str) -> bool:
         """Stop one running tool call of the live run (its card's stop); the run goes on and
@@ -856,30 +615,6 @@ class NotebookAgent:
         return self._harness is not None and self._harness.cancel_tool_call(tool_call_id)
 
     # --- tools -----------------------------------------------------------------------------------
-
-    def _note_tool_result(self, event: ToolResultEvent) -> None:
-        """The ``tool_result`` hook: the repeat guard compares results too."""
-        from ..ai.types import TextContent
-
-        text = "".join(b.text for b in event.content if isinstance(b, TextContent))
-        self.repeat_guard.record(event.tool_call_id, text, failed=event.is_error)
-        self._run_tool_results += 1
-
-    def _ask_for_answer(self, event: FinishTurnEvent) -> None:
-        """The ``finish_turn`` hook: a run that called tools and is ending without its answer
-        stated (no text, or not in the format the prompt asked for) gets one follow-up asking
-        for it (see :mod:`.answer_check`)."""
-        from .answer_check import answer_format, follow_up_text, lacks_answer
-
-        run, harness, message = self._active, self._harness, event.message
-        if run is None or harness is None or self._answer_asked or not self._run_tool_results:
-            return
-        if message.stop_reason in ("error", "aborted") or message.tool_calls:
-            return
-        form = answer_format(run.prompt)
-        if lacks_answer(message.text, form):
-            self._answer_asked = True
-            harness.follow_up(follow_up_text(form))
 
     @property
     def approval_policy(self) -> ApprovalPolicy:
