@@ -28,7 +28,7 @@ from .notebook_follow import NotebookFollow
 from .operations import OperationQueue
 from .repeat_guard import RepeatGuard
 from .reply_code import CodeBlockActions
-from .room import compacted_size, compaction_for, no_room_words, request_overhead
+from .room import RoomGuard, compaction_for, request_overhead
 from .run_driver import RunDriver
 from .session_files import open_notebook_session, start_notebook_session
 from .session_follow import header_id
@@ -119,9 +119,8 @@ class NotebookAgent:
         self.operations = OperationQueue()
         """Runs and the magics that change the harness, in cell order; the compaction a
         finished run called for runs in its background (:class:`RunDriver`)."""
-        self._no_room: tuple[str, int, str] | None = None
-        """(model, request overhead, what to tell the user) after a compaction that could not
-        bring the context under the line: the next run starts only if its request fits."""
+        self.room = RoomGuard(self._overhead)
+        """Holds runs to the compaction line when a compaction could not make room."""
         self._cell_starts: dict[str, str | None] = {}
         self.cell_key: str | None = None
         """Identifies the cell being executed (its id, or its source); set by a pre-run hook."""
@@ -460,8 +459,8 @@ class NotebookAgent:
             harness.set_thinking_level(thinking)
         self._branch_for_cell(cell_key)
         self.update_instructions()
-        self._fit_compaction(harness)
-        refusal = self._no_room_for(harness, run.prompt)
+        self.room.fit(harness)
+        refusal = self.room.refusal(harness, run.prompt)
         if refusal is not None:
             raise RuntimeError(refusal)
         _ = self.approval_policy  # one set by the environment is recorded before the run
@@ -497,11 +496,6 @@ class NotebookAgent:
         images = model is not None and "image" in model.input
         return analyst_prompt(tools, frontend=self.document.connected, images=images)
 
-    def _fit_compaction(self, harness: AgentHarness) -> None:
-        """Size the compaction for the model and what each request carries besides the
-        conversation (a model switch, tools or instructions changed since the last run)."""
-        harness.compaction_settings = compaction_for(harness.model, self._overhead(harness))
-
     def _overhead(self, harness: AgentHarness) -> int:
         """Tokens each request spends on the system prompt and the tools offered."""
         prompt = self.session.build_context().system_prompt
@@ -513,45 +507,17 @@ class NotebookAgent:
         return request_overhead(prompt, self.tool_offer.offered_tools(harness.model))
 
     def _check_room(self, event: object) -> None:
-        """A harness listener: after an automatic compaction, whether the context is under the
-        line now. When it is not, compacting again would cost another summary each turn and
-        free nothing: the live run stops, the view says what to do, and the next run starts
-        only if its request fits (:meth:`_no_room_for`)."""
-        if getattr(event, "type", None) != "compaction_end":
-            return
-        after = getattr(event, "tokens_after", None)
+        """A harness listener: a compaction that left the context over the line stops the live
+        run, and its view says what to do (:class:`RoomGuard`)."""
         harness = self._harness
-        if harness is None or getattr(event, "result", None) is None or after is None:
+        words = None if harness is None else self.room.after_compaction(harness, event)
+        if harness is None or words is None:
             return
-        overhead = self._overhead(harness)
-        words = no_room_words(harness, after + overhead, overhead)
-        if words is None:
-            self._no_room = None
-            return
-        model = harness.model
-        self._no_room = (f"{model.provider}/{model.id}", overhead, words)
         run = self.runner.active or self.last_run
-        if getattr(event, "reason", None) == "manual":
-            return  # %compact says so itself; the next run is held to the line all the same
         if run is not None:
             run.view.note_stopped(words)
         if self.runner.active is not None:
             harness.abort()
-
-    def _no_room_for(self, harness: AgentHarness, prompt: str) -> str | None:
-        """Why a run cannot start: a compaction left the context over the line, and with this
-        prompt the request still is (the same model and tools). None: it may start."""
-        if self._no_room is None:
-            return None
-        model, overhead, _words = self._no_room
-        now = self._overhead(harness)
-        if model != f"{harness.model.provider}/{harness.model.id}" or now != overhead:
-            self._no_room = None  # another model or other tools: the line moved
-            return None
-        words = no_room_words(harness, compacted_size(harness, prompt) + now, now)
-        if words is None:
-            self._no_room = None
-        return words
 
     async def prepare_run(self) -> None:
         """Import what a run needs beyond ``%load_ext`` (:data:`RUN_MODULES`) and make the
