@@ -10,14 +10,10 @@ queue of operations on the kernel's event loop, so cells behave in notebook orde
 from __future__ import annotations
 
 import asyncio
-import importlib
-import sys
-import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._gc import gc_paused
 from ..ai.thinking_levels import THINKING_LEVELS
 from .approval_policy import ApprovalPolicy, Decision
 from .change_feed import ChangeFeed, Changes
@@ -35,11 +31,11 @@ from .session_follow import header_id
 from .session_lock import SessionLock
 from .tool_gate import ToolGate
 from .tool_offer import ToolOffer
+from .toolbox import NotebookToolbox
 from .workspace.document import NotebookDocument
 from .workspace.history import ExecutionHistory
 
 if TYPE_CHECKING:
-    from ..agent.tools import AgentTool
     from ..ai.cassette import Cassette
     from ..ai.types import AssistantMessage, Model, ThinkingLevel
     from ..harness import AgentHarness, BudgetSettings, Session
@@ -57,32 +53,6 @@ APPROVAL_TIMEOUT = 300.0
 """Seconds a tool that needs approval waits for a click before it is denied."""
 
 T = TypeVar("T")
-
-RUN_MODULES = (
-    "pi_notebook.harness.harness",
-    "pi_notebook.agent.loop",
-    "pi_notebook.ai.registry",
-    "pi_notebook.notebook.notebook_tools",
-    "pi_notebook.notebook.workspace.edit_tools",
-    "pi_notebook.notebook.workspace.reading_tools",
-    "pi_notebook.notebook.workspace.review",
-    "pi_notebook.notebook.workspace.summary",
-    "pi_notebook.mcp.servers",
-    "pi_notebook.ai.http",
-    "pi_notebook.notebook.checkpoints.recorder",
-)
-"""What a run needs that ``%load_ext`` does not import (the harness, the agent loop, the tools,
-the HTTP layer and its transport): the first run imports them in a thread
-(:meth:`NotebookAgent._execute`), so the kernel's event loop goes on with widgets and interrupts
-meanwhile."""
-
-
-def _import_run_modules() -> None:
-    for name in RUN_MODULES:
-        importlib.import_module(name)
-    from ..ai.http import preload_transport
-
-    preload_transport()  # aiohttp's import would otherwise stall the loop at the first request
 
 
 def _thinking_level(value: str) -> ThinkingLevel:
@@ -105,11 +75,6 @@ class NotebookAgent:
         self._session_file: Path = opened if isinstance(opened, Path) else session_path
         self.load_notice: str | None = notice
         """What was wrong with the session file at load (None: nothing)."""
-        self._tools: ToolRegistry | None = None
-        self._tools_lock = threading.Lock()
-        """The first run builds the registry in a thread (:meth:`prepare_run`); a cell asking
-        for it meanwhile waits for that one instead of building another."""
-        self._mcp: McpServers | None = None
         self.runs: list[Run] = []
         self.approval_timeout = APPROVAL_TIMEOUT
         self.models = ModelChoice(lambda: self._session, stream_fn, cassette_from_env())
@@ -134,9 +99,15 @@ class NotebookAgent:
         self.document.follow = self.following.follow
         self.change_feed = ChangeFeed(self.history, self.document, self.takes_images)
         """The summary of cells run since the agent's previous turn, sent before each run."""
-        self._writes: WriteTools | None = None
-        self._writer_tools: dict[str, AgentTool] | None = None
-        self._reply_changes: ReplyChanges | None = None
+        self.toolbox = NotebookToolbox(
+            lambda: self.namespace,
+            self.history,
+            self.document,
+            takes_images=self.takes_images,
+            waited_on=lambda: self.operations.waited_on,
+            on_mcp_change=lambda: self.tool_offer.push(),
+        )
+        """The notebook's tools, MCP servers and write tools, made on first use."""
         self.repeat_guard = RepeatGuard()
         """Refuses a tool call repeated with the same arguments in one run (small models loop)."""
         self.tool_offer = ToolOffer(self)
@@ -200,51 +171,23 @@ class NotebookAgent:
 
     @property
     def tools(self) -> ToolRegistry:
-        """The notebook's tools: built-ins, the workspace's read and write tools, functions
-        (made on first use: a pydantic model for each tool's parameters)."""
-        if self._tools is None:
-            with self._tools_lock:
-                if self._tools is None:
-                    self._tools = self._new_registry()
-        return self._tools
-
-    def _new_registry(self) -> ToolRegistry:
-        from .notebook_tools import ToolRegistry, builtin_tools
-        from .workspace.reading_tools import read_tools
-
-        registry = ToolRegistry(builtin_tools(lambda: self.namespace))
-        for reader in read_tools(self.history, lambda: self.document, self.takes_images).values():
-            registry.add_builtin(reader, enabled=True)
-        from .verify import verify_tool
-
-        # Off until `%tools add verify_notebook`: a new default tool changes every request.
-        registry.add_builtin(verify_tool(lambda: self.document, self.history), enabled=False)
-        for writer in self._writers().values():  # offered while a notebook is connected
-            registry.add_builtin(writer, enabled=True)
-        return registry
+        """See :attr:`NotebookToolbox.registry`."""
+        return self.toolbox.registry
 
     @property
     def mcp(self) -> McpServers:
-        """The MCP servers (``%mcp``); they start with the first run that follows."""
-        if self._mcp is None:
-            from ..mcp.servers import McpServers
-
-            self._mcp = McpServers(on_change=self.tool_offer.push)
-        return self._mcp
+        """See :attr:`NotebookToolbox.mcp`."""
+        return self.toolbox.mcp
 
     @property
     def write_tools(self) -> WriteTools:
-        """Insert, edit, delete and run cells (each approved in the run view)."""
-        if self._writes is None:
-            from .workspace.edit_tools import WriteTools
+        """See :attr:`NotebookToolbox.write_tools`."""
+        return self.toolbox.write_tools
 
-            self._writes = WriteTools(
-                self.document,
-                self.history,
-                waited_on=lambda: self.operations.waited_on,
-                takes_images=self.takes_images,
-            )
-        return self._writes
+    @property
+    def reply_changes(self) -> ReplyChanges:
+        """See :attr:`NotebookToolbox.reply_changes`."""
+        return self.toolbox.reply_changes
 
     @property
     def context_enabled(self) -> bool:
@@ -260,21 +203,6 @@ class NotebookAgent:
         give are sent as images, else as a one-line note each."""
         model = self._harness.model if self._harness is not None else None
         return model is not None and "image" in model.input
-
-    @property
-    def reply_changes(self) -> ReplyChanges:
-        """The cell writes of the model's latest reply, reviewed together."""
-        if self._reply_changes is None:
-            from .workspace.review import ReplyChanges
-
-            self._reply_changes = ReplyChanges()
-        return self._reply_changes
-
-    def _writers(self) -> dict[str, AgentTool]:
-        """The write tools by name (made once, with the registry)."""
-        if self._writer_tools is None:
-            self._writer_tools = self.write_tools.tools()
-        return self._writer_tools
 
     # --- the harness -----------------------------------------------------------------------------
 
@@ -464,7 +392,7 @@ class NotebookAgent:
         if refusal is not None:
             raise RuntimeError(refusal)
         _ = self.approval_policy  # one set by the environment is recorded before the run
-        await self._start_mcp()
+        await self.toolbox.start_mcp()
         await self.change_feed.append(self.session, changes, run.cell_id)
         self.checkpoints.capture_soon("run_start")
         return await self.runner.prompt(run, run.prompt)
@@ -520,35 +448,21 @@ class NotebookAgent:
             harness.abort()
 
     async def prepare_run(self) -> None:
-        """Import what a run needs beyond ``%load_ext`` (:data:`RUN_MODULES`) and make the
-        notebook's tools in a thread, then open the session if it is not open yet: the first
-        run must not stall the event loop for the imports (the pydantic models of the harness,
-        agent and tools layers) while its view is live."""
-        if not self._prepared():
-            await asyncio.to_thread(self._prepare)
+        """Import what a run needs beyond ``%load_ext`` and make the notebook's tools in a
+        thread (:meth:`NotebookToolbox.prepare`), then open the session if it is not open yet:
+        the first run must not stall the event loop for the imports (the pydantic models of the
+        harness, agent and tools layers) while its view is live."""
+        if not self.toolbox.prepared():
+            await asyncio.to_thread(self.toolbox.prepare)
         _ = self.session
 
     def prepare_now(self) -> None:
         """:meth:`prepare_run`'s work in the calling cell: a magic whose change is made at once
         (``%model`` with nothing queued) ends with the harness ready, as the cells after it
         expect, instead of leaving an operation in progress."""
-        if not self._prepared():
-            self._prepare()
+        if not self.toolbox.prepared():
+            self.toolbox.prepare()
         _ = self.session
-
-    def _prepared(self) -> bool:
-        return self._tools is not None and all(name in sys.modules for name in RUN_MODULES)
-
-    def _prepare(self) -> None:
-        with gc_paused():  # a full collection here would hold the GIL (and the loop) noticeably
-            _import_run_modules()
-            _ = self.tools
-
-    async def _start_mcp(self) -> None:
-        """Start configured MCP servers not running yet (first use); a failure is reported and
-        the run goes on without that server's tools."""
-        for reason in (await self.mcp.start()).values():
-            print(f"MCP: {reason} (see %mcp list)")
 
     def _branch_for_cell(self, cell_key: str | None) -> None:
         """A re-run cell starts a sibling branch where its first run started."""
@@ -682,7 +596,7 @@ class NotebookAgent:
         (``%unload_ext``)."""
         self.abort()
         self.session_lock.release()
-        if self._mcp is not None and len(self.mcp):
+        if self.toolbox.mcp_if_made is not None and len(self.mcp):
             try:
                 asyncio.get_running_loop()
             except RuntimeError:
