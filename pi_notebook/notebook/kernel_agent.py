@@ -24,11 +24,12 @@ from .notebook_follow import NotebookFollow
 from .operations import OperationQueue
 from .repeat_guard import RepeatGuard
 from .reply_code import CodeBlockActions
-from .room import RoomGuard, compaction_for, request_overhead
+from .room import RoomGuard, compaction_for
 from .run_driver import RunDriver
 from .session_files import open_notebook_session, start_notebook_session
 from .session_follow import header_id
 from .session_lock import SessionLock
+from .system_prompt import SystemPrompt
 from .tool_gate import ToolGate
 from .tool_offer import ToolOffer
 from .toolbox import NotebookToolbox
@@ -84,7 +85,7 @@ class NotebookAgent:
         self.operations = OperationQueue()
         """Runs and the magics that change the harness, in cell order; the compaction a
         finished run called for runs in its background (:class:`RunDriver`)."""
-        self.room = RoomGuard(self._overhead)
+        self.room = RoomGuard(lambda harness: self.prompt.overhead(harness))
         """Holds runs to the compaction line when a compaction could not make room."""
         self._cell_starts: dict[str, str | None] = {}
         self.cell_key: str | None = None
@@ -112,6 +113,10 @@ class NotebookAgent:
         """Refuses a tool call repeated with the same arguments in one run (small models loop)."""
         self.tool_offer = ToolOffer(self)
         """Which tools the model is offered (``%tools``, ``%model --tools``)."""
+        self.prompt = SystemPrompt(
+            lambda: self.session, self.tool_offer.offered_tools, lambda: self.document.connected
+        )
+        """The instructions before the conversation, kept up to date before each run."""
         self.code_actions = CodeBlockActions(self)
         """"Insert as cell" and "Apply as edit" on the code blocks of a run's replies."""
         self.runner = RunDriver(self)
@@ -398,41 +403,18 @@ class NotebookAgent:
         return await self.runner.prompt(run, run.prompt)
 
     def update_instructions(self, *, preamble: object = KEEP, addendum: object = KEEP) -> bool:
-        """Bring the session's instruction sections up to date (the context files may have
-        changed; ``preamble``/``addendum`` replace the session's, None removes the addendum).
-        True when a system message was written."""
-        from .instructions import current_sections, desired_instructions, write_instructions
-
-        base = self.default_prompt()
-        current = current_sections(self.session)
-        wanted = desired_instructions(current, base, preamble=preamble, addendum=addendum)
-        written = write_instructions(self.session, current, wanted)
-        if self._harness is not None:
-            # The harness's prompt goes ahead of the session's: only for a session without one.
-            own = self.session.build_context().system_prompt is not None
-            self._harness.system_prompt = None if own else base
-        return written
+        """See :meth:`SystemPrompt.update`."""
+        return self.prompt.update(self._harness, preamble=preamble, addendum=addendum)
 
     def default_prompt(self, model: Model | None = None) -> str:
-        """The analyst prompt for what the next request offers ``model`` (default: the
-        harness's): its tools, whether a notebook is connected, whether it takes images."""
-        from .analyst_prompt import analyst_prompt
-
+        """See :meth:`SystemPrompt.default` (``model`` defaults to the harness's)."""
         if model is None and self._harness is not None:
             model = self._harness.model
-        tools = [t.name for t in self.tool_offer.offered_tools(model)]
-        images = model is not None and "image" in model.input
-        return analyst_prompt(tools, frontend=self.document.connected, images=images)
+        return self.prompt.default(model)
 
     def _overhead(self, harness: AgentHarness) -> int:
-        """Tokens each request spends on the system prompt and the tools offered."""
-        prompt = self.session.build_context().system_prompt
-        if prompt is None:
-            configured = harness.system_prompt
-            prompt = (
-                configured if isinstance(configured, str) else self.default_prompt(harness.model)
-            )
-        return request_overhead(prompt, self.tool_offer.offered_tools(harness.model))
+        """See :meth:`SystemPrompt.overhead`."""
+        return self.prompt.overhead(harness)
 
     def _check_room(self, event: object) -> None:
         """A harness listener: a compaction that left the context over the line stops the live
