@@ -26,9 +26,7 @@ from .repeat_guard import RepeatGuard
 from .reply_code import CodeBlockActions
 from .room import RoomGuard, compaction_for
 from .run_driver import RunDriver
-from .session_files import open_notebook_session, start_notebook_session
-from .session_follow import header_id
-from .session_lock import SessionLock
+from .session_slot import SessionSlot
 from .system_prompt import SystemPrompt
 from .tool_gate import ToolGate
 from .tool_offer import ToolOffer
@@ -71,14 +69,13 @@ class NotebookAgent:
         stream_fn: Any = None,
     ) -> None:
         self.namespace = namespace
-        opened, notice = start_notebook_session(session_path)
-        self._session: Session | None = None if isinstance(opened, Path) else opened
-        self._session_file: Path = opened if isinstance(opened, Path) else session_path
-        self.load_notice: str | None = notice
+        self.slot = SessionSlot(session_path)
+        """The session file worked in (opened on first use) and its lock."""
+        self.load_notice = self.slot.notice
         """What was wrong with the session file at load (None: nothing)."""
         self.runs: list[Run] = []
         self.approval_timeout = APPROVAL_TIMEOUT
-        self.models = ModelChoice(lambda: self._session, stream_fn, cassette_from_env())
+        self.models = ModelChoice(lambda: self.slot.opened, stream_fn, cassette_from_env())
         """Which model runs (the session's own, else the default) and the cassette."""
         self._harness: AgentHarness | None = None
         self._mcp_closing: asyncio.Future[None] | None = None
@@ -87,7 +84,6 @@ class NotebookAgent:
         finished run called for runs in its background (:class:`RunDriver`)."""
         self.room = RoomGuard(lambda harness: self.prompt.overhead(harness))
         """Holds runs to the compaction line when a compaction could not make room."""
-        self._cell_starts: dict[str, str | None] = {}
         self.cell_key: str | None = None
         """Identifies the cell being executed (its id, or its source); set by a pre-run hook."""
         self.tree_views: list[TreeView] = []
@@ -130,10 +126,11 @@ class NotebookAgent:
         self.read_only: Path | None = None
         """A session file opened only to look at (``%session open --read-only``): runs and
         other writes are refused."""
-        self.session_lock = SessionLock()
+        self.session_lock = self.slot.lock
         held = self.session_lock.acquire(self.session_path)
         if held is not None:
             copied = self.following.continue_in_copy(held)
+            notice = self.load_notice
             self.load_notice = f"{notice}; {copied}" if notice else copied
         self._checkpoints: Checkpoints | None = None
 
@@ -144,19 +141,12 @@ class NotebookAgent:
     def session(self) -> Session:
         """The notebook's session. A new notebook's is opened on first use (``%load_ext`` only
         wrote its file's header, see ``session_files``)."""
-        if self._session is None:
-            session, notice = open_notebook_session(self._session_file)
-            if notice:  # the file changed since %load_ext started it
-                print(f"pi_notebook: {notice}")
-            self._session = session
-        return self._session
+        return self.slot.session
 
     @session.setter
     def session(self, session: Session) -> None:
-        self._session = session
+        self.slot.put(session)
         self.approvals.forget()  # the other session's recorded policy applies
-        if session.path is not None:
-            self._session_file = session.path
 
     @property
     def checkpoints(self) -> Checkpoints:
@@ -171,8 +161,8 @@ class NotebookAgent:
 
     @property
     def restored_entries(self) -> int:
-        """Entries the session held when it was opened (0 for a new one not opened yet)."""
-        return 0 if self._session is None else len(self._session)
+        """See :attr:`SessionSlot.restored_entries`."""
+        return self.slot.restored_entries
 
     @property
     def tools(self) -> ToolRegistry:
@@ -213,11 +203,8 @@ class NotebookAgent:
 
     @property
     def session_path(self) -> Path:
-        if self._session is None:
-            return self._session_file
-        path = self._session.path
-        assert path is not None
-        return path
+        """The session's file."""
+        return self.slot.path
 
     @property
     def harness(self) -> AgentHarness:
@@ -390,7 +377,7 @@ class NotebookAgent:
             harness.set_model(chosen)
         if thinking:
             harness.set_thinking_level(thinking)
-        self._branch_for_cell(cell_key)
+        self.slot.branch_for_cell(cell_key)
         self.update_instructions()
         self.room.fit(harness)
         refusal = self.room.refusal(harness, run.prompt)
@@ -445,17 +432,6 @@ class NotebookAgent:
         if not self.toolbox.prepared():
             self.toolbox.prepare()
         _ = self.session
-
-    def _branch_for_cell(self, cell_key: str | None) -> None:
-        """A re-run cell starts a sibling branch where its first run started."""
-        if cell_key is None:
-            return
-        if cell_key in self._cell_starts:
-            start = self._cell_starts[cell_key]
-            if self.session.leaf_id != start:
-                self.session.set_leaf(start)
-        else:
-            self._cell_starts[cell_key] = self.session.leaf_id
 
     # --- steering --------------------------------------------------------------------------------
 
@@ -529,9 +505,7 @@ class NotebookAgent:
     @property
     def session_id(self) -> str | None:
         """The session's id (read from the file's header while the session is not open)."""
-        if self._session is not None:
-            return self._session.id
-        return header_id(self._session_file)
+        return self.slot.id
 
     def _follow_notebook(
         self, path: str, session_id: str | None, hello: bool
@@ -542,19 +516,11 @@ class NotebookAgent:
     def session_moved(self, target: Path) -> None:
         """The session file was moved to ``target`` (its notebook was renamed): write there,
         with its checkpoints and lock."""
-        if self._session is not None:
-            from ..harness.storage import JsonlSessionStorage
-
-            storage = self._session.storage
-            if isinstance(storage, JsonlSessionStorage):
-                storage.relocate(target)
         from .checkpoints.store import move_store
 
-        move_store(self._session_file, target)
+        move_store(self.slot.moved(target), target)
         if self._checkpoints is not None:
             self._checkpoints.session_changed()
-        self._session_file = target
-        self.session_lock.move(target)
 
     def use_session(self, session: Session) -> None:
         """Work in another session from now on (``%session new`` / ``open``)."""
@@ -562,7 +528,6 @@ class NotebookAgent:
         if session.path is not None and self.read_only != session.path:
             self.session_lock.acquire(session.path)
         self.session = session
-        self._cell_starts.clear()
         if self._checkpoints is not None:
             self._checkpoints.session_changed()
         self._harness = self._new_harness(model) if model is not None else None
