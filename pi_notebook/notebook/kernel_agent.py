@@ -248,7 +248,7 @@ class NotebookAgent:
         )
         harness.on("tool_call", self.approvals.on_tool_call)
         harness.defer_threshold_compaction = True  # done after the run by the RunDriver
-        harness.subscribe(self._check_room)
+        harness.subscribe(self.runner.check_room)
         harness.on("tool_result", self.runner.note_tool_result)
         harness.on("finish_turn", self.runner.ask_for_answer)
         return harness
@@ -402,19 +402,6 @@ class NotebookAgent:
     def _overhead(self, harness: AgentHarness) -> int:
         """See :meth:`SystemPrompt.overhead`."""
         return self.prompt.overhead(harness)
-
-    def _check_room(self, event: object) -> None:
-        """A harness listener: a compaction that left the context over the line stops the live
-        run, and its view says what to do (:class:`RoomGuard`)."""
-        harness = self._harness
-        words = None if harness is None else self.room.after_compaction(harness, event)
-        if harness is None or words is None:
-            return
-        run = self.runner.active or self.last_run
-        if run is not None:
-            run.view.note_stopped(words)
-        if self.runner.active is not None:
-            harness.abort()
 
     async def prepare_run(self) -> None:
         """Import what a run needs beyond ``%load_ext`` and make the notebook's tools in a

@@ -1,6 +1,7 @@
 """The live run of the notebook agent: its prompt handed to the harness with the steering queued
 meanwhile, the messages sent while it streams (``%steer``, ``%follow_up``, the view's box),
-``%abort``, the one follow-up asking a run for its answer, and the compaction after it.
+``%abort``, the one follow-up asking a run for its answer, the stop when a compaction cannot make
+room, and the compaction after it.
 
 The agent's operation queue decides when a run starts (:mod:`.operations`); from then on
 :class:`RunDriver` has it until its reply is out.
@@ -146,6 +147,20 @@ class RunDriver:
                 agent.refresh_tree_views()
 
         agent.operations.in_background(settle())
+
+    def check_room(self, event: object) -> None:
+        """A harness listener: a compaction that left the context over the line stops the live
+        run, and the view says what to do (:class:`.room.RoomGuard`)."""
+        agent = self._agent
+        harness = agent.harness_if_made
+        words = None if harness is None else agent.room.after_compaction(harness, event)
+        if harness is None or words is None:
+            return
+        run = self.active or agent.last_run
+        if run is not None:
+            run.view.note_stopped(words)
+        if self.active is not None:
+            harness.abort()
 
     # --- steering --------------------------------------------------------------------------------
 
