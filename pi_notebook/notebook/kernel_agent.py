@@ -1,9 +1,20 @@
 """``NotebookAgent``: the kernel's agent — an ``AgentHarness`` over the notebook's session file,
-plus the runs, tools and cell bookkeeping the magics need.
+and the rooms that serve it, each in its own module:
 
-Everything that touches the harness (runs, compaction, tree moves, model changes) goes through one
-queue of operations on the kernel's event loop, so cells behave in notebook order even when
-"Run All" fires them at once: a second ``%%agent`` waits for the first run instead of failing.
+- the session worked in (:mod:`.session_slot`), the notebook it follows
+  (:mod:`.notebook_follow`);
+- which model runs, and the cassette (:mod:`.model_choice`);
+- the tools (:mod:`.toolbox`), which of them are offered (:mod:`.tool_offer`) and the gate of each
+  call (:mod:`.tool_gate`);
+- the instructions (:mod:`.system_prompt`), the change summary (:mod:`.change_feed`) and the room
+  in the context (:mod:`.room`);
+- the live run, its steering and answer check (:mod:`.run_driver`), and the code-block buttons of
+  its replies (:mod:`.reply_code`).
+
+The agent makes the harness and puts the rooms together. Everything that touches the harness
+(runs, compaction, tree moves, model changes) goes through one queue of operations on the
+kernel's event loop (:mod:`.operations`), so cells behave in notebook order even when "Run All"
+fires them at once: a second ``%%agent`` waits for the first run instead of failing.
 ``await agent.wait()`` returns when everything queued so far is done.
 """
 
@@ -134,8 +145,7 @@ class NotebookAgent:
             self.load_notice = f"{notice}; {copied}" if notice else copied
         self._checkpoints: Checkpoints | None = None
 
-    # --- built on first use ----------------------------------------------------------------------
-    # %load_ext builds none of these: each needs the pydantic models of its layer.
+    # --- the session and the rooms' faces that the magics, widgets and tools use -----------------
 
     @property
     def session(self) -> Session:
