@@ -3,12 +3,10 @@ previous one, the kernel's counts are found for a cell, and the summary can be s
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 
 from pi_notebook.harness import Session
 from pi_notebook.notebook.change_feed import ChangeFeed, kernel_count
@@ -16,16 +14,13 @@ from pi_notebook.notebook.workspace.document import NotebookDocument
 from pi_notebook.notebook.workspace.history import ExecutionHistory
 from pi_notebook.notebook.workspace.summary import CUSTOM_TYPE
 
+from . import test_workspace_history
 
-@pytest.fixture
-def shell() -> Iterator[tuple[Any, ExecutionHistory]]:
-    ip = InteractiveShell.instance()
-    history = ExecutionHistory()
-    history.install(ip)
-    try:
-        yield ip, history
-    finally:
-        history.uninstall()
+shell = test_workspace_history.shell  # the fixture: an in-process shell with a history installed
+
+
+def feed_of(history: ExecutionHistory) -> ChangeFeed:
+    return ChangeFeed(history, NotebookDocument(history), lambda: False)
 
 
 def summaries(session: Session) -> list[str]:
@@ -41,8 +36,7 @@ async def test_each_summary_covers_what_ran_since_the_previous_turn(
     shell: tuple[Any, ExecutionHistory], tmp_path: Path
 ) -> None:
     ip, history = shell
-    session = Session.create(tmp_path / "s.pi.jsonl")
-    feed = ChangeFeed(history, NotebookDocument(history), lambda: False)
+    session, feed = Session.create(tmp_path / "s.pi.jsonl"), feed_of(history)
     ip.run_cell("first_value = 41", store_history=True, cell_id="c1")
     await feed.append(session, feed.take(), None)
     ip.run_cell("second_value = first_value + 1", store_history=True, cell_id="c2")
@@ -57,8 +51,7 @@ async def test_switched_off_it_writes_nothing_and_moves_its_mark_on(
     shell: tuple[Any, ExecutionHistory], tmp_path: Path
 ) -> None:
     ip, history = shell
-    session = Session.create(tmp_path / "s.pi.jsonl")
-    feed = ChangeFeed(history, NotebookDocument(history), lambda: False)
+    session, feed = Session.create(tmp_path / "s.pi.jsonl"), feed_of(history)
     feed.enabled = False
     ip.run_cell("hidden = 1", store_history=True, cell_id="c1")
     assert feed.take() is None
@@ -72,9 +65,9 @@ async def test_switched_off_it_writes_nothing_and_moves_its_mark_on(
 def test_the_environment_can_start_it_off(monkeypatch: pytest.MonkeyPatch) -> None:
     history = ExecutionHistory()
     monkeypatch.setenv("PI_NOTEBOOK_CONTEXT", " OFF ")
-    assert not ChangeFeed(history, NotebookDocument(history), lambda: False).enabled
+    assert not feed_of(history).enabled
     monkeypatch.setenv("PI_NOTEBOOK_CONTEXT", "on")
-    assert ChangeFeed(history, NotebookDocument(history), lambda: False).enabled
+    assert feed_of(history).enabled
 
 
 def test_kernel_count_is_the_cells_latest(shell: tuple[Any, ExecutionHistory]) -> None:
