@@ -1,17 +1,24 @@
 """Room in the context window: pi's compaction settings scaled to a model's window, the size of
 what every request carries besides the conversation, and the words for a context that a
-compaction cannot bring under the line."""
+compaction cannot bring under the line; :class:`RoomGuard` holds runs to that line."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..ai.types import Model, Tool
     from ..harness import AgentHarness, CompactionSettings
 
-__all__ = ["compacted_size", "compaction_for", "no_room_words", "request_overhead", "request_size"]
+__all__ = [
+    "RoomGuard",
+    "compacted_size",
+    "compaction_for",
+    "no_room_words",
+    "request_overhead",
+    "request_size",
+]
 
 _SUMMARY_SHARE = 0.8
 """The part of the reserve a history summary may use (the harness's compaction)."""
@@ -94,3 +101,55 @@ def request_size(harness: AgentHarness, prompt: str) -> int:
     messages = harness.session.build_context().messages
     asked = estimate_tokens(UserMessage(content=prompt, timestamp=0))
     return estimate_context_tokens(messages).tokens + asked
+
+
+class RoomGuard:
+    """What is known of the room after a compaction. When an automatic compaction leaves the
+    context over the line, compacting again would cost another summary each turn and free
+    nothing: the live run stops, and the next run starts only if its request fits.
+    ``overhead`` gives what each request of a harness carries besides the conversation."""
+
+    def __init__(self, overhead: Callable[[AgentHarness], int]) -> None:
+        self._overhead = overhead
+        self._no_room: tuple[str, int, str] | None = None
+        """(model, request overhead, what to tell the user) after a compaction that could not
+        bring the context under the line."""
+
+    def fit(self, harness: AgentHarness) -> None:
+        """Size the compaction for the model and what each request carries besides the
+        conversation (a model switch, tools or instructions changed since the last run)."""
+        harness.compaction_settings = compaction_for(harness.model, self._overhead(harness))
+
+    def after_compaction(self, harness: AgentHarness, event: object) -> str | None:
+        """A harness event: after a compaction, whether the context is under the line now.
+        What to stop the live run with when it is not (None: it is, the event is no finished
+        compaction, or it was ``%compact``, which says so itself; the next run is held to the
+        line all the same)."""
+        if getattr(event, "type", None) != "compaction_end":
+            return None
+        after = getattr(event, "tokens_after", None)
+        if getattr(event, "result", None) is None or after is None:
+            return None
+        overhead = self._overhead(harness)
+        words = no_room_words(harness, after + overhead, overhead)
+        if words is None:
+            self._no_room = None
+            return None
+        model = harness.model
+        self._no_room = (f"{model.provider}/{model.id}", overhead, words)
+        return None if getattr(event, "reason", None) == "manual" else words
+
+    def refusal(self, harness: AgentHarness, prompt: str) -> str | None:
+        """Why a run cannot start: a compaction left the context over the line, and with this
+        prompt the request still is (the same model and tools). None: it may start."""
+        if self._no_room is None:
+            return None
+        model, overhead, _words = self._no_room
+        now = self._overhead(harness)
+        if model != f"{harness.model.provider}/{harness.model.id}" or now != overhead:
+            self._no_room = None  # another model or other tools: the line moved
+            return None
+        words = no_room_words(harness, compacted_size(harness, prompt) + now, now)
+        if words is None:
+            self._no_room = None
+        return words

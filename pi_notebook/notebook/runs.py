@@ -40,6 +40,8 @@ class Run:
         """This run's caps given on its ``%%agent`` line (``BudgetCaps`` fields)."""
         self.edit_cell: str | None = None
         """The cell the run is about ("Apply as edit" proposes a reply's code for it)."""
+        self.cell_id: str | None = None
+        """The cell the run was started from (None: not known)."""
         self._task: asyncio.Task[None] | None = None
         self._done = asyncio.get_running_loop().create_future()
 

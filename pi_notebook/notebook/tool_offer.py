@@ -58,7 +58,7 @@ class ToolOffer:
         if agent.mcp.is_tool(name):
             agent.mcp.enable(name)
             return f"Enabled the MCP tool {name}"
-        if name in agent._writers():
+        if name in agent.toolbox.writers():
             self.write_pinned.add(name)
             agent.tools.enable_builtin(name)
             self.push()
@@ -86,7 +86,7 @@ class ToolOffer:
     def refresh_function_tools(self) -> None:
         """Re-wrap notebook-function tools whose function was redefined in a later cell."""
         agent = self._agent
-        if agent._tools is None:  # no tool registered yet: nothing to re-wrap
+        if not agent.toolbox.made:  # no tool registered yet: nothing to re-wrap
             return
         from ..tools.decorator import FunctionTool
 
