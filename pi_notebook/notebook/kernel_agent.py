@@ -60,7 +60,12 @@ if TYPE_CHECKING:
     from ..ai.cassette import Cassette
     from ..ai.types import AssistantMessage, Model, ThinkingLevel
     from ..harness import AgentHarness, BudgetSettings, Session
-    from ..harness.hooks import FinishTurnEvent, ToolResultEvent
+    from ..harness.hooks import (
+        BeforeProviderPayloadEvent,
+        BeforeProviderPayloadResult,
+        FinishTurnEvent,
+        ToolResultEvent,
+    )
     from ..mcp import McpServers
     from .checkpoints import Checkpoints
     from .notebook_tools import ToolRegistry
@@ -263,7 +268,9 @@ class NotebookAgent:
         from .notebook_tools import ToolRegistry, builtin_tools
         from .workspace.reading_tools import read_tools
 
-        registry = ToolRegistry(builtin_tools(lambda: self.namespace))
+        registry = ToolRegistry(
+            builtin_tools(lambda: self.namespace, self.history.note_agent_failure)
+        )
         for reader in read_tools(self.history, lambda: self.document, self.takes_images).values():
             registry.add_builtin(reader, enabled=True)
         from .verify import verify_tool
@@ -440,7 +447,21 @@ class NotebookAgent:
         harness.subscribe(self._check_room)
         harness.on("tool_result", self._note_tool_result)
         harness.on("finish_turn", self._ask_for_answer)
+        harness.on("before_provider_payload", self._constrain_first_call)
         return harness
+
+    def _constrain_first_call(
+        self, event: BeforeProviderPayloadEvent
+    ) -> BeforeProviderPayloadResult | None:
+        """The ``before_provider_payload`` hook: the first request of a run asks a local model
+        for a tool call (see :mod:`.first_call`)."""
+        from ..harness.hooks import BeforeProviderPayloadResult
+        from .first_call import constrain_first_call
+
+        if self._active is None or self._run_tool_results:
+            return None
+        payload = constrain_first_call(event.model, event.payload)
+        return None if payload is None else BeforeProviderPayloadResult(payload)
 
     def _model_stream(self) -> StreamFn | None:
         """The harness's stream function: the one given to this agent, through the cassette if

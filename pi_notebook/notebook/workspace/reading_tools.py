@@ -152,8 +152,16 @@ def read_tools(
         return _with_images(text, records, takes_images())  # a sync tool: in a worker thread
 
     def read_last_error() -> str:
-        """Read the last cell that failed: its source, the exception and the traceback."""
+        """Read the last error: the cell (or your run_python code) that failed most recently,
+        with the exception and the traceback."""
         record = history.last_error()
+        failure = history.agent_failure
+        if failure is not None and (record is None or failure.at >= (record.ended_at or 0)):
+            return (
+                "Your last run_python call failed (no cell has failed since):\n"
+                f"```python\n{clip(failure.code.rstrip(), 4_000)}\n```\n"
+                f"[error] {clip(failure.output.rstrip(), 2_000)}"
+            )
         if record is None:
             return "No cell has failed since pi_notebook was loaded."
         return describe_record(record, source_limit=4_000, output_limit=1_000)
