@@ -60,12 +60,7 @@ if TYPE_CHECKING:
     from ..ai.cassette import Cassette
     from ..ai.types import AssistantMessage, Model, ThinkingLevel
     from ..harness import AgentHarness, BudgetSettings, Session
-    from ..harness.hooks import (
-        BeforeProviderPayloadEvent,
-        BeforeProviderPayloadResult,
-        FinishTurnEvent,
-        ToolResultEvent,
-    )
+    from ..harness.hooks import FinishTurnEvent, ToolResultEvent
     from ..mcp import McpServers
     from .checkpoints import Checkpoints
     from .notebook_tools import ToolRegistry
@@ -189,6 +184,7 @@ class NotebookAgent:
         self._run_tool_results = 0
         """Tool results in the live run."""
         self._answer_asked = False
+        self._numbers_asked = False
         """Whether the live run was asked to state its answer (once a run)."""
         self.context_enabled = os.environ.get("PI_NOTEBOOK_CONTEXT", "on").strip().lower() not in (
             "off",
@@ -447,21 +443,7 @@ class NotebookAgent:
         harness.subscribe(self._check_room)
         harness.on("tool_result", self._note_tool_result)
         harness.on("finish_turn", self._ask_for_answer)
-        harness.on("before_provider_payload", self._constrain_first_call)
         return harness
-
-    def _constrain_first_call(
-        self, event: BeforeProviderPayloadEvent
-    ) -> BeforeProviderPayloadResult | None:
-        """The ``before_provider_payload`` hook: the first request of a run asks a local model
-        for a tool call (see :mod:`.first_call`)."""
-        from ..harness.hooks import BeforeProviderPayloadResult
-        from .first_call import constrain_first_call
-
-        if self._active is None or self._run_tool_results:
-            return None
-        payload = constrain_first_call(event.model, event.payload)
-        return None if payload is None else BeforeProviderPayloadResult(payload)
 
     def _model_stream(self) -> StreamFn | None:
         """The harness's stream function: the one given to this agent, through the cassette if
@@ -855,7 +837,7 @@ class NotebookAgent:
         self._note_session_writes(run)  # e.g. the change summary just before could not be written
         self.write_tools.begin_run(run.number, self._run_cells.get(run.number))
         self.repeat_guard.begin_run()
-        self._run_tool_results, self._answer_asked = 0, False
+        self._run_tool_results, self._answer_asked, self._numbers_asked = 0, False, False
         run.view.set_answers_only(not self.tool_offer.model_calls_tools())
         connected = self.document.connected
         target = self._cell_words(run.edit_cell) if connected and run.edit_cell else ""
@@ -1087,13 +1069,28 @@ class NotebookAgent:
     def _ask_for_answer(self, event: FinishTurnEvent) -> None:
         """The ``finish_turn`` hook: a run that called tools and is ending without its answer
         stated (no text, or not in the format the prompt asked for) gets one follow-up asking
-        for it (see :mod:`.answer_check`)."""
-        from .answer_check import answer_format, follow_up_text, lacks_answer
+        for it; a run ending with numbers but no code run, while a code tool is offered, gets
+        one asking to compute them (see :mod:`.answer_check`)."""
+        from .answer_check import (
+            answer_format,
+            code_tool_among,
+            follow_up_text,
+            lacks_answer,
+            states_numbers,
+            unchecked_numbers_text,
+        )
 
         run, harness, message = self._active, self._harness, event.message
-        if run is None or harness is None or self._answer_asked or not self._run_tool_results:
+        if run is None or harness is None or self._answer_asked:
             return
         if message.stop_reason in ("error", "aborted") or message.tool_calls:
+            return
+        if not self._run_tool_results:
+            offered = {t.name for t in self.tool_offer.offered_tools(harness.model)}
+            code_tool = code_tool_among(offered)
+            if code_tool and not self._numbers_asked and states_numbers(message.text):
+                self._numbers_asked = True
+                harness.follow_up(unchecked_numbers_text(code_tool))
             return
         form = answer_format(run.prompt)
         if lacks_answer(message.text, form):
