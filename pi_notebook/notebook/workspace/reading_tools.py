@@ -152,8 +152,9 @@ def read_tools(
         return _with_images(text, records, takes_images())  # a sync tool: in a worker thread
 
     def read_last_error() -> str:
-        """Read the last error: the cell (or your run_python code) that failed most recently,
-        with the exception and the traceback."""
+        """Read the last cell that failed: its source, the exception and the traceback."""
+        # The agent's own failed run_python counts too when it is the later: the model often
+        # asks for "the last error" right after one, and "no cell has failed" misleads it.
         record = history.last_error()
         failure = history.agent_failure
         if failure is not None and (record is None or failure.at >= (record.ended_at or 0)):
