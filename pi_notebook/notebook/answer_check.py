@@ -5,6 +5,11 @@ run with no text, or with text that skips the form the user asked for. When a ru
 tools ends that way, the notebook asks once more (one follow-up message per run, shown in the
 run view like any follow-up): state the final answer from the outputs, in the form asked for.
 
+A small model also answers a question about data at once, from memory, with numbers it never
+computed (the count of rows of a file it has not opened). When a run ends with a reply that
+states a number, without any tool call, while a tool that runs code is offered, the notebook
+asks once to compute them with that tool before answering.
+
 The form is what the prompt gives after the word "format" and a colon (``Answer in this
 format: Total: <number>``); the answer has it when every literal part of it, the text outside
 placeholders such as ``[value]``, ``<number>`` or ``{x}``, appears in the reply.
@@ -14,7 +19,20 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["answer_format", "follow_up_text", "lacks_answer"]
+__all__ = [
+    "CODE_TOOLS",
+    "answer_format",
+    "code_tool_among",
+    "follow_up_text",
+    "lacks_answer",
+    "states_numbers",
+    "unchecked_numbers_text",
+]
+
+CODE_TOOLS = ("insert_cell", "run_python")
+"""Tools that run code, in the order the check names them (cells first when a notebook is
+open)."""
+_DIGIT = re.compile(r"\d")
 
 _FORMAT = re.compile(r"\bformat\b[^:\n]*:[ \t]*\n?(?P<form>.+?)(?:\n[ \t]*\n|\Z)", re.I | re.S)
 _PLACEHOLDER = re.compile(r"\[[^\]]*\]|<[^>]*>|\{[^}]*\}")
@@ -52,3 +70,22 @@ def follow_up_text(form: str | None) -> str:
     if form is not None:
         text += f" Give it in exactly this format:\n{form}"
     return text
+
+
+def code_tool_among(offered: set[str] | frozenset[str]) -> str | None:
+    """The tool the numbers check asks for: the first of :data:`CODE_TOOLS` offered."""
+    return next((name for name in CODE_TOOLS if name in offered), None)
+
+
+def states_numbers(reply: str) -> bool:
+    """Whether ``reply`` states a number (a digit anywhere)."""
+    return _DIGIT.search(reply) is not None
+
+
+def unchecked_numbers_text(code_tool: str) -> str:
+    """The follow-up for numbers stated without running any code."""
+    how = " with run set to true" if code_tool == "insert_cell" else ""
+    return (
+        "You have not run any code yet, so the numbers in your reply do not come from the "
+        f"data. Call {code_tool}{how} now to compute them from the data, then give your answer."
+    )

@@ -30,6 +30,7 @@ from typing import Any
 from ..agent.tools import AgentTool, AgentToolResult
 from ..ai.types import TextContent
 from ..tools import FunctionTool, tool
+from .error_hints import error_hint
 
 __all__ = [
     "BUILTIN_TOOL_NAMES",
@@ -118,6 +119,9 @@ def _run_code(code: str, namespace: dict[str, Any]) -> tuple[str, bool]:
         except (Exception, SystemExit) as exc:  # sys.exit() in the code ends it, not the kernel
             failed = True
             print(_agent_traceback(exc))
+            hint = error_hint(exc)
+            if hint is not None:
+                print(hint)
     return out.getvalue() or "(no output)", failed
 
 
@@ -161,8 +165,12 @@ def _agent_traceback(exc: BaseException) -> str:
     return "\n".join(lines)
 
 
-def builtin_tools(namespace: Callable[[], dict[str, Any]]) -> dict[str, FunctionTool]:
-    """The built-in notebook tools, reading the namespace through ``namespace()``."""
+def builtin_tools(
+    namespace: Callable[[], dict[str, Any]],
+    on_failure: Callable[[str, str], None] | None = None,
+) -> dict[str, FunctionTool]:
+    """The built-in notebook tools, reading the namespace through ``namespace()``;
+    ``on_failure(code, output)`` hears of each ``run_python`` call that failed."""
 
     def list_variables() -> str:
         """List the notebook's variables with their types and shapes."""
@@ -192,6 +200,8 @@ def builtin_tools(namespace: Callable[[], dict[str, Any]]) -> dict[str, Function
             code: The Python source to run.
         """
         output, failed = _run_code(code, namespace())
+        if failed and on_failure is not None:
+            on_failure(code, output)
         return AgentToolResult(content=[TextContent(text=output)], is_error=failed)
 
     return {

@@ -37,6 +37,8 @@ class RunDriver:
         """Tool results in the live run."""
         self._answer_asked = False
         """Whether the live run was asked to state its answer (once a run)."""
+        self._numbers_asked = False
+        """Whether the live run was asked to compute the numbers it stated (once a run)."""
 
     # --- a run -----------------------------------------------------------------------------------
 
@@ -54,7 +56,7 @@ class RunDriver:
         self.note_writes(run)  # e.g. the change summary just before could not be written
         agent.write_tools.begin_run(run.number, run.cell_id)
         agent.repeat_guard.begin_run()
-        self._tool_results, self._answer_asked = 0, False
+        self._tool_results, self._answer_asked, self._numbers_asked = 0, False, False
         offer = agent.tool_offer
         run.view.set_answers_only(not offer.model_calls_tools())
         connected = agent.document.connected
@@ -214,13 +216,28 @@ class RunDriver:
     def ask_for_answer(self, event: FinishTurnEvent) -> None:
         """The ``finish_turn`` hook: a run that called tools and is ending without its answer
         stated (no text, or not in the format the prompt asked for) gets one follow-up asking
-        for it (see :mod:`.answer_check`)."""
-        from .answer_check import answer_format, follow_up_text, lacks_answer
+        for it; a run ending with numbers but no code run, while a code tool is offered, gets
+        one asking to compute them (see :mod:`.answer_check`)."""
+        from .answer_check import (
+            answer_format,
+            code_tool_among,
+            follow_up_text,
+            lacks_answer,
+            states_numbers,
+            unchecked_numbers_text,
+        )
 
         run, harness, message = self.active, self._agent.harness_if_made, event.message
-        if run is None or harness is None or self._answer_asked or not self._tool_results:
+        if run is None or harness is None or self._answer_asked:
             return
         if message.stop_reason in ("error", "aborted") or message.tool_calls:
+            return
+        if not self._tool_results:
+            offered = {t.name for t in self._agent.tool_offer.offered_tools(harness.model)}
+            code_tool = code_tool_among(offered)
+            if code_tool and not self._numbers_asked and states_numbers(message.text):
+                self._numbers_asked = True
+                harness.follow_up(unchecked_numbers_text(code_tool))
             return
         form = answer_format(run.prompt)
         if lacks_answer(message.text, form):

@@ -106,7 +106,7 @@ class NotebookToolbox:
         from .workspace.reading_tools import read_tools
 
         history, document = self._history, self._document
-        registry = ToolRegistry(builtin_tools(self._namespace))
+        registry = ToolRegistry(builtin_tools(self._namespace, history.note_agent_failure))
         for reader in read_tools(history, lambda: document, self._takes_images).values():
             registry.add_builtin(reader, enabled=True)
         from .verify import verify_tool

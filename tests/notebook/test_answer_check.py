@@ -1,5 +1,7 @@
-"""A run that called tools and ends without its answer stated gets one follow-up asking for it:
-unit tests of the format and the check, then real kernels (nbclient) with scripted models."""
+"""A run that called tools and ends without its answer stated gets one follow-up asking for it;
+a run that states numbers without running any code gets one asking to compute them. Unit tests
+of the format and the checks, then real kernels (nbclient) with scripted models, and a task
+through the evaluation harness against a scripted server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -7,7 +9,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pi_notebook.notebook.answer_check import answer_format, follow_up_text, lacks_answer
+from pi_notebook.ai import custom_model
+from pi_notebook.eval import ModelSpec, run_task
+from pi_notebook.notebook.answer_check import (
+    answer_format,
+    code_tool_among,
+    follow_up_text,
+    lacks_answer,
+    states_numbers,
+    unchecked_numbers_text,
+)
+from tests.eval.test_baselines import rows_task, serving
+from tests.loopback import Reply, sse_chunks
 
 from .kernel_notebook import execute, outputs_text
 
@@ -38,6 +51,15 @@ def test_an_answer_lacks_the_format_when_a_literal_part_is_missing() -> None:
 def test_the_follow_up_repeats_the_format() -> None:
     assert follow_up_text(None).startswith("State your final answer now")
     assert follow_up_text("Total: <number>").endswith("in exactly this format:\nTotal: <number>")
+
+
+def test_the_numbers_check_asks_for_the_offered_code_tool() -> None:
+    assert states_numbers("@rows[10]") and not states_numbers("I cannot tell.")
+    assert code_tool_among({"list_cells", "insert_cell", "run_python"}) == "insert_cell"
+    assert code_tool_among({"list_variables", "run_python"}) == "run_python"
+    assert code_tool_among({"list_variables", "read_last_error"}) is None
+    assert "Call insert_cell with run set to true now" in unchecked_numbers_text("insert_cell")
+    assert "Call run_python now" in unchecked_numbers_text("run_python")
 
 
 SCRIPT = """
@@ -94,3 +116,70 @@ def test_the_follow_up_is_sent_once_a_run(tmp_path: Path) -> None:
     report, shown = _run("about three", tmp_path)
     assert len(report["users"]) == 2 and len(report["seen"]) == 1
     assert "never reached" not in shown
+
+
+# --- numbers stated without code, errors the model can act on: the evaluation harness's path
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def call(name: str, arguments: dict[str, Any], call_id: str) -> Reply:
+    made = {
+        "index": 0,
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+    return Reply.sse(
+        sse_chunks([chunk({"tool_calls": [made]}), chunk({}, "tool_calls")], done=True)
+    )
+
+
+def answer(text: str) -> Reply:
+    return Reply.sse(sse_chunks([chunk({"content": text}), chunk({}, "stop")], done=True))
+
+
+BAD = "import pandas as pd\ndf = pd.read_csv('t.csv')\nprint(df['A'].count())"
+GOOD = "print(df['a'].count())"
+
+
+def test_numbers_without_code_are_sent_back_and_errors_can_be_acted_on(tmp_path: Path) -> None:
+    # through the evaluation harness: a real kernel, %%agent, the provider over HTTP
+    task = rows_task(tmp_path)
+    replies = [
+        answer("The table has 10 rows.\n@rows[10]"),
+        call("run_python", {"code": BAD}, "call_1"),
+        call("read_last_error", {}, "call_2"),
+        call("run_python", {"code": GOOD}, "call_3"),
+        answer("The table has 3 rows.\n@rows[3]"),
+    ]
+    with serving(replies) as server:
+        model = custom_model("m", f"{server.url}/v1", provider="served", max_tokens=256)
+        result = run_task(
+            "pi_notebook", task, ModelSpec("served/m", model), tmp_path / "out", time_limit=120
+        )
+        bodies = [r.json() for r in server.requests]
+    assert result.right, result
+    assert bodies[1]["messages"][-1] == {
+        "role": "user",
+        "content": [{"type": "text", "text": unchecked_numbers_text("run_python")}],
+    }
+
+    def tool_text(body: dict[str, Any]) -> str:
+        return str(body["messages"][-1]["content"])
+
+    failed = tool_text(bodies[2])
+    assert "KeyError: 'A'" in failed
+    assert "Hint: 'A' is not there. Did you mean 'a'? The keys are: 'a'" in failed
+    read = tool_text(bodies[3])
+    assert read.startswith("Your last run_python call failed (no cell has failed since):")
+    assert "print(df['A'].count())" in read and "KeyError: 'A'" in read
+    assert tool_text(bodies[4]).strip() == "3"
+    assert len(bodies) == 5  # asked once: the final answer is not checked again

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pi_notebook.notebook.error_hints import error_hint
 from pi_notebook.notebook.notebook_tools import _run_code
 
 
@@ -33,7 +34,9 @@ def test_the_traceback_keeps_the_models_frames_and_quotes_its_lines() -> None:
     assert '  File "<agent>", line 5, in <module>\n    total(df)\n' in out
     assert "  File \"<agent>\", line 2, in total\n    return frame['revenue'].sum()\n" in out
     assert '  File "pandas/' in out and "site-packages" not in out  # the same on every machine
-    assert out.rstrip().endswith("KeyError: 'revenue'")
+    assert out.rstrip().endswith(
+        "KeyError: 'revenue'\nHint: 'revenue' is not there. The keys are: 'city', 'sales'"
+    )
 
 
 def test_library_frames_between_are_counted() -> None:
@@ -65,3 +68,38 @@ async def test_run_python_reports_a_failure_as_an_error_result() -> None:
     assert isinstance(text, TextContent) and text.text.rstrip().endswith("division by zero")
     ran = await run_python.execute("c2", {"code": "print(6 * 7)"}, None, lambda _update: None)
     assert not ran.is_error and ran.content == [TextContent(text="42\n")]
+
+
+def _error(code: str, namespace: dict[str, Any]) -> BaseException:
+    try:
+        exec(code, namespace)
+    except Exception as exc:
+        return exc
+    raise AssertionError("the code ran")
+
+
+def test_a_pandas_key_error_names_the_closest_labels_and_the_keys_there() -> None:
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"age": [50], "sex": [1], "bmi": [26.0]})
+    ns = {"df": df}
+    assert error_hint(_error("df['BMI']", ns)) == (
+        "Hint: 'BMI' is not there. Did you mean 'bmi'? The keys are: 'age', 'sex', 'bmi'"
+    )
+    assert error_hint(_error("df.groupby('sex')['BMI']", ns)) == (
+        "Hint: 'BMI' is not there. Did you mean 'bmi'? The keys are: 'age', 'sex', 'bmi'"
+    )
+    assert error_hint(_error("df[['bmi', 'mpg']]", ns)) == (
+        "Hint: not all of those labels are there. The keys are: 'age', 'sex', 'bmi'"
+    )
+    counts = _error("df['sex'].value_counts()['M']", ns)
+    assert error_hint(counts) == "Hint: 'M' is not there. The keys are: 1"
+
+
+def test_no_key_hint_for_long_indexes_plain_dicts_or_other_errors() -> None:
+    pd = pytest.importorskip("pandas")
+    long = pd.DataFrame({"x": range(500)})
+    assert error_hint(_error("long.loc[900]", {"long": long})) is None
+    assert error_hint(_error("{'a': 1}['b']", {})) is None
+    assert error_hint(_error("1 / 0", {})) is None
+    assert error_hint(_error("np.mean([1])", {})) == "Hint: import it first: import numpy as np"
+    assert error_hint(_error("undefined_thing", {})) is None

@@ -41,6 +41,7 @@ __all__ = [
     "MAX_IMAGE_RECORDS",
     "MAX_OUTPUTS",
     "MAX_OUTPUT_CHARS",
+    "AgentFailure",
     "CellImage",
     "ErrorInfo",
     "ExecutionHistory",
@@ -131,6 +132,15 @@ def bundle_image(data: dict[str, Any]) -> CellImage | None:
                 return None
             return CellImage(mime, raw if mime == "image/svg+xml" else "".join(raw.split()))
     return None
+
+
+@dataclass(frozen=True)
+class AgentFailure:
+    """A ``run_python`` call of the agent that failed: its code and what it printed."""
+
+    code: str
+    output: str
+    at: float
 
 
 @dataclass(frozen=True)
@@ -323,6 +333,7 @@ class ExecutionHistory:
         self._shell: Any = None
         self._restore: list[Callable[[], None]] = []
         self._formatted = threading.local()
+        self._agent_failure: AgentFailure | None = None
 
     # --- reading ---------------------------------------------------------------------------------
 
@@ -335,6 +346,18 @@ class ExecutionHistory:
         """Finished records whose ``index`` is at least ``since``, oldest first."""
         with self._lock:
             return [r for r in self._records if r.index >= since]
+
+    def note_agent_failure(self, code: str, output: str) -> None:
+        """Remember the agent's latest failed ``run_python`` (it runs outside any cell, so
+        the records never see it; ``read_last_error`` should)."""
+        with self._lock:
+            self._agent_failure = AgentFailure(code, output, time.time())
+
+    @property
+    def agent_failure(self) -> AgentFailure | None:
+        """The agent's latest failed ``run_python``, if any."""
+        with self._lock:
+            return self._agent_failure
 
     def last_error(self) -> ExecutionRecord | None:
         """The most recent cell that ended with an error (not an interrupt)."""

@@ -153,7 +153,16 @@ def read_tools(
 
     def read_last_error() -> str:
         """Read the last cell that failed: its source, the exception and the traceback."""
+        # The agent's own failed run_python counts too when it is the later: the model often
+        # asks for "the last error" right after one, and "no cell has failed" misleads it.
         record = history.last_error()
+        failure = history.agent_failure
+        if failure is not None and (record is None or failure.at >= (record.ended_at or 0)):
+            return (
+                "Your last run_python call failed (no cell has failed since):\n"
+                f"```python\n{clip(failure.code.rstrip(), 4_000)}\n```\n"
+                f"[error] {clip(failure.output.rstrip(), 2_000)}"
+            )
         if record is None:
             return "No cell has failed since pi_notebook was loaded."
         return describe_record(record, source_limit=4_000, output_limit=1_000)
