@@ -91,7 +91,7 @@ async def test_behind_a_run_an_operation_waits_its_turn_and_a_failure_fills_the_
         raise KeyError("Unknown model 'faux/none'")
 
     outcomes.report("%model", switch)
-    assert "'%model: queued, runs when the run above ends'" in capsys.readouterr().out
+    assert "%model: queued, runs when the run above ends" in capsys.readouterr().out
     (shown,) = outcomes.shown
     assert shown.text is None
     outcomes.resync()
