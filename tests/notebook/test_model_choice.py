@@ -58,6 +58,16 @@ def test_the_pending_note_names_the_local_model_only_where_it_is_installed(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(model_choice, "local_model_available", lambda: True)
+    from pi_notebook.ai import models
+
+    def unstarted(ref: str) -> object:
+        # an earlier test in this process may have started the local model (and registered it)
+        if ref.startswith("local"):
+            raise KeyError(ref)
+        return parse(ref)
+
+    parse = models.parse_model
+    monkeypatch.setattr(models, "parse_model", unstarted)
     session.append_model_change("local", "smollm2-135m")
     choice = ModelChoice(lambda: session)
     note = choice.pending_note()

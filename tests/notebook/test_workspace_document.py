@@ -166,10 +166,11 @@ def call(tools: dict[str, Any], name: str, **args: Any) -> str:
 
 
 class History:
-    """The two reading methods the tools use, over fixed records."""
+    """The reading methods the tools use, over fixed records."""
 
     def __init__(self, records: list[ExecutionRecord]) -> None:
         self._records = records
+        self.agent_failure = None  # the agent's failed run_python: none here
 
     def records(self, since: int = 0) -> list[ExecutionRecord]:
         return [r for r in self._records if r.index >= since]
