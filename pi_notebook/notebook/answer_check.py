@@ -29,7 +29,7 @@ __all__ = [
     "unchecked_numbers_text",
 ]
 
-CODE_TOOLS = ("insert_cell", "run_python")
+CODE_TOOLS = ("insert_cell", "run_python", "run_cell")
 """Tools that run code, in the order the check names them (cells first when a notebook is
 open)."""
 _DIGIT = re.compile(r"\d")

@@ -8,6 +8,8 @@ cycle at the end: the same call again and again, or a cycle of two or three call
 arguments and results repeat. Once a cycle has gone round twice, its next call is refused with a
 nudge the model reads (what that call already gave, and to use it), which breaks most loops; a
 model that keeps going round is stopped, its run ending as aborted with a notice in the run view.
+A refused call that repeats one that succeeded says so (``answer_due``): the notebook then takes
+the tools away for the rest of the run, so the model answers with the result it has.
 
 The same call twice in a row counts whatever its results (``allowed`` of them run; only one when
 it failed, since the same arguments fail the same way again); a longer
@@ -37,6 +39,8 @@ class RepeatVerdict:
 
     reason: str | None = None
     stop: bool = False
+    answer_due: bool = False
+    """The refused call repeats one that succeeded: its result is already in the context."""
 
 
 @dataclass
@@ -139,7 +143,8 @@ class RepeatGuard:
             f"{call.name} was already called {_times(times - 1)} in this run with these same "
             "arguments, and calling it again gives nothing new, so this call did not run."
             f"{self._already(call)}\nDo not call it again with the same arguments: change them "
-            "(fix the code if it failed), use what you have, or answer the user."
+            "(fix the code if it failed), use what you have, or answer the user.",
+            answer_due=not self._calls[-1].failed,
         )
 
     def _cycle(self, call: _Call, others: list[str], stop: bool) -> RepeatVerdict:

@@ -39,6 +39,8 @@ class RunDriver:
         """Whether the live run was asked to state its answer (once a run)."""
         self._numbers_asked = False
         """Whether the live run was asked to compute the numbers it stated (once a run)."""
+        self._withheld: list[str] | None = None
+        """The tools active before :meth:`withhold_tools` took them away for the live run."""
 
     # --- a run -----------------------------------------------------------------------------------
 
@@ -85,6 +87,9 @@ class RunDriver:
             harness.stream_options = dataclasses.replace(
                 harness.stream_options, on_stall=None, stall_ms=None
             )
+            if self._withheld is not None:
+                harness.set_active_tools(self._withheld)
+                self._withheld = None
             self.active = None
             unsubscribe()
             unwatch()
@@ -212,6 +217,16 @@ class RunDriver:
         text = "".join(b.text for b in event.content if isinstance(b, TextContent))
         self._agent.repeat_guard.record(event.tool_call_id, text, failed=event.is_error)
         self._tool_results += 1
+
+    def withhold_tools(self) -> None:
+        """The model called code again that already gave its result: the rest of the live run
+        offers it no tools, so it answers with what it has (the tools come back when the run
+        ends)."""
+        harness = self._agent.harness_if_made
+        if harness is None or self.active is None or self._withheld is not None:
+            return
+        self._withheld = harness.active_tool_names
+        harness.set_active_tools([])
 
     def ask_for_answer(self, event: FinishTurnEvent) -> None:
         """The ``finish_turn`` hook: a run that called tools and is ending without its answer

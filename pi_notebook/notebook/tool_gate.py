@@ -33,6 +33,7 @@ class ToolGate:
         :mod:`.repeat_guard`); tools marked ``requires_approval`` wait for Allow / Deny in the
         run view (denied after ``approval_timeout`` seconds without an answer)."""
         from ..harness.hooks import ToolCallResult
+        from .answer_check import CODE_TOOLS
         from .workspace.edit_tools import WRITE_TOOL_NAMES
 
         agent = self._agent
@@ -43,6 +44,8 @@ class ToolGate:
                 if run is not None:
                     run.view.note_stopped(f"Stopped: {verdict.reason}")
                 harness.abort()
+            elif verdict.answer_due and name in CODE_TOOLS:
+                agent.runner.withhold_tools()
             return ToolCallResult(block=True, reason=verdict.reason)
         decision = self.policy.decide(name)
         if decision == "deny":

@@ -180,3 +180,66 @@ def test_an_alternating_model_is_nudged_and_answers_in_a_real_kernel(tmp_path: P
     assert "It gave: \"No variable named 'pi' in the notebook\"" in nudge
     assert report["state"] == "done", report
     assert "orders has 3 items." in shown
+
+
+def test_a_refused_repeat_of_a_call_that_succeeded_says_the_answer_is_due() -> None:
+    guard = RepeatGuard(allowed=2, stop_after=5)
+    code = {"code": "print(26.376)"}
+    for number in (1, 2):
+        assert guard.check("run_python", code, f"c{number}") == RepeatVerdict()
+        guard.record(f"c{number}", "26.376\n")
+    refused = guard.check("run_python", code, "c3")
+    assert refused.reason is not None and refused.answer_due and not refused.stop
+    failing = {"code": "df['BMI']"}
+    guard.begin_run()
+    assert guard.check("run_python", failing, "f1") == RepeatVerdict()
+    guard.record("f1", "KeyError: 'BMI'", failed=True)
+    again = guard.check("run_python", failing, "f2")
+    assert again.reason is not None and not again.answer_due  # nothing to answer with
+
+
+REPEATING = """
+from pi_notebook.ai import faux_assistant_message, faux_tool_call, register_faux_provider
+faux = register_faux_provider(tokens_per_second=1000)
+offered = []
+def answer(context, options, state, model):
+    offered.append(sorted(t.name for t in context.tools or ()))
+    return faux_assistant_message("The mean is 2.0.")
+faux.set_responses([
+    faux_assistant_message([faux_tool_call("run_python", {"code": "print(sum(orders) / 3)"},
+                                           id=f"r{i}")])
+    for i in range(3)
+] + [answer])
+orders = [1, 2, 3]
+%approve run_python allow
+%tools add run_python
+%model faux/faux-1
+"""
+
+OFFERED = """
+print(json.dumps({"offered": offered, "active": pi.harness_if_made.active_tool_names}))
+"""
+
+
+def test_a_model_repeating_code_that_ran_answers_without_tools_in_a_real_kernel(
+    tmp_path: Path,
+) -> None:
+    nb = execute(
+        [
+            "%load_ext pi_notebook",
+            REPEATING,
+            "%%agent --wait\nWhat is the mean of orders?",
+            REPORT,
+            OFFERED,
+        ],
+        tmp_path,
+    )
+    report = json.loads(outputs_text(nb.cells[3]))
+    after = json.loads(outputs_text(nb.cells[4]))
+    results = report["results"]
+    assert [text for _error, text in results[:2]] == ["2.0\n", "2.0\n"]
+    assert results[2][0] and "already called 2 times" in results[2][1]
+    assert report["state"] == "done", report
+    assert after["offered"] == [[]]  # the answer was asked for without tools
+    assert "run_python" in after["active"]  # and they are back after the run
+    assert "The mean is 2.0." in outputs_text(nb.cells[2])
