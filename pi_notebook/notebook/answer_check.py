@@ -6,9 +6,11 @@ tools ends that way, the notebook asks once more (one follow-up message per run,
 run view like any follow-up): state the final answer from the outputs, in the form asked for.
 
 A small model also answers a question about data at once, from memory, with numbers it never
-computed (the count of rows of a file it has not opened). When a run ends with a reply that
-states a number, without any tool call, while a tool that runs code is offered, the notebook
-asks once to compute them with that tool before answering.
+computed (the count of rows of a file it has not opened). When the prompt names data the kernel
+can reach (a data file in its working directory, or a table or array in its namespace) and the
+run ends with a reply that states a number, without any tool call, while a tool that runs code
+is offered, the notebook asks once to compute them with that tool before answering. A chat
+question ("write a list", "what is the capital of France") is never sent back.
 
 The form is what the prompt gives after the word "format" and a colon (``Answer in this
 format: Total: <number>``); the answer has it when every literal part of it, the text outside
@@ -18,6 +20,9 @@ placeholders such as ``[value]``, ``<number>`` or ``{x}``, appears in the reply.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 __all__ = [
     "CODE_TOOLS",
@@ -25,6 +30,7 @@ __all__ = [
     "code_tool_among",
     "follow_up_text",
     "lacks_answer",
+    "refers_to_data",
     "states_numbers",
     "unchecked_numbers_text",
 ]
@@ -32,7 +38,12 @@ __all__ = [
 CODE_TOOLS = ("insert_cell", "run_python", "run_cell")
 """Tools that run code, in the order the check names them (cells first when a notebook is
 open)."""
-_DIGIT = re.compile(r"\d")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?!\w)")
+"""A number standing alone (``406``, ``26.38``, ``1,234``), not digits inside a word."""
+_DATA_FILE = re.compile(
+    r"[\w./-]+\.(?:csv|tsv|json|jsonl|parquet|feather|xlsx?|h5|hdf5|sqlite|db|txt|dat)\b", re.I
+)
+_NAME = re.compile(r"[A-Za-z_]\w*")
 
 _FORMAT = re.compile(r"\bformat\b[^:\n]*:[ \t]*\n?(?P<form>.+?)(?:\n[ \t]*\n|\Z)", re.I | re.S)
 _PLACEHOLDER = re.compile(r"\[[^\]]*\]|<[^>]*>|\{[^}]*\}")
@@ -78,8 +89,20 @@ def code_tool_among(offered: set[str] | frozenset[str]) -> str | None:
 
 
 def states_numbers(reply: str) -> bool:
-    """Whether ``reply`` states a number (a digit anywhere)."""
-    return _DIGIT.search(reply) is not None
+    """Whether ``reply`` states a number (one standing alone, not digits inside a word)."""
+    return _NUMBER.search(reply) is not None
+
+
+def refers_to_data(prompt: str, namespace: Mapping[str, Any], cwd: Path) -> bool:
+    """Whether ``prompt`` names data the kernel can reach: a data file that exists (relative to
+    ``cwd``), or a variable of ``namespace`` holding a table or an array (it has a ``shape``)."""
+    for name in _DATA_FILE.findall(prompt):
+        try:
+            if (cwd / name).is_file():
+                return True
+        except OSError:
+            continue
+    return any(hasattr(namespace.get(word), "shape") for word in set(_NAME.findall(prompt)))
 
 
 def unchecked_numbers_text(code_tool: str) -> str:

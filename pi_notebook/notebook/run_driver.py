@@ -10,6 +10,7 @@ The agent's operation queue decides when a run starts (:mod:`.operations`); from
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .change_feed import kernel_count
@@ -238,6 +239,7 @@ class RunDriver:
             code_tool_among,
             follow_up_text,
             lacks_answer,
+            refers_to_data,
             states_numbers,
             unchecked_numbers_text,
         )
@@ -250,7 +252,12 @@ class RunDriver:
         if not self._tool_results:
             offered = {t.name for t in self._agent.tool_offer.offered_tools(harness.model)}
             code_tool = code_tool_among(offered)
-            if code_tool and not self._numbers_asked and states_numbers(message.text):
+            if (
+                code_tool
+                and not self._numbers_asked
+                and states_numbers(message.text)
+                and refers_to_data(run.prompt, self._agent.namespace, Path.cwd())
+            ):
                 self._numbers_asked = True
                 harness.follow_up(unchecked_numbers_text(code_tool))
             return

@@ -16,6 +16,7 @@ from pi_notebook.notebook.answer_check import (
     code_tool_among,
     follow_up_text,
     lacks_answer,
+    refers_to_data,
     states_numbers,
     unchecked_numbers_text,
 )
@@ -54,12 +55,27 @@ def test_the_follow_up_repeats_the_format() -> None:
 
 
 def test_the_numbers_check_asks_for_the_offered_code_tool() -> None:
-    assert states_numbers("@rows[10]") and not states_numbers("I cannot tell.")
+    assert states_numbers("@rows[10]") and states_numbers("The mean is 26.38.")
+    assert not states_numbers("I cannot tell.") and not states_numbers("alpha000, alpha001")
     assert code_tool_among({"list_cells", "insert_cell", "run_python"}) == "insert_cell"
     assert code_tool_among({"list_variables", "run_python"}) == "run_python"
     assert code_tool_among({"list_variables", "read_last_error"}) is None
     assert "Call insert_cell with run set to true now" in unchecked_numbers_text("insert_cell")
     assert "Call run_python now" in unchecked_numbers_text("run_python")
+
+
+def test_the_numbers_check_needs_a_prompt_about_data_the_kernel_has(tmp_path: Path) -> None:
+    (tmp_path / "cars.csv").write_text("name\nvw\n")
+    about_file = "How many cars are there? The data is in cars.csv."
+    assert refers_to_data(about_file, {}, tmp_path)
+    assert not refers_to_data("How many cars are in other.csv?", {}, tmp_path)  # no such file
+
+    class Table:
+        shape = (3, 2)
+
+    assert refers_to_data("What is the mean price in orders?", {"orders": Table()}, tmp_path)
+    assert not refers_to_data("What is the capital of France?", {"France": "Paris"}, tmp_path)
+    assert not refers_to_data("Write a long list.", {}, tmp_path)
 
 
 SCRIPT = """
