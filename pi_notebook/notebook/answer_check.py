@@ -93,16 +93,24 @@ def states_numbers(reply: str) -> bool:
     return _NUMBER.search(reply) is not None
 
 
-def refers_to_data(prompt: str, namespace: Mapping[str, Any], cwd: Path) -> bool:
+def refers_to_data(prompt: str, namespace: Mapping[str, Any], cwd: Path = Path()) -> bool:
     """Whether ``prompt`` names data the kernel can reach: a data file that exists (relative to
-    ``cwd``), or a variable of ``namespace`` holding a table or an array (it has a ``shape``)."""
+    ``cwd``, the kernel's working directory by default), or a variable of ``namespace`` holding
+    a table or an array (it has a ``shape``)."""
     for name in _DATA_FILE.findall(prompt):
         try:
             if (cwd / name).is_file():
                 return True
         except OSError:
             continue
-    return any(hasattr(namespace.get(word), "shape") for word in set(_NAME.findall(prompt)))
+    return any(_has_shape(namespace.get(word)) for word in set(_NAME.findall(prompt)))
+
+
+def _has_shape(value: Any) -> bool:
+    try:
+        return hasattr(value, "shape")
+    except Exception:  # a property that raises something else: not a table to check against
+        return False
 
 
 def unchecked_numbers_text(code_tool: str) -> str:

@@ -10,7 +10,6 @@ The agent's operation queue decides when a run starts (:mod:`.operations`); from
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .change_feed import kernel_count
@@ -256,7 +255,7 @@ class RunDriver:
                 code_tool
                 and not self._numbers_asked
                 and states_numbers(message.text)
-                and refers_to_data(run.prompt, self._agent.namespace, Path.cwd())
+                and refers_to_data(run.prompt, self._agent.namespace)
             ):
                 self._numbers_asked = True
                 harness.follow_up(unchecked_numbers_text(code_tool))

@@ -77,6 +77,13 @@ def test_the_numbers_check_needs_a_prompt_about_data_the_kernel_has(tmp_path: Pa
     assert not refers_to_data("What is the capital of France?", {"France": "Paris"}, tmp_path)
     assert not refers_to_data("Write a long list.", {}, tmp_path)
 
+    class Odd:
+        @property
+        def shape(self) -> tuple[int, int]:
+            raise RuntimeError("not today")
+
+    assert not refers_to_data("Look at odd.", {"odd": Odd()}, tmp_path)  # no error either
+
 
 SCRIPT = """
 from pi_notebook.ai import faux_assistant_message, faux_tool_call, register_faux_provider
