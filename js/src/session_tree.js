@@ -21,7 +21,7 @@ export const ROW_HEIGHT = 24;
 const OVERSCAN = 8;
 const DEFAULT_VIEWPORT = 360;
 
-/** @type {Record<string, string | undefined>} */
+/** @type {Record<import("./contract").NodeKind, string>} */
 const KIND_BADGE = {
   user: "U",
   assistant: "A",
