@@ -9,15 +9,28 @@ import { h } from "./dom.js";
 // The same list as pi_notebook/notebook/workspace/code_actions.py's RUNNABLE_LANGUAGES.
 export const RUNNABLE_LANGUAGES = new Set(["", "python", "py", "python3", "ipython", "ipython3"]);
 
+/** @typedef {import("./contract").RunControls} RunControls */
+/** @typedef {(message: import("./contract").CodeActionRequest) => void} SendAction */
+
+/**
+ * @param {HTMLElement} pre
+ * @param {Partial<RunControls>} controls
+ * @param {SendAction} send
+ */
 function actionBar(pre, controls, send) {
-  const reply = pre.closest("[data-item-id]");
+  const reply = /** @type {HTMLElement | null} */ (pre.closest("[data-item-id]"));
   const code = pre.querySelector("code");
-  const source = code ? code.textContent : pre.textContent;
+  const source = (code ? code.textContent : pre.textContent) ?? "";
+  /**
+   * @param {"insert" | "edit"} action
+   * @param {string} text
+   * @param {string} title
+   */
   const button = (action, text, title) => {
     const el = h("button", { class: `pi-button pi-code-${action}`, type: "button", text, title });
     el.addEventListener("click", () => {
       el.disabled = true; // one click, one change: the result shows as a card below
-      send({ type: "code_action", action, item_id: reply ? reply.dataset.itemId : "", source });
+      send({ type: "code_action", action, item_id: (reply && reply.dataset.itemId) || "", source });
     });
     return el;
   };
@@ -30,13 +43,20 @@ function actionBar(pre, controls, send) {
 // Adds, updates or removes the buttons under every fenced block of the finished replies in
 // `root`, as `controls` offer them now. Safe to call again: a block whose buttons are up to
 // date is left alone.
+/**
+ * @param {HTMLElement} root
+ * @param {Partial<RunControls>} controls
+ * @param {SendAction} send
+ */
 export function decorateCodeBlocks(root, controls, send) {
   const key = `${Boolean(controls.insert_code)}|${controls.edit_code || ""}`;
   const offered = Boolean(controls.insert_code || controls.edit_code);
-  for (const pre of root.querySelectorAll(".pi-assistant:not(.pi-streaming) pre.pi-code[data-lang]")) {
-    const next = pre.nextElementSibling;
+  const blocks = /** @type {NodeListOf<HTMLPreElement>} */ (root.querySelectorAll(".pi-assistant:not(.pi-streaming) pre.pi-code[data-lang]"));
+  for (const pre of blocks) {
+    const next = /** @type {HTMLElement | null} */ (pre.nextElementSibling);
     const bar = next && next.classList.contains("pi-code-actions") ? next : null;
-    if (!offered || !RUNNABLE_LANGUAGES.has(pre.dataset.lang)) {
+    const lang = pre.dataset.lang;
+    if (!offered || lang === undefined || !RUNNABLE_LANGUAGES.has(lang)) {
       if (bar) bar.remove();
       continue;
     }

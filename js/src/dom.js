@@ -1,14 +1,25 @@
 // @ts-check
 // Tiny DOM helpers shared by the widgets.
 
+/** @typedef {Node | string | number | null | undefined | false} Child */
+
+/**
+ * An element with attributes (`class`, `text`, `on<event>` handlers, the rest as attributes)
+ * and children (a nested array is flattened; null, undefined and false are left out).
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Record<string, unknown>} [attrs]
+ * @param {...(Child | Child[])} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 export function h(tag, attrs = {}, ...children) {
   const el = globalThis.document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
     if (value === undefined || value === null || value === false) continue;
-    if (key === "class") el.className = value;
-    else if (key === "text") el.textContent = value;
+    if (key === "class") el.className = String(value);
+    else if (key === "text") el.textContent = String(value);
     else if (key.startsWith("on") && typeof value === "function") {
-      el.addEventListener(key.slice(2).toLowerCase(), value);
+      el.addEventListener(key.slice(2).toLowerCase(), /** @type {EventListener} */ (value));
     } else el.setAttribute(key, value === true ? "" : String(value));
   }
   for (const child of children.flat()) {
@@ -20,10 +31,15 @@ export function h(tag, attrs = {}, ...children) {
 
 const integer = new Intl.NumberFormat("en-US");
 
+/**
+ * @param {number} value
+ * @param {number} digits
+ */
 function short(value, digits) {
   return value.toFixed(digits).replace(/\.0$/, "");
 }
 
+/** @param {number} n */
 export function formatTokens(n) {
   if (!Number.isFinite(n)) return "0";
   if (n >= 1_000_000) return `${short(n / 1_000_000, n >= 10_000_000 ? 0 : 1)}M`;
@@ -31,12 +47,14 @@ export function formatTokens(n) {
   return integer.format(n);
 }
 
+/** @param {number} dollars */
 export function formatCost(dollars) {
   if (!dollars) return "$0";
   if (dollars < 0.01) return `$${dollars.toFixed(4)}`;
   return `$${dollars.toFixed(dollars < 10 ? 3 : 2)}`;
 }
 
+/** @param {number} ms */
 export function formatDuration(ms) {
   if (!Number.isFinite(ms) || ms < 0) return "";
   if (ms < 1000) return `${Math.round(ms)} ms`;

@@ -5,17 +5,45 @@ import { formatCost, formatDuration, formatTokens, h } from "./dom.js";
 import { MarkdownStream, renderMarkdownInto } from "./markdown.js";
 import { sanitizeRichHtml } from "./sanitize.js";
 
+/**
+ * @typedef {import("./contract").ApprovalPreview} ApprovalPreview
+ * @typedef {import("./contract").AssistantItem} AssistantItem
+ * @typedef {import("./contract").Block} Block
+ * @typedef {import("./contract").ChangeReview} ChangeReview
+ * @typedef {import("./contract").ImageData} ImageData
+ * @typedef {import("./contract").MimeBundle} MimeBundle
+ * @typedef {import("./contract").NoteItem} NoteItem
+ * @typedef {import("./contract").RunningTool} RunningTool
+ * @typedef {import("./contract").ToolApproval} ToolApproval
+ * @typedef {import("./contract").ToolResultItem} ToolResultItem
+ * @typedef {import("./contract").TranscriptItem} TranscriptItem
+ * @typedef {import("./contract").UserItem} UserItem
+ */
+
+/**
+ * What a tool card tells its view: an approval answer, a request for a result's whole text.
+ * @typedef {{ onApproval?: (id: string, allow: boolean, always?: boolean) => void, onExpand?: (id: string) => void }} CardHandlers
+ */
+
+/** @typedef {Map<string, ToolCard>} Cards Tool cards by tool call id. */
+
 const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
+/**
+ * @param {string} mimeType
+ * @param {string} data base64
+ */
 function imageElement(mimeType, data) {
   return h("img", { class: "pi-image", src: `data:${mimeType};base64,${data.replace(/\s+/g, "")}` });
 }
 
+/** @param {string} svg */
 function svgElement(svg) {
   // As an <img>, SVG cannot run scripts or reach the page.
   return h("img", { class: "pi-image", src: `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}` });
 }
 
+/** @param {ImageData[] | null | undefined} images */
 export function renderImages(images) {
   if (!images || images.length === 0) return null;
   return h("div", { class: "pi-images" }, images.map((img) => imageElement(img.mime_type, img.data)));
@@ -23,6 +51,10 @@ export function renderImages(images) {
 
 // The richest representation of a Jupyter mime bundle: HTML (sanitised, in a shadow root so its
 // styles stay inside), Markdown, images, then plain text. Returns null for an empty bundle.
+/**
+ * @param {MimeBundle | null | undefined} bundle
+ * @returns {HTMLElement | null}
+ */
 export function renderMimeBundle(bundle) {
   if (!bundle) return null;
   if (typeof bundle["text/html"] === "string") {
@@ -44,11 +76,16 @@ export function renderMimeBundle(bundle) {
   return null;
 }
 
+/**
+ * @param {string} text
+ * @param {number} [max]
+ */
 function oneLine(text, max = 90) {
   const flat = String(text || "").replace(/\s+/g, " ").trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
+/** @type {Partial<Record<import("./contract").ApprovalState, string>>} */
 const APPROVAL_TEXT = {
   allowed: "Allowed.",
   denied: "Denied.",
@@ -57,6 +94,10 @@ const APPROVAL_TEXT = {
 
 // What a tool call proposes (a notebook write tool's cell source, or a diff for an edit), shown
 // on its approval card: open while the user decides, folded once they have.
+/**
+ * @param {Partial<ApprovalPreview>} preview
+ * @param {boolean} open
+ */
 export function renderPreview(preview, open) {
   let body;
   if (preview.diff) {
@@ -78,15 +119,21 @@ export function renderPreview(preview, open) {
   return details;
 }
 
+/** @type {Partial<Record<import("./contract").ReviewDecision, string>>} */
 const DECISION_TEXT = { accepted: "Accepted", rejected: "Rejected" };
 
 // Several cell changes of one reply (protocol.ChangeReview), decided on one card: each
 // change shows its source or diff with Accept / Reject; nothing is written before all are
 // decided. `onDecide(reviewId, accept, toolCallId)` sends a decision (no id: every undecided one).
+/**
+ * @param {ChangeReview} review
+ * @param {(reviewId: string, accept: boolean, toolCallId: string | null) => void} onDecide
+ */
 export function renderReview(review, onDecide) {
   const changes = review.changes || [];
   const undecided = changes.filter((c) => c.decision === "pending").length;
   const rows = changes.map((change, index) => {
+    /** @type {Partial<ApprovalPreview>} */
     const preview = change.preview || {};
     const head = h(
       "div",
@@ -98,6 +145,7 @@ export function renderReview(review, onDecide) {
     if (change.decision === "pending") {
       const accept = h("button", { class: "pi-button pi-allow pi-review-accept", type: "button", text: "Accept" });
       const reject = h("button", { class: "pi-button pi-deny pi-review-reject", type: "button", text: "Reject" });
+      /** @param {boolean} value */
       const answer = (value) => {
         accept.disabled = true;
         reject.disabled = true;
@@ -122,6 +170,7 @@ export function renderReview(review, onDecide) {
     const rest = undecided === changes.length ? `all ${undecided}` : `the ${undecided} left`;
     const acceptAll = h("button", { class: "pi-button pi-allow pi-review-accept-all", type: "button", text: `Accept ${rest}` });
     const rejectAll = h("button", { class: "pi-button pi-deny pi-review-reject-all", type: "button", text: `Reject ${rest}` });
+    /** @param {boolean} value */
     const answer = (value) => {
       acceptAll.disabled = true;
       rejectAll.disabled = true;
@@ -146,13 +195,16 @@ export class ToolCard {
   /**
    * @param {string} id
    * @param {string} name
-   * @param {{ onApproval?: (id: string, allow: boolean, always?: boolean) => void, onExpand?: (id: string) => void }} [callbacks]
+   * @param {CardHandlers} [callbacks]
    */
   constructor(id, name, { onApproval, onExpand } = {}) {
     this.id = id;
     this.onApproval = onApproval;
     this.onExpand = onExpand;
+    /** @type {number | null} */
     this.startedAt = null;
+    /** @type {string | undefined} The approval as last rendered (JSON). */
+    this.approvalKey = undefined;
     this.finished = false;
     this.nameEl = h("span", { class: "pi-tool-name", text: name || "tool" });
     this.stateEl = h("span", { class: "pi-tool-state", text: "preparing…" });
@@ -173,6 +225,10 @@ export class ToolCard {
     );
   }
 
+  /**
+   * @param {"pending" | "running" | "approval-wait" | "ok" | "error"} kind
+   * @param {string} text
+   */
   setState(kind, text) {
     this.el.classList.remove("pi-tool-pending", "pi-tool-running", "pi-tool-approval-wait", "pi-tool-ok", "pi-tool-error");
     this.el.classList.add(`pi-tool-${kind}`);
@@ -189,6 +245,7 @@ export class ToolCard {
     if (!this.finished && this.startedAt === null) this.setState("pending", complete ? "queued" : "preparing…");
   }
 
+  /** @param {RunningTool | undefined} entry */
   setRunning(entry) {
     if (this.finished) return;
     if (!entry) return;
@@ -200,11 +257,12 @@ export class ToolCard {
     this.tick(Date.now());
     this.progressEl.replaceChildren(
       ...[renderMimeBundle(entry.progress_bundle), entry.progress ? h("pre", { class: "pi-pre", text: entry.progress }) : null,
-        renderImages(entry.progress_images)].filter(Boolean).slice(0, 1),
+        renderImages(entry.progress_images)].filter((el) => el !== null).slice(0, 1),
     );
     this.renderApproval(approval);
   }
 
+  /** @param {ToolApproval | null | undefined} approval */
   renderApproval(approval) {
     // Re-rendered only when the approval changes: a sync of the card's progress must not
     // rebuild the buttons under the user's pointer.
@@ -227,6 +285,10 @@ export class ToolCard {
       if (preview && preview.always) {
         buttons.push(h("button", { class: "pi-button pi-allow-always", type: "button", text: "Always allow for this session" }));
       }
+      /**
+       * @param {boolean} value
+       * @param {boolean} always
+       */
       const answer = (value, always) => {
         for (const button of buttons) button.disabled = true;
         if (!this.onApproval) return;
@@ -254,12 +316,14 @@ export class ToolCard {
     );
   }
 
+  /** @param {number} now epoch milliseconds */
   tick(now) {
     if (this.finished || this.startedAt === null) return;
     const base = this.el.classList.contains("pi-tool-approval-wait") ? "waiting for approval" : "running";
     this.stateEl.textContent = `${base} · ${formatDuration(now - this.startedAt)}`;
   }
 
+  /** @param {ToolResultItem} item */
   setResult(item) {
     this.finished = true;
     if (item.tool_name) this.nameEl.textContent = item.tool_name;
@@ -287,13 +351,16 @@ export class ToolCard {
     this.resultEl.replaceChildren(...parts);
   }
 
+  /** @param {string} text */
   setExpandedText(text) {
     this.resultEl.replaceChildren(h("pre", { class: "pi-pre", text }));
   }
 }
 
+/** @type {Partial<Record<import("./contract").Origin, string>>} */
 const ORIGIN_LABEL = { steer: "steering", follow_up: "follow-up", user: "injected" };
 
+/** @param {UserItem} item */
 export function renderUserItem(item) {
   const label = ORIGIN_LABEL[item.origin];
   return h(
@@ -305,6 +372,7 @@ export function renderUserItem(item) {
   );
 }
 
+/** @param {NoteItem} item */
 export function renderNoteItem(item) {
   const body = h("div", { class: "pi-md" });
   renderMarkdownInto(body, item.text);
@@ -317,18 +385,24 @@ export function renderNoteItem(item) {
 }
 
 // A run a spending cap ended: the harness never sent this request, and its reason says which cap.
+/** @param {AssistantItem} item */
 export function isBudgetStop(item) {
   return (item.error_message || "").startsWith("Budget: ");
 }
 
+/**
+ * @param {AssistantItem} item
+ * @returns {string}
+ */
 export function stopReasonText(item) {
-  if (item.stop_reason === "aborted" && isBudgetStop(item)) return item.error_message;
+  if (item.stop_reason === "aborted" && item.error_message && isBudgetStop(item)) return item.error_message;
   if (item.stop_reason === "aborted") return "Stopped. The partial reply above is kept.";
   if (item.stop_reason === "error") return `The model request failed: ${item.error_message || "unknown error"}`;
   if (item.stop_reason === "length") return "The reply was cut off: the model reached its output token limit.";
   return "";
 }
 
+/** @param {AssistantItem} item */
 function usageLine(item) {
   const u = item.usage;
   if (!u || !(u.input || u.output)) return null;
@@ -337,10 +411,24 @@ function usageLine(item) {
 }
 
 // An assistant message whose blocks are rendered once (finished) or kept updatable (streaming).
+/**
+ * A rendered block: text and thinking keep their markdown (streamed or whole); a tool call is
+ * its card.
+ * @typedef {{ type: "text", el: HTMLElement, stream: MarkdownStream | null, text: string | null }} TextSlot
+ * @typedef {{ type: "thinking", el: HTMLElement, body: HTMLElement, summary: HTMLElement, stream: MarkdownStream | null, text: string | null }} ThinkingSlot
+ * @typedef {{ type: "toolCall", el: HTMLElement, card: ToolCard }} ToolCallSlot
+ * @typedef {TextSlot | ThinkingSlot | ToolCallSlot} BlockSlot
+ */
 export class AssistantView {
+  /**
+   * @param {AssistantItem} item
+   * @param {Cards} cards
+   * @param {CardHandlers} handlers
+   */
   constructor(item, cards, handlers) {
     this.cards = cards;
     this.handlers = handlers;
+    /** @type {BlockSlot[]} */
     this.blockEls = [];
     this.blocksEl = h("div", { class: "pi-blocks" });
     this.footEl = h("div", { class: "pi-msg-foot" });
@@ -350,10 +438,12 @@ export class AssistantView {
     this.update(item);
   }
 
+  /** @param {AssistantItem} item */
   update(item) {
     const blocks = item.blocks || [];
     for (let i = 0; i < blocks.length; i++) {
       const block = blocks[i];
+      /** @type {BlockSlot | undefined} */
       let slot = this.blockEls[i];
       if (slot && slot.type !== block.type) {
         slot.el.remove();
@@ -376,6 +466,10 @@ export class AssistantView {
     this.footEl.replaceChildren(...foot);
   }
 
+  /**
+   * @param {Block} block
+   * @returns {BlockSlot}
+   */
   createBlock(block) {
     if (block.type === "text") {
       const el = h("div", { class: "pi-text" });
@@ -396,16 +490,20 @@ export class AssistantView {
     return { type: "toolCall", el: card.el, card };
   }
 
+  /**
+   * @param {BlockSlot} slot
+   * @param {Block} block of the slot's type
+   */
   updateBlock(slot, block) {
-    if (slot.type === "toolCall") {
-      slot.card.setCall({ name: block.name, args: block.args, complete: block.complete });
+    if (slot.type === "toolCall" || block.type === "toolCall") {
+      if (slot.type === "toolCall" && block.type === "toolCall") slot.card.setCall({ name: block.name, args: block.args, complete: block.complete });
       return;
     }
     const text = block.text || "";
     if (slot.text === text) return;
     slot.text = text;
     if (slot.type === "thinking") {
-      slot.summary.textContent = block.redacted ? "Thinking (redacted)" : this.streaming ? "Thinking…" : "Thinking";
+      slot.summary.textContent = block.type === "thinking" && block.redacted ? "Thinking (redacted)" : this.streaming ? "Thinking…" : "Thinking";
     }
     const target = slot.type === "thinking" ? slot.body : slot.el;
     if (slot.stream) slot.stream.update(text);
@@ -413,6 +511,12 @@ export class AssistantView {
   }
 }
 
+/**
+ * @param {TranscriptItem} item
+ * @param {Cards} cards
+ * @param {CardHandlers} handlers
+ * @returns {HTMLElement | null} null for a tool result shown in the card of its call
+ */
 export function renderItem(item, cards, handlers) {
   switch (item.kind) {
     case "user":

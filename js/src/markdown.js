@@ -11,6 +11,7 @@ const LANGUAGES = {
 };
 // Other spellings of the grammars above. TypeScript reads well enough with the JavaScript
 // grammar (and keeps the bundle smaller).
+/** @type {Record<string, string>} */
 const ALIASES = {
   py: "python", ipython: "python", python3: "python",
   sh: "bash", zsh: "bash", console: "bash",
@@ -20,6 +21,11 @@ const ALIASES = {
 };
 for (const [name, language] of Object.entries(LANGUAGES)) hljs.registerLanguage(name, language);
 
+/**
+ * @param {string} code
+ * @param {string | undefined} lang
+ * @returns {{ html: string, language: string }}
+ */
 export function highlightCode(code, lang) {
   const word = (lang || "").trim().split(/\s+/)[0].toLowerCase();
   const name = ALIASES[word] || word;
@@ -30,6 +36,9 @@ export function highlightCode(code, lang) {
 }
 
 const marked = new Marked({ gfm: true, async: false });
+// Passed to each parse as well, so the checker knows it returns a string, not a promise.
+/** @type {{ async: false }} */
+const SYNC = { async: false };
 marked.use({
   renderer: {
     code({ text, lang, codeBlockStyle }) {
@@ -42,10 +51,15 @@ marked.use({
   },
 });
 
+/** @param {string} text */
 export function markdownToHtml(text) {
-  return sanitizeMarkdownHtml(marked.parse(text || ""));
+  return sanitizeMarkdownHtml(marked.parse(text || "", SYNC));
 }
 
+/**
+ * @param {HTMLElement} el
+ * @param {string} text
+ */
 export function renderMarkdownInto(el, text) {
   el.innerHTML = markdownToHtml(text);
 }
@@ -87,6 +101,7 @@ export class MarkdownStream {
     this.tailRenders = 0;
   }
 
+  /** @param {string} text */
   update(text) {
     if (!text.startsWith(this.text)) this.reset();
     if (text === this.text && this.tailRenders > 0) return;
@@ -110,6 +125,11 @@ export class MarkdownStream {
     if (this.candidate >= 0 && pos < text.length) this.maybeCommit(text.slice(pos));
   }
 
+  /**
+   * @param {string} line
+   * @param {number} start
+   * @param {number} end
+   */
   consumeLine(line, start, end) {
     const fence = FENCE.exec(line);
     if (this.fence !== null) {
@@ -128,12 +148,14 @@ export class MarkdownStream {
     }
   }
 
+  /** @param {string} nextLine */
   maybeCommit(nextLine) {
     if (nextLine.trim() === "") return;
     if (!/^[ \t]/.test(nextLine)) this.commit(this.candidate);
     this.candidate = -1;
   }
 
+  /** @param {number} upTo */
   commit(upTo) {
     if (upTo <= this.committed) return;
     const chunk = globalThis.document.createElement("div");

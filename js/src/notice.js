@@ -4,6 +4,11 @@
 // behave alike.
 import { h } from "./dom.js";
 
+/**
+ * @param {HTMLElement} el
+ * @param {string} notice
+ * @param {() => void} dismiss
+ */
 export function showNotice(el, notice, dismiss) {
   el.hidden = !notice;
   if (notice) {

@@ -6,13 +6,27 @@
 import { h } from "./dom.js";
 import { showNotice } from "./notice.js";
 
+/**
+ * @typedef {import("./contract").RestoreCard} RestoreCard
+ * @typedef {import("./contract").RestoreState} RestoreState
+ * @typedef {import("./contract").VariableChange} VariableChange
+ */
+
+/**
+ * Answers a card: allow or deny, and whether to undo the agent's cell changes too.
+ * @typedef {(cardId: string, allow: boolean, revertDocument: boolean) => void} DecideRestore
+ */
+
+/** @type {Record<VariableChange, string>} */
 const CHANGE_TEXT = {
   restored: "restored",
   removed: "removed",
   unrestorable: "could not be restored",
   kept: "left as is",
 };
+/** @type {VariableChange[]} */
 const CHANGE_ORDER = ["restored", "removed", "unrestorable", "kept"];
+/** @type {Partial<Record<import("./contract").RestoreCardState, string>>} */
 const STATE_TEXT = {
   allowed: "Restoring…",
   denied: "Denied",
@@ -20,7 +34,9 @@ const STATE_TEXT = {
   refused: "Not restored",
 };
 
+/** @param {import("./contract").RestoreVariable[]} variables */
 function variableGroups(variables) {
+  /** @type {HTMLElement[]} */
   const groups = [];
   for (const change of CHANGE_ORDER) {
     const items = variables.filter((v) => v.change === change);
@@ -51,6 +67,7 @@ function variableGroups(variables) {
   return groups;
 }
 
+/** @param {import("./contract").RestoreCell[]} cells */
 function cellsSection(cells) {
   if (!cells.length) return null;
   return h(
@@ -68,6 +85,10 @@ function cellsSection(cells) {
   );
 }
 
+/**
+ * @param {import("./contract").RestoreDocumentStep[]} steps
+ * @param {HTMLInputElement | null} checkbox
+ */
 function documentSection(steps, checkbox) {
   if (!steps.length) return null;
   return h(
@@ -92,6 +113,10 @@ function documentSection(steps, checkbox) {
 }
 
 // The card for `card` (a RestoreCard); `onDecide(cardId, allow, revertDocument)` answers it.
+/**
+ * @param {import("./contract").OrEmpty<RestoreCard> | null | undefined} card
+ * @param {DecideRestore} onDecide
+ */
 export function renderRestoreCard(card, onDecide) {
   if (!card || !card.id) return h("div", { class: "pi-restore pi-restore-empty pi-muted", text: "Preparing the restore…" });
   const pending = card.state === "pending";
@@ -106,6 +131,7 @@ export function renderRestoreCard(card, onDecide) {
     h("span", { class: "pi-restore-title", text: card.title || "Restore" }),
     card.checkpoint ? h("span", { class: "pi-restore-checkpoint pi-muted", text: ` · ${card.checkpoint}` }) : null,
   );
+  /** @type {(HTMLElement | null)[]} */
   const parts = [head];
   if (card.refusal) parts.push(h("div", { class: "pi-restore-refusal", text: card.refusal }));
   const listed = [...variableGroups(variables), cellsSection(cells), documentSection(steps, checkbox)];
@@ -136,11 +162,12 @@ export function renderRestoreCard(card, onDecide) {
 }
 
 // The widget of `%fork TARGET --restore`: the card alone.
-/** @type {import("@anywidget/types").Render} */
+/** @type {import("@anywidget/types").Render<RestoreState>} */
 function render({ model, el }) {
   const noticeEl = h("div", { class: "pi-notice", hidden: true });
   const cardEl = h("div", { class: "pi-restore-slot" });
   el.replaceChildren(h("div", { class: "pi-restore-widget" }, noticeEl, cardEl));
+  /** @type {DecideRestore} */
   const decide = (cardId, allow, revertDocument) => model.send({ type: "restore", card_id: cardId, allow, revert_document: revertDocument });
   const draw = () => cardEl.replaceChildren(renderRestoreCard(model.get("card") || {}, decide));
   const notice = () => showNotice(noticeEl, model.get("notice") || "", () => model.send({ type: "dismiss_notice" }));
@@ -154,5 +181,5 @@ function render({ model, el }) {
   };
 }
 
-/** @type {import("@anywidget/types").AnyWidget} */
+/** @type {import("@anywidget/types").AnyWidget<RestoreState>} */
 export default { render };

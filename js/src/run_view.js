@@ -8,6 +8,17 @@ import { decorateCodeBlocks } from "./code_actions.js";
 import { AssistantView, ToolCard, isBudgetStop, renderItem, renderReview } from "./items.js";
 import { showNotice } from "./notice.js";
 
+/**
+ * @typedef {import("./contract").AssistantItem} AssistantItem
+ * @typedef {import("./contract").BlockEdit} BlockEdit
+ * @typedef {import("./contract").RunPatch} RunPatch
+ * @typedef {import("./contract").RunRequest} RunRequest
+ * @typedef {import("./contract").RunState} RunState
+ * @typedef {import("./contract").TranscriptItem} TranscriptItem
+ * @typedef {import("@anywidget/types").AnyModel<RunState>} RunModel
+ */
+
+/** @type {Record<import("./contract").RunStatus, string>} */
 const STATUS_TEXT = {
   waiting: "waiting for the model",
   streaming: "streaming",
@@ -22,25 +33,34 @@ const STATUS_TEXT = {
 // have no tool call in a reply to live in.
 const USER_ACTION = "pi-user-";
 
+/** @type {Set<string>} */
 const LIVE = new Set(["waiting", "streaming", "running_tools", "awaiting_approval"]);
 
 // A stopped reply the provider never reported usage for (its usage is all zeros).
+/** @param {TranscriptItem[]} items */
 function stoppedWithoutUsage(items) {
   return items.some((item) => item.kind === "assistant" && item.stop_reason === "aborted" && !isBudgetStop(item) && !(item.usage && (item.usage.input || item.usage.output || item.usage.cost)));
 }
 
-const textKey = (block) => (block && block.type === "toolCall" ? "args" : "text");
+/** @param {import("./contract").Block} block */
+const blockText = (block) => String((block.type === "toolCall" ? block.args : block.text) ?? "");
 
+/**
+ * @param {AssistantItem} current
+ * @param {BlockEdit[]} edits
+ * @returns {AssistantItem | null}
+ */
 function editBlocks(current, edits) {
   const blocks = (current.blocks || []).slice();
   for (const [position, at, text, meta] of edits) {
     const old = blocks[position];
     if ((!old && !meta) || position > blocks.length) return null;
-    const base = { ...(meta || old) };
-    const key = textKey(base);
-    const oldText = old ? String(old[textKey(old)] ?? "") : "";
+    // `meta` carries the block's other keys whole (a new block, or keys that changed)
+    const base = /** @type {import("./contract").Block} */ ({ ...(meta || old) });
+    const oldText = old ? blockText(old) : "";
     if (at > oldText.length) return null;
-    base[key] = oldText.slice(0, at) + text;
+    if (base.type === "toolCall") base.args = oldText.slice(0, at) + text;
+    else base.text = oldText.slice(0, at) + text;
     blocks[position] = base;
   }
   return { ...current, blocks };
@@ -49,12 +69,19 @@ function editBlocks(current, edits) {
 // The state after `patch` (see protocol.RunPatch): the changed keys only, `null` when
 // the patch does not follow on from `state` (a gap: ask for the whole state again), `{}` when
 // `state` includes it already. Never modifies `state`.
+/**
+ * @param {Partial<Pick<RunState, "patch_seq" | "messages" | "current">>} state
+ * @param {RunPatch} patch
+ * @returns {Partial<RunState> | null}
+ */
 export function applyPatch(state, patch) {
   const seq = state.patch_seq || 0;
   if (patch.seq <= seq) return {};
   if (patch.seq !== seq + 1) return null;
   let messages = state.messages || [];
+  /** @type {import("./contract").OrEmpty<AssistantItem>} */
   let current = state.current || {};
+  /** @type {Partial<RunState>} */
   const changed = {};
   for (const op of patch.ops || []) {
     const kind = op[0];
@@ -66,9 +93,10 @@ export function applyPatch(state, patch) {
       current = op[1] || {};
       changed.current = current;
     } else if (kind === "blocks") {
-      if (current.id !== op[1]) return null;
-      current = editBlocks(current, op[2]);
-      if (current === null) return null;
+      if (!current.id || current.id !== op[1]) return null;
+      const edited = editBlocks(current, op[2]);
+      if (edited === null) return null;
+      current = edited;
       changed.current = current;
     } else if (kind === "promote") {
       if (op[1] !== messages.length || !current.id) return null;
@@ -83,9 +111,10 @@ export function applyPatch(state, patch) {
 
 // Once per model: apply the kernel's patches to the model's state (locally: nothing is sent
 // back). A gap (the page joined while patches were in flight) asks for the state again once.
-/** @type {import("@anywidget/types").Initialize} */
+/** @type {import("@anywidget/types").Initialize<RunState>} */
 function initialize({ model }) {
   let askedAt = -1;
+  /** @param {import("./contract").RunMessage | null | undefined} message */
   const onCustom = (message) => {
     if (!message || message.type !== "patch") return;
     const state = { patch_seq: model.get("patch_seq"), messages: model.get("messages"), current: model.get("current") };
@@ -97,17 +126,28 @@ function initialize({ model }) {
       }
       return;
     }
-    for (const [name, value] of Object.entries(changes)) model.set(name, value);
+    /**
+     * @template {keyof RunState} K
+     * @param {K} name
+     */
+    const copy = (name) => {
+      const value = changes[name];
+      if (value !== undefined) model.set(name, value);
+    };
+    for (const name of /** @type {(keyof RunState)[]} */ (Object.keys(changes))) copy(name);
   };
   model.on("msg:custom", onCustom);
   return () => model.off("msg:custom", onCustom);
 }
 
 // Unsent steer-box text survives a re-render of the same widget (e.g. an output update).
+/** @type {WeakMap<RunModel, string>} */
 const drafts = new WeakMap();
 
 // One cap: "run $0.0123/$0.20" with a bar that fills as the spending nears the cap.
+/** @param {import("./contract").BudgetMeterRow} row */
 function budgetMeter(row) {
+  /** @param {number} n */
   const value = (n) => (row.kind === "cost" ? formatCost(n) : row.kind === "tokens" ? formatTokens(n) : String(n));
   const fraction = row.cap > 0 ? Math.min(1, row.spent / row.cap) : 0;
   const fill = h("span", { class: "pi-budget-fill" });
@@ -120,8 +160,32 @@ function budgetMeter(row) {
 }
 
 export class RunView {
+  // Made by build(), called from the constructor.
+  /** @type {HTMLElement} */ statusEl;
+  /** @type {HTMLElement} */ stallEl;
+  /** @type {HTMLElement} */ modelEl;
+  /** @type {HTMLElement} */ answersOnlyEl;
+  /** @type {HTMLElement} */ compactionEl;
+  /** @type {HTMLElement} */ usageEl;
+  /** @type {HTMLElement} */ budgetEl;
+  /** @type {HTMLElement} */ contextBar;
+  /** @type {HTMLElement} */ contextText;
+  /** @type {HTMLElement} */ contextEl;
+  /** @type {HTMLButtonElement} */ treeButton;
+  /** @type {HTMLElement} */ noticeEl;
+  /** @type {HTMLElement} */ errorEl;
+  /** @type {HTMLElement} */ transcriptEl;
+  /** @type {HTMLElement} */ liveEl;
+  /** @type {HTMLElement} */ queuedEl;
+  /** @type {HTMLElement} */ reviewEl;
+  /** @type {HTMLButtonElement} */ stopButton;
+  /** @type {HTMLTextAreaElement} */ input;
+  /** @type {HTMLButtonElement} */ sendButton;
+  /** @type {HTMLElement} */ controlsEl;
+  /** @type {HTMLElement} */ root;
+
   /**
-   * @param {import("@anywidget/types").AnyModel} model
+   * @param {RunModel} model
    * @param {HTMLElement} el
    * @param {{ now?: () => number, setInterval?: typeof globalThis.setInterval, clearInterval?: typeof globalThis.clearInterval }} [clock]
    */
@@ -129,20 +193,32 @@ export class RunView {
     this.model = model;
     this.now = now;
     this.clearTimer = clearInterval;
+    /** @type {Map<string, ToolCard>} */
     this.cards = new Map();
+    /** @type {Map<string, HTMLButtonElement>} */
     this.toolStops = new Map(); // tool call id → the stop button on its running card
+    /** @type {string[]} */
     this.itemIds = [];
+    /** @type {Set<string>} */
     this.itemIdSet = new Set();
+    /** @type {AssistantView | null} */
     this.live = null; // AssistantView of `current`
+    /** @type {string | null} */
     this.liveId = null;
+    /** @type {import("./items.js").CardHandlers} */
     this.handlers = {
       onApproval: (id, allow, always = false) =>
         this.send(always ? { type: "approval", tool_call_id: id, allow, always } : { type: "approval", tool_call_id: id, allow }),
       onExpand: (id) => this.send({ type: "expand", tool_call_id: id }),
     };
     this.build(el);
+    /** @type {[string, () => void][]} */
     this.listeners = [];
     this.stallSince = now();
+    /**
+     * @param {keyof RunState} name
+     * @param {(this: RunView) => void} fn
+     */
     const on = (name, fn) => {
       const bound = () => fn.call(this);
       model.on(`change:${name}`, bound);
@@ -159,16 +235,19 @@ export class RunView {
     on("review", this.renderReview);
     on("notice", this.renderNotice);
     on("error", this.renderError);
+    /** @param {import("./contract").RunMessage | null | undefined} msg */
     this.customHandler = (msg) => this.onCustom(msg);
     model.on("msg:custom", this.customHandler);
     this.renderAll();
     this.timer = setInterval(() => this.tick(), 1000);
   }
 
+  /** @param {RunRequest} message */
   send(message) {
     this.model.send(message);
   }
 
+  /** @param {HTMLElement} el */
   build(el) {
     this.statusEl = h("span", { class: "pi-status" });
     this.stallEl = h("span", { class: "pi-stall", hidden: true });
@@ -178,7 +257,8 @@ export class RunView {
     this.usageEl = h("span", { class: "pi-usage" });
     this.budgetEl = h("span", { class: "pi-budget", hidden: true });
     this.contextBar = h("span", { class: "pi-context-fill" });
-    this.contextEl = h("span", { class: "pi-context", title: "context window used" }, h("span", { class: "pi-context-bar" }, this.contextBar), h("span", { class: "pi-context-text" }));
+    this.contextText = h("span", { class: "pi-context-text" });
+    this.contextEl = h("span", { class: "pi-context", title: "context window used" }, h("span", { class: "pi-context-bar" }, this.contextBar), this.contextText);
     this.treeButton = h("button", { class: "pi-button pi-tree-button", type: "button", text: "Session tree", onclick: () => this.send({ type: "open_tree" }) });
     this.noticeEl = h("div", { class: "pi-notice", hidden: true });
     this.errorEl = h("div", { class: "pi-run-error", hidden: true });
@@ -232,6 +312,7 @@ export class RunView {
   }
 
   renderStatus() {
+    /** @type {import("./contract").RunStatus} */
     const status = this.model.get("status") || "waiting";
     this.statusEl.className = `pi-status pi-status-${status}`;
     this.statusEl.textContent = STATUS_TEXT[status] || status;
@@ -247,6 +328,7 @@ export class RunView {
     this.renderStall(this.stallSince);
   }
 
+  /** @param {number} now epoch milliseconds */
   renderStall(now) {
     const waited = this.model.get("stalled_ms") || 0;
     const stalled = waited > 0 && this.isLive;
@@ -255,12 +337,14 @@ export class RunView {
   }
 
   renderHeader() {
+    /** @type {Partial<import("./contract").RunHeader>} */
     const header = this.model.get("header") || {};
     const thinking = header.thinking_level && header.thinking_level !== "off" ? ` · thinking ${header.thinking_level}` : "";
     this.modelEl.textContent = header.model ? `${header.model}${thinking}` : "";
     this.answersOnlyEl.hidden = !header.answers_only;
     this.compactionEl.hidden = !header.compaction;
     this.compactionEl.textContent = header.compaction || "";
+    /** @type {Partial<import("./contract").UsageSummary>} */
     const u = header.usage || {};
     const cache = u.cache_read || u.cache_write ? ` · cache ${formatTokens(u.cache_read || 0)}/${formatTokens(u.cache_write || 0)}` : "";
     let usage = `↑${formatTokens(u.input || 0)} ↓${formatTokens(u.output || 0)}${cache} · ${formatCost(u.cost || 0)}`;
@@ -276,11 +360,12 @@ export class RunView {
     const fraction = window > 0 ? Math.min(1, used / window) : 0;
     this.contextBar.style.width = `${(fraction * 100).toFixed(1)}%`;
     this.contextEl.classList.toggle("pi-context-high", fraction > 0.8);
-    this.contextEl.lastChild.textContent = window > 0 ? `${formatTokens(used)}/${formatTokens(window)}` : formatTokens(used);
+    this.contextText.textContent = window > 0 ? `${formatTokens(used)}/${formatTokens(window)}` : formatTokens(used);
     this.contextEl.hidden = window <= 0 && used <= 0;
   }
 
   renderControls() {
+    /** @type {Partial<import("./contract").RunControls>} */
     const controls = this.model.get("controls") || {};
     const live = this.isLive;
     this.stopButton.hidden = !controls.stop;
@@ -304,6 +389,7 @@ export class RunView {
     // (`kernel` belongs to ipywidgets' manager, outside anywidget's typed contract.)
     const manager = /** @type {{ kernel?: unknown } | undefined} */ (this.model.widget_manager);
     const live = !manager || Boolean(manager.kernel);
+    /** @type {Partial<import("./contract").RunControls>} */
     const controls = live ? this.model.get("controls") || {} : {};
     decorateCodeBlocks(this.transcriptEl, controls, (message) => this.send(message));
   }
@@ -380,6 +466,10 @@ export class RunView {
   }
 
   // A running call's own stop: the kernel aborts that call only; the run goes on.
+  /**
+   * @param {string} id
+   * @param {ToolCard} card
+   */
   showToolStop(id, card) {
     if (this.toolStops.has(id)) return;
     const button = h("button", {
@@ -387,7 +477,7 @@ export class RunView {
       type: "button",
       text: "Stop",
       title: "Stop this tool call (the run goes on)",
-      onclick: (event) => {
+      onclick: /** @param {MouseEvent} event */ (event) => {
         event.stopPropagation();
         button.disabled = true;
         this.send({ type: "stop_tool", tool_call_id: id });
@@ -410,6 +500,11 @@ export class RunView {
       this.reviewEl.replaceChildren();
       return;
     }
+    /**
+     * @param {string} reviewId
+     * @param {boolean} accept
+     * @param {string | null} toolCallId
+     */
     const decide = (reviewId, accept, toolCallId) =>
       this.send(toolCallId ? { type: "review", review_id: reviewId, accept, tool_call_id: toolCallId } : { type: "review", review_id: reviewId, accept });
     this.reviewEl.replaceChildren(renderReview(review, decide));
@@ -438,6 +533,7 @@ export class RunView {
     drafts.delete(this.model);
   }
 
+  /** @param {import("./contract").RunMessage | null | undefined} message */
   onCustom(message) {
     if (message && message.type === "expanded") {
       const card = this.cards.get(message.tool_call_id);
@@ -458,11 +554,11 @@ export class RunView {
   }
 }
 
-/** @type {import("@anywidget/types").Render} */
+/** @type {import("@anywidget/types").Render<RunState>} */
 function render({ model, el }) {
   const view = new RunView(model, el);
   return () => view.dispose();
 }
 
-/** @type {import("@anywidget/types").AnyWidget} */
+/** @type {import("@anywidget/types").AnyWidget<RunState>} */
 export default { initialize, render };

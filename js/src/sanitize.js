@@ -26,6 +26,10 @@ const FORM_TAGS = ["form", "input", "button", "textarea", "select", "option"];
 // Markdown rendered from model text: no <style> (it would restyle the whole page), no forms, and
 // no remote images (an injected prompt could encode secrets into an image URL). Data-URI images
 // stay; a remote image becomes a plain link the user may choose to follow.
+/**
+ * @param {string} html
+ * @returns {string}
+ */
 export function sanitizeMarkdownHtml(html) {
   const fragment = instance().sanitize(html, {
     FORBID_TAGS: ["style", ...FORM_TAGS],
@@ -52,6 +56,10 @@ export function sanitizeMarkdownHtml(html) {
 
 // Rich HTML from a tool (a DataFrame, a plot's HTML): scripts and handlers go, <style> stays,
 // because the caller mounts it inside a shadow root where its rules cannot leak.
+/**
+ * @param {string} html
+ * @returns {string}
+ */
 export function sanitizeRichHtml(html) {
   return instance().sanitize(html, {
     FORBID_TAGS: FORM_TAGS,
@@ -61,6 +69,7 @@ export function sanitizeRichHtml(html) {
   });
 }
 
+/** @param {unknown} text */
 export function escapeHtml(text) {
   return String(text)
     .replaceAll("&", "&amp;")

@@ -9,10 +9,19 @@ import { showNotice } from "./notice.js";
 import { renderRestoreCard } from "./restore_card.js";
 import { BITS, BRANCHING, COST, DEPTH, EDIT_FLAGS, FLAG, FOLDED, FORK, HIDDEN, ID, KIND, LABEL, LAST, MODEL, OFFLINE_MS, PATH, RowCache, TITLE, TOKENS } from "./tree_model.js";
 
+/**
+ * @typedef {import("./contract").TreeState} TreeState
+ * @typedef {import("./contract").TreeRequest} TreeRequest
+ * @typedef {import("./contract").TreeMessage} TreeMessage
+ * @typedef {import("./contract").RevealedReply} RevealedReply
+ * @typedef {import("@anywidget/types").AnyModel<TreeState>} TreeModel
+ */
+
 export const ROW_HEIGHT = 24;
 const OVERSCAN = 8;
 const DEFAULT_VIEWPORT = 360;
 
+/** @type {Record<import("./contract").NodeKind, string>} */
 const KIND_BADGE = {
   user: "U",
   assistant: "A",
@@ -35,6 +44,11 @@ const KIND_BADGE = {
 
 // Renders only the rows in (or near) the viewport; the DOM stays small for any tree size.
 export class VirtualList {
+  /**
+   * @param {HTMLElement} scroller
+   * @param {(index: number) => HTMLElement} renderRow
+   * @param {{ rowHeight?: number }} [options]
+   */
   constructor(scroller, renderRow, { rowHeight = ROW_HEIGHT } = {}) {
     this.scroller = scroller;
     this.renderRow = renderRow;
@@ -49,6 +63,7 @@ export class VirtualList {
     scroller.addEventListener("scroll", () => this.schedule());
   }
 
+  /** @param {number} count */
   setCount(count) {
     this.count = count;
     this.spacer.style.height = `${count * this.rowHeight}px`;
@@ -90,6 +105,7 @@ export class VirtualList {
     this.onRender?.(first, last);
   }
 
+  /** @param {number} index */
   scrollToIndex(index) {
     const top = index * this.rowHeight;
     const height = this.viewport();
@@ -104,35 +120,66 @@ export class SessionTreeView {
   // Made by build(), called from the constructor.
   /** @type {VirtualList} */ list;
   /** @type {ResizeObserver | null} */ resizeObserver = null;
+  /** @type {HTMLElement} */ nameEl;
+  /** @type {HTMLElement} */ countEl;
+  /** @type {HTMLInputElement} */ metaToggle;
+  /** @type {HTMLButtonElement} */ leafButton;
+  /** @type {HTMLButtonElement} */ foldButton;
+  /** @type {HTMLButtonElement} */ compactButton;
+  /** @type {HTMLInputElement} */ searchInput;
+  /** @type {HTMLElement} */ busyEl;
+  /** @type {HTMLElement} */ toolbar;
+  /** @type {HTMLElement} */ resultsEl;
+  /** @type {HTMLElement} */ offlineEl;
+  /** @type {HTMLElement} */ noticeEl;
+  /** @type {HTMLElement} */ restoreEl;
+  /** @type {HTMLElement} */ scroller;
+  /** @type {HTMLElement} */ detailEl;
+  /** @type {HTMLElement} */ root;
+  // Made by renderDetail() once a node is selected.
+  /** @type {HTMLElement | undefined} */ actionsEl;
+  /** @type {ReturnType<typeof setTimeout> | null} */ offlineTimer = null;
+  /** @type {string | null} The search whose answer is awaited or shown. */ query = null;
 
   /**
-   * @param {import("@anywidget/types").AnyModel} model
+   * @param {TreeModel} model
    * @param {HTMLElement} el
    */
   constructor(model, el) {
     this.model = model;
     this.cache = new RowCache();
+    /** @type {string | null} */
     this.selectedId = model.get("selected_id") || null;
+    /** @type {string | null} */
     this.revealedLeaf = null;
-    this.pendingReveal = null; // an id to scroll to once its index is known
+    /** @type {RevealedReply | null} */
+    this.pendingReveal = null; // an entry to scroll to once its index is known
     this.offline = false;
     this.build(el);
+    /** @type {[string, (message?: TreeMessage) => void][]} */
     this.listeners = [];
-    const on = (event, fn) => {
-      const bound = (...args) => fn.call(this, ...args);
-      model.on(event, bound);
-      this.listeners.push([event, bound]);
+    /**
+     * @param {keyof TreeState} name
+     * @param {(this: SessionTreeView) => void} fn
+     */
+    const on = (name, fn) => {
+      const bound = () => fn.call(this);
+      model.on(`change:${name}`, bound);
+      this.listeners.push([`change:${name}`, bound]);
     };
-    for (const name of ["page"]) on(`change:${name}`, this.onPage);
-    on("change:leaf_id", this.onPage);
-    on("change:session_name", this.renderToolbar);
-    on("change:selected_id", this.onSelected);
-    on("change:selected_detail", this.renderDetail);
-    on("change:controls", this.renderControls);
-    on("change:busy", this.renderControls);
-    on("change:notice", this.renderNotice);
-    on("change:restore", this.renderRestore);
-    on("msg:custom", this.onMessage);
+    on("page", this.onPage);
+    on("leaf_id", this.onPage);
+    on("session_name", this.renderToolbar);
+    on("selected_id", this.onSelected);
+    on("selected_detail", this.renderDetail);
+    on("controls", this.renderControls);
+    on("busy", this.renderControls);
+    on("notice", this.renderNotice);
+    on("restore", this.renderRestore);
+    /** @param {TreeMessage} [message] */
+    const onMessage = (message) => this.onMessage(message);
+    model.on("msg:custom", onMessage);
+    this.listeners.push(["msg:custom", onMessage]);
     this.onPage();
     this.renderDetail();
     this.renderNotice();
@@ -154,10 +201,12 @@ export class SessionTreeView {
     this.resizeObserver.observe(this.scroller);
   }
 
+  /** @param {TreeRequest} message */
   send(message) {
     this.model.send(message);
   }
 
+  /** @param {HTMLElement} el */
   build(el) {
     this.nameEl = h("span", { class: "pi-tree-name" });
     this.countEl = h("span", { class: "pi-tree-count" });
@@ -211,6 +260,7 @@ export class SessionTreeView {
     this.scrollToPendingReveal();
   }
 
+  /** @param {TreeMessage | null | undefined} message */
   onMessage(message) {
     if (!message || typeof message !== "object") return;
     if (message.type === "rows") {
@@ -233,6 +283,10 @@ export class SessionTreeView {
     }
   }
 
+  /**
+   * @param {number} first
+   * @param {number} last
+   */
   fetch(first, last) {
     for (const request of this.cache.requests(first, last)) this.send(request);
     if (!this.cache.answered && !this.offlineTimer && this.cache.pending.size) {
@@ -243,6 +297,7 @@ export class SessionTreeView {
     }
   }
 
+  /** @param {boolean} offline */
   setOffline(offline) {
     if (offline === this.offline) return;
     this.offline = offline;
@@ -262,6 +317,7 @@ export class SessionTreeView {
   }
 
   renderControls() {
+    /** @type {Partial<import("./contract").TreeControls>} */
     const controls = this.model.get("controls") || {};
     const busy = this.model.get("busy") || "";
     this.compactButton.hidden = !controls.compact;
@@ -278,10 +334,18 @@ export class SessionTreeView {
     else this.list.render();
   }
 
+  /**
+   * @param {string} id
+   * @param {boolean} folded
+   */
   toggleFold(id, folded) {
     this.send({ type: "fold", id, folded: !folded });
   }
 
+  /**
+   * @param {number} index
+   * @returns {HTMLElement}
+   */
   renderRow(index) {
     const row = this.cache.get(index);
     if (!row) {
@@ -297,7 +361,7 @@ export class SessionTreeView {
     if (row[FLAG]) classes.push(`pi-node-${row[FLAG]}`);
     const toggle = bits & (BRANCHING | FOLDED)
       ? h("span", { class: "pi-node-fold", text: folded ? "▸" : "▾", title: folded ? "unfold" : "fold",
-          onclick: (event) => { event.stopPropagation(); this.toggleFold(row[ID], folded); } })
+          onclick: /** @param {MouseEvent} event */ (event) => { event.stopPropagation(); this.toggleFold(row[ID], folded); } })
       : h("span", { class: "pi-node-fold pi-node-nofold", text: bits & FORK ? (bits & LAST ? "└" : "├") : "" });
     const stats = [];
     if (row[MODEL]) stats.push(row[MODEL]);
@@ -322,6 +386,7 @@ export class SessionTreeView {
 
   // --- search --------------------------------------------------------------------------------
 
+  /** @param {string} query */
   search(query) {
     query = query.trim();
     if (!query) return this.clearSearch();
@@ -338,6 +403,7 @@ export class SessionTreeView {
     this.resultsEl.replaceChildren();
   }
 
+  /** @param {import("./contract").FoundReply} found */
   renderResults(found) {
     if (found.query !== this.query) return; // an older search's answer
     const matches = found.matches || [];
@@ -356,6 +422,7 @@ export class SessionTreeView {
   }
 
   // Unfold what hides an entry, scroll to it and select it (the kernel answers with its index).
+  /** @param {string} id */
   revealEntry(id) {
     this.selectedId = id;
     this.renderDetail();
@@ -364,6 +431,7 @@ export class SessionTreeView {
 
   // --- selection and detail ------------------------------------------------------------------
 
+  /** @param {string} id */
   select(id) {
     if (!id) return;
     this.selectedId = id;
@@ -372,6 +440,7 @@ export class SessionTreeView {
     this.send({ type: "select", id });
   }
 
+  /** @param {KeyboardEvent} event */
   onKey(event) {
     if (event.key !== "ArrowDown" && event.key !== "ArrowUp") return;
     event.preventDefault();
@@ -401,6 +470,7 @@ export class SessionTreeView {
   }
 
   renderDetail() {
+    /** @type {import("./contract").OrEmpty<import("./contract").NodeDetail>} */
     const detail = this.model.get("selected_detail") || {};
     this.detailEl.replaceChildren();
     if (!this.selectedId) {
@@ -419,6 +489,7 @@ export class SessionTreeView {
     }
     const meta = [detail.type, detail.id, detail.timestamp, detail.model, detail.tokens ? `${formatTokens(detail.tokens)} tokens` : "", detail.cost ? formatCost(detail.cost) : ""].filter(Boolean);
     this.detailEl.append(h("div", { class: "pi-detail-meta", text: meta.join(" · ") }));
+    /** @type {import("./items.js").Cards} */
     const cards = new Map();
     const body = h("div", { class: "pi-detail-body" });
     for (const item of detail.items || []) {
@@ -431,6 +502,7 @@ export class SessionTreeView {
 
   renderDetailActions() {
     if (!this.actionsEl || !this.selectedId) return;
+    /** @type {Partial<import("./contract").TreeControls>} */
     const controls = this.model.get("controls") || {};
     const busy = Boolean(this.model.get("busy"));
     const id = this.selectedId;
@@ -460,12 +532,14 @@ export class SessionTreeView {
   // The card a move offers (restore the variables and cells as they were at the node moved to):
   // above the tree, so it is seen whichever node is selected.
   renderRestore() {
+    /** @type {import("./contract").OrEmpty<import("./contract").RestoreCard>} */
     const card = this.model.get("restore") || {};
     this.restoreEl.hidden = !card.id;
     if (!card.id) {
       this.restoreEl.replaceChildren();
       return;
     }
+    /** @type {import("./restore_card.js").DecideRestore} */
     const decide = (cardId, allow, revertDocument) => this.send({ type: "restore", card_id: cardId, allow, revert_document: revertDocument });
     this.restoreEl.replaceChildren(renderRestoreCard(card, decide));
   }
@@ -481,11 +555,11 @@ export class SessionTreeView {
   }
 }
 
-/** @type {import("@anywidget/types").Render} */
+/** @type {import("@anywidget/types").Render<TreeState>} */
 function render({ model, el }) {
   const view = new SessionTreeView(model, el);
   return () => view.dispose();
 }
 
-/** @type {import("@anywidget/types").AnyWidget} */
+/** @type {import("@anywidget/types").AnyWidget<TreeState>} */
 export default { render };

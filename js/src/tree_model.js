@@ -4,6 +4,11 @@
 // one bounded page (the top rows and those around the current leaf) and every other row is
 // fetched on demand, in aligned blocks, with `rows` requests answered by custom messages.
 
+/**
+ * @typedef {import("./contract").DisplayRow} DisplayRow
+ * @typedef {import("./contract").RowsRequest} RowsRequest
+ */
+
 // Columns of a display row (tree_view.py: TreeView.display_rows).
 export const ID = 0;
 export const KIND = 1;
@@ -26,6 +31,7 @@ export const FOLDED = 8;
 export const PATH = 16;
 
 // Flags a context edit puts on the message it targets (FLAG column), with their tooltips.
+/** @type {Record<string, string | undefined>} */
 export const EDIT_FLAGS = { edited: "edited in the context", omitted: "hidden from the context" };
 
 export const BLOCK = 100; // rows per fetch
@@ -38,12 +44,15 @@ export class RowCache {
     this.entries = 0;
     this.leafIndex = -1;
     this.showMeta = false;
+    /** @type {Map<number, DisplayRow>} */
     this.rows = new Map(); // display index -> row
+    /** @type {Map<number, number>} */
     this.pending = new Map(); // block -> time asked
     this.answered = false; // a reply came (so the kernel is there)
   }
 
   // A new page from the kernel: rows of older layouts are dropped.
+  /** @param {import("./contract").OrEmpty<import("./contract").TreePage> | null | undefined} page */
   adopt(page) {
     page = page || {};
     const fresh = page.layout !== this.layout;
@@ -59,11 +68,16 @@ export class RowCache {
     for (const [start, rows] of page.segments || []) this.put(start, rows);
   }
 
+  /**
+   * @param {number} start
+   * @param {DisplayRow[]} rows
+   */
   put(start, rows) {
     for (let i = 0; i < rows.length; i++) this.rows.set(start + i, rows[i]);
   }
 
   // A `rows` reply; false when it belongs to another layout (it is dropped).
+  /** @param {import("./contract").RowsReply} reply */
   accept(reply) {
     this.answered = true;
     if (reply.layout !== this.layout) return false;
@@ -73,17 +87,28 @@ export class RowCache {
     return true;
   }
 
+  /** @param {number} index */
   get(index) {
     return this.rows.get(index);
   }
 
+  /**
+   * @param {string | null} id
+   * @returns {number | undefined}
+   */
   indexOf(id) {
     for (const [index, row] of this.rows) if (row[ID] === id) return index;
     return undefined;
   }
 
   // The requests that fetch the missing rows of [first, last), in aligned blocks, each asked once.
+  /**
+   * @param {number} first
+   * @param {number} last
+   * @param {number} [now] epoch milliseconds
+   */
   requests(first, last, now = Date.now()) {
+    /** @type {RowsRequest[]} */
     const out = [];
     last = Math.min(last, this.total);
     for (let block = Math.floor(Math.max(0, first) / BLOCK); block * BLOCK < last; block++) {

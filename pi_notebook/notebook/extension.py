@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from .current import current, install, uninstall
@@ -39,38 +40,43 @@ displays of queued magics (``Outcomes``)."""
 HELP = "%%agent?"
 """What the banner names for help: ``%%agent`` is a cell magic, so ``%agent?`` finds nothing."""
 
-_MAGIC_NAMES = {
-    "cell": ("agent",),
-    "line": (
-        "fix",
-        "agent_context",
-        "steer",
-        "follow_up",
-        "abort",
-        "fork",
-        "model",
-        "thinking",
-        "tools",
-        "approve",
-        "compact",
-        "tree",
-        "session",
-        "label",
-        "mcp",
-        "budget",
-        "verify",
-        "export",
-        "checkpoint",
-    ),
-}
+_Shadowed = dict[str, dict[str, Callable[..., Any] | None]]
+"""For each kind of magic (``line``, ``cell``) and name the extension registered, the magic it
+replaced (IPython's ``%system``, the shell command, is one), ``None`` where there was none."""
+
+
+def _register_magics(ip: Any, families: list[AgentMagics]) -> _Shadowed:
+    tables = ip.magics_manager.magics
+    before = {kind: dict(table) for kind, table in tables.items()}
+    for family in families:
+        ip.register_magics(family)
+    return {
+        kind: {name: before[kind].get(name) for family in families for name in family.magics[kind]}
+        for kind in ("line", "cell")
+    }
+
+
+def _restore_magics(ip: Any, shadowed: _Shadowed) -> None:
+    tables = ip.magics_manager.magics
+    for kind, names in shadowed.items():
+        table = tables[kind]
+        for name, previous in names.items():
+            # a magic the user defined since the load is theirs: left as it is
+            if not isinstance(getattr(table.get(name), "__self__", None), AgentMagics):
+                continue
+            if previous is None:
+                del table[name]
+            else:
+                table[name] = previous
 
 
 class _Hooks:
     """The IPython event handlers of one loaded extension."""
 
-    def __init__(self, agent: NotebookAgent, outcomes: Outcomes) -> None:
+    def __init__(self, agent: NotebookAgent, outcomes: Outcomes, shadowed: _Shadowed) -> None:
         self.agent = agent
         self.outcomes = outcomes
+        self.shadowed = shadowed
 
     def pre_run_cell(self, info: Any) -> None:
         cell_id = getattr(info, "cell_id", None)
@@ -109,13 +115,12 @@ def load_ipython_extension(ip: Any) -> None:
     install(agent)
     agent.history.install(ip)
     outcomes = Outcomes(agent)
-    for family in _AGENT_MAGICS:
-        ip.register_magics(family(ip, agent, outcomes))
+    shadowed = _register_magics(ip, [family(ip, agent, outcomes) for family in _AGENT_MAGICS])
     for problem in load_configured_servers(agent):
         print(f"pi_notebook: MCP configuration skipped: {problem}")
     agent.document.install()  # a notebook view with the pi_notebook labextension links now
     ip.input_transformers_cleanup.append(rewrite_input)
-    _hooks = _Hooks(agent, outcomes)
+    _hooks = _Hooks(agent, outcomes, shadowed)
     ip.events.register("pre_run_cell", _hooks.pre_run_cell)
     ip.events.register("post_run_cell", _hooks.post_run_cell)
     entries = agent.restored_entries
@@ -131,10 +136,7 @@ def unload_ipython_extension(ip: Any) -> None:
     agent.shutdown()
     agent.history.uninstall()
     agent.document.uninstall()
-    for kind, names in _MAGIC_NAMES.items():
-        table = ip.magics_manager.magics[kind]
-        for name in names:
-            table.pop(name, None)
+    _restore_magics(ip, _hooks.shadowed)
     for family in _AGENT_MAGICS:
         ip.magics_manager.registry.pop(family.__name__, None)
     if rewrite_input in ip.input_transformers_cleanup:

@@ -53,7 +53,7 @@ class RunDriver:
         run.view.set_model(harness.model, harness.thinking_level)
         run.view.set_context_tokens(request_size(harness, text))
         unsubscribe = harness.subscribe(run.view.handle)
-        unwatch = harness.subscribe(lambda event: self._watch_writes(run, event))
+        unwatch = harness.subscribe(lambda event: self._watch_run(run, event))
         self.active = run
         self.note_writes(run)  # e.g. the change summary just before could not be written
         agent.write_tools.begin_run(run.number, run.cell_id)
@@ -118,10 +118,16 @@ class RunDriver:
         count = kernel_count(self._agent.history, cell_id)
         return f"In [{count}]" if count is not None else f"cell {cell_id[:8]}"
 
-    def _watch_writes(self, run: Run, event: object) -> None:
-        """A listener of the run's events: after each saved message, how the file stands; a
-        finished reply's cell writes are noted to be reviewed together."""
+    def _watch_run(self, run: Run, event: object) -> None:
+        """A listener of the run's events: a reply's start (``Run.replying``); after each saved
+        message, how the file stands; a finished reply's cell writes are noted to be reviewed
+        together."""
         kind = getattr(event, "type", None)
+        if kind == "message_start":
+            from ..ai.types import AssistantMessage
+
+            if isinstance(getattr(event, "message", None), AssistantMessage):
+                run.reply_started()
         if kind == "message_end":
             from ..ai.types import AssistantMessage
 

@@ -44,6 +44,7 @@ class Run:
         """The cell the run was started from (None: not known)."""
         self._task: asyncio.Task[None] | None = None
         self._done = asyncio.get_running_loop().create_future()
+        self._replying: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def take_pending(self) -> list[tuple[str, str]]:
         pending, self.pending = self.pending, []
@@ -81,6 +82,7 @@ class Run:
                     self.view.note_unsaved(f"{self.error}; this turn is not in the file")
             finally:
                 self.view.flush()
+                self.reply_started()  # a run over before any reply keeps nobody waiting
                 if not self._done.done():
                     self._done.set_result(None)
 
@@ -92,6 +94,18 @@ class Run:
     @property
     def finished(self) -> bool:
         return self._done.done()
+
+    def reply_started(self) -> None:
+        """The model began a reply of this run (its first streamed event came in)."""
+        if not self._replying.done():
+            self._replying.set_result(None)
+
+    async def replying(self) -> None:
+        """Return once the model has begun this run's reply, or the run is over. ``%steer``
+        right after ``%%agent`` (as "Run All" sends it) reaches a run that has not asked the
+        model yet and goes with the prompt; awaiting this first makes it arrive mid-reply, as
+        when typed while the reply streams. Interrupting the kernel stops the waiting only."""
+        await asyncio.shield(self._replying)
 
     async def wait(self) -> AssistantMessage | None:
         """The run's last assistant message, once it is over. Interrupting the kernel while

@@ -89,6 +89,40 @@ def test_agent_returns_at_once_and_steer_lands_in_the_same_run(tmp_path: Path) -
     assert texts == ["Tell a long story", "make it short"]
 
 
+def test_replying_waits_for_the_reply_so_steering_comes_mid_run(tmp_path: Path) -> None:
+    # "Run All" reaches %steer at once: awaiting the run's reply first makes the model get the
+    # prompt alone, and the steering after its first reply, whatever the machine's load
+    probe = (
+        "seen = []\n"
+        "def story(context, options, state, model):\n"
+        "    seen.append([m.role for m in context.messages])\n"
+        "    return faux_assistant_message('word ' * 40)\n"
+        "def short(context, options, state, model):\n"
+        "    seen.append([m.role for m in context.messages])\n"
+        "    return faux_assistant_message('Short.')\n"
+        "faux.set_responses([story, short])"
+    )
+    nb = execute(
+        [
+            FAUX_SETUP.format(tps=25) + probe,
+            LOAD,
+            "%%agent\nTell a long story",
+            "import pi_notebook\nrun = pi_notebook.current().last_run\nawait run.replying()\n"
+            "print('asked', faux.state.call_count, 'seen', seen, 'state', run.state)",
+            "%steer make it short",
+            ROLES + "await agent.wait()\n"
+            "assert seen == [['user'], ['user', 'assistant', 'user']], seen\n"
+            "assert roles() == ['user', 'assistant', 'user', 'assistant'], roles()\n"
+            "await run.replying()  # a run that is over: at once\n"
+            "print('over')",
+        ],
+        tmp_path,
+        env=ENV,
+    )
+    assert outputs_text(nb.cells[3]) == "asked 1 seen [['user']] state running\n"
+    assert "over" in outputs_text(nb.cells[5])
+
+
 def test_follow_up_is_consumed_when_the_run_would_end(tmp_path: Path) -> None:
     nb = execute(
         [

@@ -16,16 +16,32 @@ import { TARGET, WorkspaceLink } from "./protocol.js";
 import { keptSession, notebookAdapter } from "./notebook_adapter.js";
 import { watchStaticOutputs } from "./static_outputs.js";
 
+/**
+ * @typedef {import("./lab_types").Kernel} Kernel
+ * @typedef {import("./lab_types").NotebookPanel} NotebookPanel
+ */
+
+/**
+ * @param {NotebookPanel} panel
+ * @param {import("./lab_types").App} app
+ */
 function watch(panel, app) {
+  /** @type {WeakMap<Kernel, import("./lab_types").Comm>} */
   const links = new WeakMap(); // kernel connection -> its open link comm
 
+  /** @param {Kernel} kernel */
   const open = (kernel) => {
     const existing = links.get(kernel);
     if (existing && !existing.isDisposed) return;
     const comm = kernel.createComm(TARGET);
     links.set(kernel, comm);
     const link = new WorkspaceLink(notebookAdapter(panel), (data) => comm.send(data));
-    comm.onMsg = (msg) => link.handle(msg.content.data);
+    // the kernel's side (workspace/document.py) sends only KernelMessages on this comm
+    comm.onMsg = (msg) => link.handle(/** @type {import("./lab_types").KernelMessage} */ (msg.content.data));
+    /**
+     * @param {unknown} _context
+     * @param {string} path
+     */
     const moved = (_context, path) => {
       if (!comm.isDisposed) link.pathChanged(path);
     };
@@ -49,17 +65,21 @@ function watch(panel, app) {
     });
   };
 
+  /** @param {Kernel} kernel */
   const openIfLoaded = async (kernel) => {
     const reply = await kernel.requestCommInfo({ target_name: TARGET });
-    if (reply.content.status !== "ok") return;
-    const loaded = Object.values(reply.content.comms).some((info) => info.target_name === TARGET);
+    const content = reply.content;
+    if (content.status !== "ok") return;
+    const loaded = Object.values(content.comms).some((info) => info.target_name === TARGET);
     if (loaded) open(kernel);
   };
 
+  /** @param {Kernel} kernel */
   const linked = (kernel) => {
     const comm = links.get(kernel);
     return Boolean(comm && !comm.isDisposed);
   };
+  /** @param {Kernel} kernel */
   const check = (kernel) => {
     if (kernel.connectionStatus === "connected" && !linked(kernel)) {
       openIfLoaded(kernel).catch(() => undefined);
@@ -77,6 +97,10 @@ function watch(panel, app) {
 
   // A cell of this notebook ran (perhaps `%load_ext pi_notebook`, or a kernel restart dropped
   // the link): look for the marker again. Nothing is asked once linked.
+  /**
+   * @param {unknown} _sender
+   * @param {{ notebook: unknown }} args
+   */
   const onExecuted = (_sender, { notebook }) => {
     if (notebook !== panel.content) return;
     const kernel = panel.sessionContext.session?.kernel;
@@ -91,7 +115,12 @@ const plugin = {
   description: "Lets the pi_notebook agent read, write and run the cells of the open notebook.",
   autoStart: true,
   requires: [INotebookTracker],
+  /**
+   * @param {import("./lab_types").App} app
+   * @param {import("./lab_types").NotebookTracker} tracker
+   */
   activate(app, tracker) {
+    /** @param {NotebookPanel} panel */
     const add = (panel) => {
       watch(panel, app);
       watchStaticOutputs(panel);

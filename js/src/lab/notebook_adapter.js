@@ -6,38 +6,64 @@
 import { Notification } from "@jupyterlab/apputils";
 import { CodeCell } from "@jupyterlab/cells";
 
+/** @typedef {import("./lab_types").NotebookPanel} NotebookPanel */
+
 export const METADATA_KEY = "pi_notebook";
 
-// The session id the notebook keeps in its metadata (null without one).
-export function keptSession(panel) {
-  const kept = panel.content.model?.getMetadata(METADATA_KEY);
-  return kept && typeof kept.session_id === "string" ? kept.session_id : null;
+/**
+ * What the notebook keeps under METADATA_KEY (other keys are left as they are).
+ * @param {unknown} value
+ * @returns {{ session_id?: unknown, [key: string]: unknown }}
+ */
+function keptMetadata(value) {
+  return value && typeof value === "object" ? /** @type {Record<string, unknown>} */ (value) : {};
 }
 
+// The session id the notebook keeps in its metadata (null without one).
+/**
+ * @param {NotebookPanel} panel
+ * @returns {string | null}
+ */
+export function keptSession(panel) {
+  const kept = keptMetadata(panel.content.model?.getMetadata(METADATA_KEY));
+  return typeof kept.session_id === "string" ? kept.session_id : null;
+}
+
+/** @param {NotebookPanel} panel */
 function notebookModel(panel) {
   const model = panel.content.model;
   if (!model) throw new Error("the notebook is not loaded");
   return model;
 }
 
+/** @param {NotebookPanel} panel */
 function cellModels(panel) {
   const cells = notebookModel(panel).cells;
+  /** @type {import("./lab_types").CellModel[]} */
   const list = [];
   for (let i = 0; i < cells.length; i += 1) list.push(cells.get(i));
   return list;
 }
 
+/**
+ * @param {NotebookPanel} panel
+ * @param {string} id
+ */
 function cellIndex(panel, id) {
   const index = cellModels(panel).findIndex((cell) => cell.id === id);
   if (index < 0) throw new Error(`no cell with id ${id} in this notebook`);
   return index;
 }
 
+/**
+ * @param {NotebookPanel} panel
+ * @returns {import("./lab_types").NotebookAdapter}
+ */
 export function notebookAdapter(panel) {
   return {
     keepSession(id) {
       const model = notebookModel(panel);
-      const kept = model.getMetadata(METADATA_KEY) || {};
+      const kept = keptMetadata(model.getMetadata(METADATA_KEY));
       if (kept.session_id !== id) model.setMetadata(METADATA_KEY, { ...kept, session_id: id });
     },
     notify(text) {

@@ -4,26 +4,44 @@
 // exactly one reply with the same id. The notebook itself is reached through an adapter
 // (lab/notebook_adapter.js) so this file only knows the protocol, never the DOM.
 
+/**
+ * @typedef {import("./lab_types").Output} Output
+ * @typedef {import("./lab_types").OutputSummary} OutputSummary
+ * @typedef {import("./lab_types").NotebookAdapter} NotebookAdapter
+ * @typedef {import("./lab_types").KernelMessage} KernelMessage
+ * @typedef {import("./lab_types").LinkMessage} LinkMessage
+ * @typedef {Extract<KernelMessage, { type: "request" }>} WorkspaceRequest
+ */
+
 export const TARGET = "pi_notebook.workspace";
 export const PROTOCOL_VERSION = 1;
 export const OUTPUT_SUMMARY_CHARS = 2000;
 export const OUTPUTS_MAX_CHARS = 4_000_000; // a cell's outputs sent whole (its images for the model)
 
+/**
+ * @param {string} text
+ * @param {number} max
+ */
 function clipText(text, max) {
   const value = String(text ?? "");
   return value.length > max ? `${value.slice(0, max)}… [${value.length - max} more characters]` : value;
 }
 
+/** @param {unknown} value nbformat text: a string or lines */
 function joined(value) {
   return Array.isArray(value) ? value.join("") : String(value ?? "");
 }
 
 // One output (nbformat JSON) as a short line of text the model can read.
+/**
+ * @param {Output | null | undefined} output
+ * @returns {string}
+ */
 export function summarizeOutput(output) {
-  const kind = output && output.output_type;
-  if (kind === "stream") return joined(output.text);
-  if (kind === "error") return `${output.ename}: ${output.evalue}`;
-  if (kind === "execute_result" || kind === "display_data") {
+  if (!output) return "";
+  if (output.output_type === "stream") return joined(output.text);
+  if (output.output_type === "error") return `${output.ename}: ${output.evalue}`;
+  if (output.output_type === "execute_result" || output.output_type === "display_data") {
     const data = output.data || {};
     const image = Object.keys(data).find((mime) => mime.startsWith("image/"));
     if (typeof data["text/html"] !== "undefined" && /<table/i.test(joined(data["text/html"])) && data["text/plain"]) {
@@ -38,15 +56,24 @@ export function summarizeOutput(output) {
 }
 
 // The kind the kernel's history uses for an output: "stdout", "stderr" or "display".
+/**
+ * @param {Output | null | undefined} output
+ * @returns {OutputSummary["kind"]}
+ */
 export function outputKind(output) {
-  const kind = output && output.output_type;
-  if (kind === "stream") return output.name === "stderr" ? "stderr" : "stdout";
-  if (kind === "error") return "stderr";
+  if (!output) return "display";
+  if (output.output_type === "stream") return output.name === "stderr" ? "stderr" : "stdout";
+  if (output.output_type === "error") return "stderr";
   return "display";
 }
 
 // Every output of a cell as {kind, text}, bounded as a whole (later ones are cut, then dropped).
+/**
+ * @param {Output[] | null | undefined} outputs
+ * @param {number} [max]
+ */
 export function summarizeOutputs(outputs, max = OUTPUT_SUMMARY_CHARS) {
+  /** @type {OutputSummary[]} */
   const summaries = [];
   let left = max;
   for (const output of outputs || []) {
@@ -59,6 +86,10 @@ export function summarizeOutputs(outputs, max = OUTPUT_SUMMARY_CHARS) {
   return summaries;
 }
 
+/**
+ * @param {WorkspaceRequest} request
+ * @param {string} name
+ */
 function requireString(request, name) {
   const value = request[name];
   if (typeof value !== "string") throw new Error(`the request has no ${name} string`);
@@ -66,7 +97,12 @@ function requireString(request, name) {
 }
 
 // A cell's outputs (nbformat JSON) whole, but none beyond `max` characters in all.
+/**
+ * @param {Output[] | null | undefined} outputs
+ * @param {number} [max]
+ */
 export function boundedOutputs(outputs, max = OUTPUTS_MAX_CHARS) {
+  /** @type {Output[]} */
   const kept = [];
   let size = 0;
   for (const output of outputs || []) {
@@ -78,10 +114,24 @@ export function boundedOutputs(outputs, max = OUTPUTS_MAX_CHARS) {
   return kept;
 }
 
+const CELL_TYPES = ["code", "markdown", "raw"];
+
+/**
+ * @param {unknown} value
+ * @returns {value is import("./lab_types").CellType}
+ */
+function isCellType(value) {
+  return typeof value === "string" && CELL_TYPES.includes(value);
+}
+
 // An nbformat cell id (4.5): the kernel may ask for one when it inserts a cell.
 const CELL_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 // `wanted`, or `wanted-2`, `wanted-3`... when the notebook already has a cell with that id.
+/**
+ * @param {string} wanted
+ * @param {Iterable<string>} taken
+ */
 export function freeCellId(wanted, taken) {
   const ids = new Set(taken);
   if (!ids.has(wanted)) return wanted;
@@ -95,20 +145,27 @@ export function freeCellId(wanted, taken) {
 // afterId, cellType, id), edit(id, source), remove(id), execute(id) and outputs(id); each throws an
 // Error with a plain-words message when it cannot do what was asked.
 export class WorkspaceLink {
+  /**
+   * @param {NotebookAdapter} adapter
+   * @param {(message: LinkMessage) => void} send
+   */
   constructor(adapter, send) {
     this.adapter = adapter;
     this.send = send;
   }
 
+  /** @param {{ app: string, version: string, path: string, session_id: string | null }} info */
   hello(info) {
     this.send({ type: "hello", protocol: PROTOCOL_VERSION, ...info });
   }
 
   // The notebook was renamed or moved: its session file follows it.
+  /** @param {string} path */
   pathChanged(path) {
     this.send({ type: "path", path });
   }
 
+  /** @param {KernelMessage | null | undefined} data a comm message's data, as the kernel sent it */
   async handle(data) {
     if (data && data.type === "session" && typeof data.session_id === "string") {
       // the session this notebook works in: kept in its metadata, so a moved or copied
@@ -130,6 +187,7 @@ export class WorkspaceLink {
     }
   }
 
+  /** @param {WorkspaceRequest} request */
   async run(request) {
     const adapter = this.adapter;
     switch (request.op) {
@@ -143,8 +201,9 @@ export class WorkspaceLink {
         }));
       case "insert": {
         const cellType = request.cell_type || "code";
-        if (!["code", "markdown", "raw"].includes(cellType)) throw new Error(`unknown cell type ${cellType}`);
+        if (!isCellType(cellType)) throw new Error(`unknown cell type ${cellType}`);
         const after = request.after_cell_id ?? null;
+        if (after !== null && typeof after !== "string") throw new Error("the request's after_cell_id is not a string");
         const source = requireString(request, "source");
         const wanted = request.cell_id;
         if (wanted !== undefined && (typeof wanted !== "string" || !CELL_ID.test(wanted))) {

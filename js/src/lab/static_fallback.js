@@ -15,24 +15,34 @@ const OUR_RENDITIONS = /class="pi-(run|tree)-static"/;
 // What the widget renderer shows when it cannot render the model (ipywidgets 8).
 const WIDGET_ERROR = "Error displaying widget";
 
+/** @param {unknown} value nbformat text: a string or lines */
 function joined(value) {
   return Array.isArray(value) ? value.join("") : String(value ?? "");
 }
 
 // The static HTML of one of our widget outputs (its nbformat `data`), or null.
+/**
+ * @param {unknown} data
+ * @returns {string | null}
+ */
 export function staticRendition(data) {
   if (!data || typeof data !== "object" || !(WIDGET_MIME in data)) return null;
-  const html = joined(data["text/html"]);
+  const html = "text/html" in data ? joined(data["text/html"]) : "";
   return OUR_RENDITIONS.test(html) ? html : null;
 }
 
 // Whether the widget renderer's node says it could not show the widget.
+/** @param {Node} node */
 export function widgetFailed(node) {
   return (node.textContent || "").trim().startsWith(WIDGET_ERROR);
 }
 
 // Replace each failed widget among `outputs` ({node, data, trusted}) by its static rendition:
 // `render(html, trusted)` resolves to a DOM node. Returns how many it replaced.
+/**
+ * @param {{ node: HTMLElement, data: unknown, trusted: boolean }[]} outputs
+ * @param {(html: string, trusted: boolean) => Promise<Node>} render
+ */
 export async function showStaticRenditions(outputs, render) {
   let replaced = 0;
   for (const { node, data, trusted } of outputs) {

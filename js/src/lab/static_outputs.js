@@ -3,22 +3,30 @@
 // each of our widget outputs the widget renderer could not show gets its static rendition.
 import { showStaticRenditions } from "./static_fallback.js";
 
+/** @param {import("./lab_types").NotebookPanel} panel */
 function widgetOutputs(panel) {
+  /** @type {{ node: HTMLElement, data: import("./lab_types").MimeData, trusted: boolean }[]} */
   const found = [];
   for (const cell of panel.content.widgets) {
     const area = cell.outputArea;
     if (!area || !area.model) continue;
+    const model = area.model;
     area.widgets.forEach((child, index) => {
-      const node = child.node.querySelector(".jp-OutputArea-output");
-      const output = index < area.model.length ? area.model.get(index) : null;
+      const node = /** @type {HTMLElement | null} */ (child.node.querySelector(".jp-OutputArea-output"));
+      const output = index < model.length ? model.get(index) : null;
       if (node && output) found.push({ node, data: output.data, trusted: output.trusted });
     });
   }
   return found;
 }
 
+/** @param {import("./lab_types").NotebookPanel} panel */
 export function watchStaticOutputs(panel) {
   const rendermime = panel.content.rendermime;
+  /**
+   * @param {string} html
+   * @param {boolean} trusted
+   */
   const render = async (html, trusted) => {
     const renderer = rendermime.createRenderer("text/html");
     await renderer.renderModel({ trusted, data: { "text/html": html }, metadata: {}, setData() {} });
