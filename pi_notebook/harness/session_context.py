@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress, count, repeat
-from operator import attrgetter, eq
+from operator import eq
 from typing import Any, TypeVar
 
 from pydantic import Field
@@ -79,7 +79,6 @@ class SessionContext(PiModel):
     tool_names: list[str] | None = None
 
 
-_MESSAGE = attrgetter("message")
 _KIND: dict[type[Any], str] = {
     ThinkingLevelChangeEntry: "thinking_level_change",
     ActiveToolsChangeEntry: "active_tools_change",
@@ -159,12 +158,12 @@ def context_messages(
         collect_messages(messages, entries.take(positions), edits)
         return messages
     chosen = positions if present == {"message"} else where(positions, kinds, "message")
-    chosen_entries = entries.take(chosen)
-    if set(map(type, chosen_entries)) - {MessageEntry}:  # (a hand-made or unreadable entry)
+    found = entries.messages(chosen)
+    if found is None:  # (a hand-made or unreadable entry)
         messages = []
         collect_messages(messages, entries.take(positions), edits)
         return messages
-    messages = list(map(_MESSAGE, chosen_entries))
+    messages = found
     if not edits:
         return messages
     hits = list(compress(count(), map(edits.__contains__, map(ids.__getitem__, chosen))))
