@@ -20,13 +20,15 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final, Required, get_args, overload
 
-from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
 
 from .._gc import gc_paused
 from ..ai.construct import construct
+from ..ai.fields_sets import share_fields_sets
+from ..ai.types import AssistantMessage, SystemMessage, ToolResultMessage, UserMessage
 from .entries import KnownEntry, MessageEntry, SessionEntry, UnknownEntry
-from .messages import HarnessMessage
+from .messages import CustomMessage, HarnessMessage
 
 __all__ = [
     "ENTRY_ADAPTER",
@@ -105,6 +107,35 @@ def validate_entry_python(data: Any) -> SessionEntry:
             raise
         unknown: UnknownEntry = _UNKNOWN.validate_python(data)
         return unknown
+
+
+_SHARE_BATCH = 64
+"""Messages read before their fields sets are shared (a batch still in the CPU's cache)."""
+_LISTED: Final = frozenset(
+    {SystemMessage, UserMessage, AssistantMessage, ToolResultMessage, CustomMessage}
+)
+"""The message classes whose ``content`` may be a list of blocks."""
+_get_dict: Final = vars(BaseModel)["__dict__"].__get__
+
+
+def _share_fields_sets(messages: list[HarnessMessage]) -> None:
+    """Messages read to stay share their fields sets, and those of their usage, cost and
+    content blocks (see :func:`~pi_notebook.ai.fields_sets.share_fields_sets`)."""
+    models: list[BaseModel] = []
+    add, more, listed = models.append, models.extend, _LISTED
+    for message in messages:
+        add(message)
+        kind = type(message)
+        if kind in listed:
+            values = _get_dict(message)
+            content = values["content"]
+            if type(content) is list:
+                more(content)
+            if kind is AssistantMessage:
+                usage = values["usage"]
+                add(usage)
+                add(_get_dict(usage)["cost"])
+    share_fields_sets(models)
 
 
 def invalid_reason(exc: ValidationError) -> str:
@@ -240,6 +271,7 @@ class EntryList(Sequence[SessionEntry]):
             return [entry.message for entry in chosen]
         read = _MESSAGE_LINE if self._fields is not None else None
         held = _MESSAGE_TYPES
+        fresh: list[HarnessMessage] = []
         with gc_paused():
             for at, item in enumerate(chosen):
                 kind = type(item)
@@ -252,12 +284,18 @@ class EntryList(Sequence[SessionEntry]):
                         pass  # reported by the whole entry's read
                     else:
                         if len(fields) == len(_ENTRY_FIELDS):  # no key of its own
-                            chosen[at] = items[positions[at]] = fields["message"]
+                            message = chosen[at] = items[positions[at]] = fields["message"]
+                            fresh.append(message)
+                            if len(fresh) == _SHARE_BATCH:  # while they are in the cache
+                                _share_fields_sets(fresh)
+                                fresh.clear()
                             continue
                 entry = self._read(positions[at]) if kind is bytes else item
                 if type(entry) is not MessageEntry:
                     return None
                 chosen[at] = entry.message
+            if fresh:
+                _share_fields_sets(fresh)
         return chosen
 
     def _entry(self, position: int) -> SessionEntry:

@@ -127,9 +127,9 @@ def model_source(
     for at in range(len(kinds) - 1, -1, -1):
         kind = kinds[at]
         if kind == "message":
-            entry = entries[positions[at]]
-            if type(entry) is MessageEntry and type(entry.message) is AssistantMessage:
-                return entry.message
+            found = entries.messages([positions[at]])
+            if found is not None and type(found[0]) is AssistantMessage:
+                return found[0]
         elif kind == "model_change":
             entry = entries[positions[at]]
             if type(entry) is ModelChangeEntry:
@@ -223,6 +223,18 @@ def collect_messages(
         messages.append(message)
 
 
+def _without_system(entries: EntryList, positions: list[int], kinds: list[str]) -> list[int]:
+    """``positions`` less those of system messages (read as messages where they can be)."""
+    chosen = where(positions, kinds, "message")
+    found = entries.messages(chosen)
+    if found is None:  # (a hand-made or unreadable entry)
+        return [
+            p for p, e in zip(positions, entries.take(positions), strict=True) if not is_system(e)
+        ]
+    system = {p for p, message in zip(chosen, found, strict=True) if type(message) is SystemMessage}
+    return [p for p in positions if p not in system] if system else positions
+
+
 def build_context(
     entries: Sequence[SessionEntry] | SessionIndex, leaf_id: str | None
 ) -> SessionContext:
@@ -282,7 +294,7 @@ def context_at(index: SessionIndex, positions: list[int]) -> SessionContext:
         kept_ids = list(map(ids.__getitem__, kept))
         first = compaction.first_kept_entry_id
         kept = kept[kept_ids.index(first) if first in kept_ids else len(kept) :]
-        kept = [p for p, e in zip(kept, entries.take(kept), strict=True) if not is_system(e)]
+        kept = _without_system(entries, kept, list(map(types.__getitem__, kept)))
         after = positions[at + 1 :]
         context = kept + after
         context_kinds = list(map(types.__getitem__, context))
