@@ -25,7 +25,7 @@ from typing_extensions import TypedDict
 
 from .._gc import gc_paused
 from ..ai.construct import construct
-from ..ai.fields_sets import share_fields_sets
+from ..ai.fields_sets import SharedFieldsSet, share_fields_sets
 from ..ai.types import AssistantMessage, SystemMessage, ToolResultMessage, UserMessage
 from .entries import KnownEntry, MessageEntry, SessionEntry, UnknownEntry
 from .messages import CustomMessage, HarnessMessage
@@ -61,7 +61,7 @@ class _MessageLine(TypedDict, total=False):
 _MESSAGE_LINE = TypeAdapter(_MessageLine).validator.validate_json
 _MESSAGE_TYPES: Final = frozenset(get_args(get_args(HarnessMessage)[0]))
 """The classes of the messages held in place of their entries."""
-_ENTRY_FIELDS: Final = set(MessageEntry.model_fields)
+_ENTRY_FIELDS: Final = SharedFieldsSet(MessageEntry.model_fields)
 """The fields set of a message entry made from its message: every field is given in the file,
 and entries are frozen, so one set serves all of them (a copy of an entry copies its set)."""
 
@@ -148,7 +148,8 @@ def invalid_reason(exc: ValidationError) -> str:
 
 
 class EntryList(Sequence[SessionEntry]):
-    """Entries by position: typed entries, or the lines of those not read yet.
+    """Entries by position: typed entries, the lines of those not read yet, or the messages
+    of message entries read for a context only (:meth:`messages`; the entry is made when read).
 
     ``lines`` holds each entry's line number in ``source`` (for the errors of a line read
     late); a list made of entries alone has none. ``strict`` says whether a line whose content
