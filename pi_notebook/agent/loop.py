@@ -388,7 +388,8 @@ class _Run:
         if not isinstance(final, AssistantMessage):
             raise TypeError(f"the stream function produced {type(final).__name__}, not a reply")
         level = self.reasoning or "off"  # the level asked for (pi 1.6)
-        if type(final) is AssistantMessage:  # what pydantic's __setattr__ does, without it
+        if type(final) is AssistantMessage and type(final.__pydantic_fields_set__) is set:
+            # what pydantic's __setattr__ does, without it (a shared fields set: with it)
             final.__dict__["thinking_level"] = level
             final.__pydantic_fields_set__.add("thinking_level")
         else:

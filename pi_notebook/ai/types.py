@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from .construct import set_fields_set
+from .fields_sets import SharedFieldsSet
 from .thinking_levels import ThinkingLevel
 
 __all__ = [
@@ -68,6 +70,14 @@ class PiModel(BaseModel):
     def to_json_dict(self) -> dict[str, Any]:
         """pi's JSON shape of this object."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A fields set shared with other models (``share_fields_sets``) is copied before
+        # pydantic adds the name to it.
+        fields = self.__pydantic_fields_set__
+        if type(fields) is SharedFieldsSet:
+            set_fields_set(self, set(fields))
+        super().__setattr__(name, value)
 
 
 # --- content blocks ------------------------------------------------------------------------------

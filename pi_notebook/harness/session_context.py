@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress, count, repeat
-from operator import attrgetter, eq
+from operator import eq
 from typing import Any, TypeVar
 
 from pydantic import Field
@@ -79,7 +79,6 @@ class SessionContext(PiModel):
     tool_names: list[str] | None = None
 
 
-_MESSAGE = attrgetter("message")
 _KIND: dict[type[Any], str] = {
     ThinkingLevelChangeEntry: "thinking_level_change",
     ActiveToolsChangeEntry: "active_tools_change",
@@ -128,9 +127,9 @@ def model_source(
     for at in range(len(kinds) - 1, -1, -1):
         kind = kinds[at]
         if kind == "message":
-            entry = entries[positions[at]]
-            if type(entry) is MessageEntry and type(entry.message) is AssistantMessage:
-                return entry.message
+            found = entries.messages([positions[at]])
+            if found is not None and type(found[0]) is AssistantMessage:
+                return found[0]
         elif kind == "model_change":
             entry = entries[positions[at]]
             if type(entry) is ModelChangeEntry:
@@ -159,12 +158,12 @@ def context_messages(
         collect_messages(messages, entries.take(positions), edits)
         return messages
     chosen = positions if present == {"message"} else where(positions, kinds, "message")
-    chosen_entries = entries.take(chosen)
-    if set(map(type, chosen_entries)) - {MessageEntry}:  # (a hand-made or unreadable entry)
+    found = entries.messages(chosen)
+    if found is None:  # (a hand-made or unreadable entry)
         messages = []
         collect_messages(messages, entries.take(positions), edits)
         return messages
-    messages = list(map(_MESSAGE, chosen_entries))
+    messages = found
     if not edits:
         return messages
     hits = list(compress(count(), map(edits.__contains__, map(ids.__getitem__, chosen))))
@@ -222,6 +221,18 @@ def collect_messages(
                 continue
             message = edited_message(message, edit)
         messages.append(message)
+
+
+def _without_system(entries: EntryList, positions: list[int], kinds: list[str]) -> list[int]:
+    """``positions`` less those of system messages (read as messages where they can be)."""
+    chosen = where(positions, kinds, "message")
+    found = entries.messages(chosen)
+    if found is None:  # (a hand-made or unreadable entry)
+        return [
+            p for p, e in zip(positions, entries.take(positions), strict=True) if not is_system(e)
+        ]
+    system = {p for p, message in zip(chosen, found, strict=True) if type(message) is SystemMessage}
+    return [p for p in positions if p not in system] if system else positions
 
 
 def build_context(
@@ -283,7 +294,7 @@ def context_at(index: SessionIndex, positions: list[int]) -> SessionContext:
         kept_ids = list(map(ids.__getitem__, kept))
         first = compaction.first_kept_entry_id
         kept = kept[kept_ids.index(first) if first in kept_ids else len(kept) :]
-        kept = [p for p, e in zip(kept, entries.take(kept), strict=True) if not is_system(e)]
+        kept = _without_system(entries, kept, list(map(types.__getitem__, kept)))
         after = positions[at + 1 :]
         context = kept + after
         context_kinds = list(map(types.__getitem__, context))

@@ -91,6 +91,7 @@ class SessionIndex:
         index = cls(EntryList())
         index.entries, index.ids, index.parent_ids = entries, ids, parent_ids
         index.types, index.timestamps, index.positions = types, timestamps, positions
+        entries.hold_messages(ids, parent_ids, timestamps)
         new = range(len(ids))
         if ids and parent_ids[0] is None:
             breaks = compress(count(1), map(ne, islice(parent_positions, 1, None), count()))

@@ -114,3 +114,42 @@ def test_a_line_found_invalid_by_the_context_names_its_file_and_line(tmp_path: P
     assert isinstance(branch[1], UnknownEntry)
     lenient.set_leaf(lenient.index.ids[1])
     assert [m.role for m in lenient.build_context().messages] == ["user"]
+
+
+def test_a_context_holds_messages_and_their_entries_are_made_when_read(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    written = _session(path)
+    session = Session.open(path)
+    context = session.build_context()
+    entries, index = _entries(session), session.index
+    assert session.leaf_id is not None
+    on_path = index.path(index.positions[session.leaf_id]) or []
+    held = [entries._items[p] for p in on_path if index.types[p] == "message"]
+    assert [type(item) for item in held] == [UserMessage, UserMessage]  # not their entries
+    assert all(item is message for item, message in zip(held, context.messages, strict=True))
+    branch = session.get_branch()
+    assert branch == written.get_branch()
+    made = [e for e in branch if isinstance(e, MessageEntry)]
+    # the same message objects, inside entries that serialise exactly as the file's lines
+    assert [e.message for e in made] == context.messages
+    assert all(e.message is m for e, m in zip(made, context.messages, strict=True))
+    lines = {validate_entry_json(line).id: line for line in path.read_bytes().splitlines()[1:]}
+    for entry in made:
+        assert entry.model_fields_set == {"type", "id", "parent_id", "timestamp", "message"}
+        dumped = entry.model_dump_json(by_alias=True, exclude_none=True).encode()
+        assert dumped == lines[entry.id]
+        assert session.get_entry(entry.id) is entry  # made once, then kept
+
+
+def test_a_message_line_with_keys_of_its_own_is_read_as_a_whole_entry(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    _session(path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert lines[1].startswith(b'{"type":"message"')
+    lines[1] = lines[1].replace(b'"type":"message",', b'"type":"message","tag":"kept",', 1)
+    path.write_bytes(b"".join(lines))
+    session = Session.open(path)
+    session.build_context()
+    first = session.get_entries()[0]
+    assert isinstance(first, MessageEntry) and first.model_extra == {"tag": "kept"}
+    assert session.index.entries._items[0] is first  # built whole, not held as a message
