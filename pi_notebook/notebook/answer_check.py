@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .data_preview import named_data_files
+
 __all__ = [
     "CODE_TOOLS",
     "answer_format",
@@ -40,9 +42,6 @@ CODE_TOOLS = ("insert_cell", "run_python", "run_cell")
 open)."""
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?!\w)")
 """A number standing alone (``406``, ``26.38``, ``1,234``), not digits inside a word."""
-_DATA_FILE = re.compile(
-    r"[\w./-]+\.(?:csv|tsv|json|jsonl|parquet|feather|xlsx?|h5|hdf5|sqlite|db|txt|dat)\b", re.I
-)
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
 _FORMAT = re.compile(r"\bformat\b[^:\n]*:[ \t]*\n?(?P<form>.+?)(?:\n[ \t]*\n|\Z)", re.I | re.S)
@@ -97,12 +96,8 @@ def refers_to_data(prompt: str, namespace: Mapping[str, Any], cwd: Path = Path()
     """Whether ``prompt`` names data the kernel can reach: a data file that exists (relative to
     ``cwd``, the kernel's working directory by default), or a variable of ``namespace`` holding
     a table or an array (it has a ``shape``)."""
-    for name in _DATA_FILE.findall(prompt):
-        try:
-            if (cwd / name).is_file():
-                return True
-        except OSError:
-            continue
+    if named_data_files(prompt, cwd):
+        return True
     return any(_has_shape(namespace.get(word)) for word in set(_NAME.findall(prompt)))
 
 
@@ -116,7 +111,9 @@ def _has_shape(value: Any) -> bool:
 def unchecked_numbers_text(code_tool: str) -> str:
     """The follow-up for numbers stated without running any code."""
     how = " with run set to true" if code_tool == "insert_cell" else ""
+    # The guessed reply itself is not sent again (see ``RunDriver.set_aside_guesses``), so the
+    # words stand without it.
     return (
-        "You have not run any code yet, so the numbers in your reply do not come from the "
-        f"data. Call {code_tool}{how} now to compute them from the data, then give your answer."
+        "No code has run yet, so an answer now would not come from the data. "
+        f"Call {code_tool}{how} now to compute the answer from the data, then give your answer."
     )

@@ -18,7 +18,7 @@ from .save_notices import SaveNotices
 
 if TYPE_CHECKING:
     from ..ai.types import AssistantMessage
-    from ..harness.hooks import FinishTurnEvent, ToolResultEvent
+    from ..harness.hooks import ContextEvent, ContextResult, FinishTurnEvent, ToolResultEvent
     from .kernel_agent import NotebookAgent
     from .runs import Run
 
@@ -39,6 +39,9 @@ class RunDriver:
         """Whether the live run was asked to state its answer (once a run)."""
         self._numbers_asked = False
         """Whether the live run was asked to compute the numbers it stated (once a run)."""
+        self._guesses: list[AssistantMessage] = []
+        """Replies of the live run that stated numbers before any code ran: kept in the session,
+        left out of what the model is sent next (:meth:`set_aside_guesses`)."""
         self._withheld: list[str] | None = None
         """The tools active before :meth:`withhold_tools` took them away for the live run."""
 
@@ -59,6 +62,7 @@ class RunDriver:
         agent.write_tools.begin_run(run.number, run.cell_id)
         agent.repeat_guard.begin_run()
         self._tool_results, self._answer_asked, self._numbers_asked = 0, False, False
+        self._guesses = []
         offer = agent.tool_offer
         run.view.set_answers_only(not offer.model_calls_tools())
         connected = agent.document.connected
@@ -228,6 +232,17 @@ class RunDriver:
         self._withheld = harness.active_tool_names
         harness.set_active_tools([])
 
+    def set_aside_guesses(self, event: ContextEvent) -> ContextResult | None:
+        """The ``context`` hook: the live run's guessed replies are not sent again. A small
+        model shown its own guess copies it into the answer even after the code it then ran
+        printed another number; the session and the run view keep the guess."""
+        if not self._guesses:
+            return None
+        from ..harness.hooks import ContextResult
+
+        guesses = {id(message) for message in self._guesses}
+        return ContextResult([m for m in event.messages if id(m) not in guesses])
+
     def ask_for_answer(self, event: FinishTurnEvent) -> None:
         """The ``finish_turn`` hook: a run that called tools and is ending without its answer
         stated (no text, or not in the format the prompt asked for) gets one follow-up asking
@@ -258,6 +273,7 @@ class RunDriver:
                 and refers_to_data(run.prompt, self._agent.namespace)
             ):
                 self._numbers_asked = True
+                self._guesses.append(message)
                 harness.follow_up(unchecked_numbers_text(code_tool))
             return
         form = answer_format(run.prompt)

@@ -194,6 +194,14 @@ def test_numbers_without_code_are_sent_back_and_errors_can_be_acted_on(tmp_path:
         "role": "user",
         "content": [{"type": "text", "text": unchecked_numbers_text("run_python")}],
     }
+    # the file the prompt names is shown before the prompt, once
+    first = json.dumps(bodies[0]["messages"])
+    assert "t.csv (the whole file):\\n```\\na\\n1\\n2\\n3\\n```" in first
+    assert all(json.dumps(b["messages"]).count("t.csv (the whole file)") == 1 for b in bodies)
+    # the guess stays in the session but is not sent again
+    assert not any("10 rows" in json.dumps(b["messages"]) for b in bodies[1:])
+    session = Path(result.transcript).read_text()
+    assert "The table has 10 rows." in session and "pi_notebook.data_preview" in session
 
     def tool_text(body: dict[str, Any]) -> str:
         return str(body["messages"][-1]["content"])
