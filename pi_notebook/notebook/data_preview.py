@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CUSTOM_TYPE", "DATA_FILE", "DataPreview", "named_data_files", "preview_text"]
 
-CUSTOM_TYPE = "pi_notebook.data_preview"
+CUSTOM_TYPE = "data_preview"
 """The ``customType`` of the preview entries."""
 DATA_FILE = re.compile(
     r"[\w./-]+\.(?:csv|tsv|json|jsonl|parquet|feather|xlsx?|h5|hdf5|sqlite|db|txt|dat)\b", re.I

@@ -201,7 +201,7 @@ def test_numbers_without_code_are_sent_back_and_errors_can_be_acted_on(tmp_path:
     # the guess stays in the session but is not sent again
     assert not any("10 rows" in json.dumps(b["messages"]) for b in bodies[1:])
     session = Path(result.transcript).read_text()
-    assert "The table has 10 rows." in session and "pi_notebook.data_preview" in session
+    assert "The table has 10 rows." in session and '"customType":"data_preview"' in session
 
     def tool_text(body: dict[str, Any]) -> str:
         return str(body["messages"][-1]["content"])
