@@ -12,6 +12,11 @@ run ends with a reply that states a number, without any tool call, while a tool 
 is offered, the notebook asks once to compute them with that tool before answering. A chat
 question ("write a list", "what is the capital of France") is never sent back.
 
+After code ran, a reply to such a prompt that states a number no output of that code shows
+(allowing for rounding, and for a fraction given as a percentage), nor the prompt itself, is
+asked once to print it: a small model told "(no output)", or shown a traceback, still states a
+value it never saw.
+
 The form is what the prompt gives after the word "format" and a colon (``Answer in this
 format: Total: <number>``); the answer has it when every literal part of it, the text outside
 placeholders such as ``[value]``, ``<number>`` or ``{x}``, appears in the reply.
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +41,8 @@ __all__ = [
     "refers_to_data",
     "states_numbers",
     "unchecked_numbers_text",
+    "unsupported_numbers",
+    "unsupported_numbers_text",
 ]
 
 CODE_TOOLS = ("insert_cell", "run_python", "run_cell")
@@ -43,6 +51,10 @@ open)."""
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?!\w)")
 """A number standing alone (``406``, ``26.38``, ``1,234``), not digits inside a word."""
 _NAME = re.compile(r"[A-Za-z_]\w*")
+_STATED_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?(?!\w)")
+"""A number standing alone, as a reply may write it (``1,234``, ``26.38``, ``1.2e-05``)."""
+_OUTPUT_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+"""A number as code prints it (``30.45``, ``1.2e-05``; the sign does not matter here)."""
 
 _FORMAT = re.compile(r"\bformat\b[^:\n]*:[ \t]*\n?(?P<form>.+?)(?:\n[ \t]*\n|\Z)", re.I | re.S)
 _PLACEHOLDER = re.compile(r"\[[^\]]*\]|<[^>]*>|\{[^}]*\}")
@@ -116,4 +128,40 @@ def unchecked_numbers_text(code_tool: str) -> str:
     return (
         "No code has run yet, so an answer now would not come from the data. "
         f"Call {code_tool}{how} now to compute the answer from the data, then give your answer."
+    )
+
+
+def _shown_by(written: str, outputs: list[float]) -> bool:
+    """Whether the number ``written`` is one of ``outputs`` rounded as it is written, or one of
+    them as a percentage."""
+    try:
+        number = Decimal(written)
+    except InvalidOperation:  # "1,2,3" read as one number: a list, not a value
+        return True
+    value = float(number)
+    exponent = number.as_tuple().exponent
+    slack = 0.5 * 10.0 ** (exponent if isinstance(exponent, int) else 0) + 1e-12
+    return any(abs(o - value) <= slack or abs(o * 100 - value) <= slack for o in outputs)
+
+
+def unsupported_numbers(reply: str, outputs: list[str], prompt: str) -> list[str]:
+    """The numbers standing alone in ``reply`` that none of ``outputs`` shows (rounded as the
+    reply writes them) and ``prompt`` does not state, in the order written."""
+    shown = [float(m) for text in outputs for m in _OUTPUT_NUMBER.findall(text)]
+    given = set(_NUMBER.findall(prompt))
+    missing: list[str] = []
+    for number in dict.fromkeys(_STATED_NUMBER.findall(reply)):
+        if number not in given and not _shown_by(number.replace(",", ""), shown):
+            missing.append(number)
+    return missing
+
+
+def unsupported_numbers_text(numbers: list[str], code_tool: str) -> str:
+    """The follow-up for numbers that no output of the code shows."""
+    listed = ", ".join(numbers[:5])
+    how = " with run set to true" if code_tool == "insert_cell" else ""
+    return (
+        f"No output of the code you ran shows {listed}, so your reply does not come from the "
+        f"data. Call {code_tool}{how} with code that prints the values you need, then give "
+        "your answer from what it prints."
     )

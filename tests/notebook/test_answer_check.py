@@ -19,6 +19,8 @@ from pi_notebook.notebook.answer_check import (
     refers_to_data,
     states_numbers,
     unchecked_numbers_text,
+    unsupported_numbers,
+    unsupported_numbers_text,
 )
 from tests.eval.test_baselines import rows_task, serving
 from tests.loopback import Reply, sse_chunks
@@ -83,6 +85,22 @@ def test_the_numbers_check_needs_a_prompt_about_data_the_kernel_has(tmp_path: Pa
             raise RuntimeError("not today")
 
     assert not refers_to_data("Look at odd.", {"odd": Odd()}, tmp_path)  # no error either
+
+
+def test_numbers_no_output_shows_are_found_allowing_for_rounding() -> None:
+    outputs = ["Origin\nEurope    27.891\nJapan     30.4506\n", "(150, 5)", "0.3726\n1.2e-05"]
+    prompt = "Round to 2 decimals. Years 1980 and later."
+    assert unsupported_numbers("@origin[Japan] @mean_mpg[30.45]", outputs, prompt) == []
+    assert unsupported_numbers("150 rows, 5 columns; 37.26 % malignant", outputs, prompt) == []
+    assert unsupported_numbers("From 1980 on, 2 decimals: 27.89", outputs, prompt) == []
+    assert unsupported_numbers("1.2e-05 is tiny", outputs, prompt) == []
+    assert unsupported_numbers("@mean_mpg[30.14] @count[406]", outputs, prompt) == ["30.14", "406"]
+    assert unsupported_numbers("It is 3.4 cm.\n@max[3.4]", ["(no output)"], "") == ["3.4"]
+    assert unsupported_numbers("1,234 sold", ["1234"], "") == []
+    text = unsupported_numbers_text(["30.14", "406"], "run_python")
+    assert text.startswith("No output of the code you ran shows 30.14, 406,")
+    assert "Call run_python with code that prints" in text
+    assert "insert_cell with run set to true" in unsupported_numbers_text(["1"], "insert_cell")
 
 
 SCRIPT = """
@@ -214,3 +232,30 @@ def test_numbers_without_code_are_sent_back_and_errors_can_be_acted_on(tmp_path:
     assert "print(df['A'].count())" in read and "KeyError: 'A'" in read
     assert tool_text(bodies[4]).strip() == "3"
     assert len(bodies) == 5  # asked once: the final answer is not checked again
+
+
+def test_a_number_no_output_showed_is_sent_back_once(tmp_path: Path) -> None:
+    task = rows_task(tmp_path)
+    silent = "import pandas as pd\ndf = pd.read_csv('t.csv')\nrows = len(df)"
+    replies = [
+        call("run_python", {"code": silent}, "call_1"),
+        answer("The table has 4 rows.\n@rows[4]"),
+        call("run_python", {"code": "print(rows)"}, "call_2"),
+        answer("@rows[3]"),
+    ]
+    with serving(replies) as server:
+        model = custom_model("m", f"{server.url}/v1", provider="served", max_tokens=256)
+        result = run_task(
+            "pi_notebook", task, ModelSpec("served/m", model), tmp_path / "out", time_limit=120
+        )
+        bodies = [r.json() for r in server.requests]
+    assert result.right, result
+    assert str(bodies[1]["messages"][-1]["content"]) == (
+        "(no output: the code printed nothing. To see the value, print it: print(rows))"
+    )
+    assert bodies[2]["messages"][-1] == {
+        "role": "user",
+        "content": [{"type": "text", "text": unsupported_numbers_text(["4"], "run_python")}],
+    }
+    assert not any("4 rows" in json.dumps(b["messages"]) for b in bodies[2:])
+    assert len(bodies) == 4  # the right answer is not sent back
