@@ -12,10 +12,10 @@ run ends with a reply that states a number, without any tool call, while a tool 
 is offered, the notebook asks once to compute them with that tool before answering. A chat
 question ("write a list", "what is the capital of France") is never sent back.
 
-After code ran, a reply to such a prompt that states a number no output of that code shows
-(allowing for rounding, and for a fraction given as a percentage), nor the prompt itself, is
-asked once to print it: a small model told "(no output)", or shown a traceback, still states a
-value it never saw.
+After code ran, a reply to such a prompt that states a number the model was not shown (in a
+tool's output, the prompt or the notebook's messages; allowing for rounding, and for a fraction
+given as a percentage) is asked once to print it: a small model told "(no output)", or shown a
+traceback, still states a value it never saw.
 
 The form is what the prompt gives after the word "format" and a colon (``Answer in this
 format: Total: <number>``); the answer has it when every literal part of it, the text outside
@@ -25,7 +25,7 @@ placeholders such as ``[value]``, ``<number>`` or ``{x}``, appears in the reply.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ __all__ = [
     "follow_up_text",
     "lacks_answer",
     "refers_to_data",
+    "shown_texts",
     "states_numbers",
     "unchecked_numbers_text",
     "unsupported_numbers",
@@ -123,7 +124,7 @@ def _has_shape(value: Any) -> bool:
 def unchecked_numbers_text(code_tool: str) -> str:
     """The follow-up for numbers stated without running any code."""
     how = " with run set to true" if code_tool == "insert_cell" else ""
-    # The guessed reply itself is not sent again (see ``RunDriver.set_aside_guesses``), so the
+    # The guessed reply itself is not sent again (see ``RunDriver.on_context``), so the
     # words stand without it.
     return (
         "No code has run yet, so an answer now would not come from the data. "
@@ -144,16 +145,29 @@ def _shown_by(written: str, outputs: list[float]) -> bool:
     return any(abs(o - value) <= slack or abs(o * 100 - value) <= slack for o in outputs)
 
 
-def unsupported_numbers(reply: str, outputs: list[str], prompt: str) -> list[str]:
-    """The numbers standing alone in ``reply`` that none of ``outputs`` shows (rounded as the
-    reply writes them) and ``prompt`` does not state, in the order written."""
-    shown = [float(m) for text in outputs for m in _OUTPUT_NUMBER.findall(text)]
-    given = set(_NUMBER.findall(prompt))
-    missing: list[str] = []
-    for number in dict.fromkeys(_STATED_NUMBER.findall(reply)):
-        if number not in given and not _shown_by(number.replace(",", ""), shown):
-            missing.append(number)
-    return missing
+def shown_texts(messages: Sequence[Any]) -> list[str]:
+    """The texts the model was shown in ``messages``: the prompts, the notebook's messages
+    (the change summary, the data preview) and the tool results that did not fail (a
+    traceback's line numbers are no source for a value)."""
+    texts = []
+    for message in messages:
+        role = getattr(message, "role", None)
+        if role == "assistant" or (role == "toolResult" and getattr(message, "is_error", False)):
+            continue
+        content = getattr(message, "content", None)
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.extend(b.text for b in content if isinstance(getattr(b, "text", None), str))
+    return texts
+
+
+def unsupported_numbers(reply: str, shown: list[str]) -> list[str]:
+    """The numbers standing alone in ``reply`` that none of the texts ``shown`` to the model
+    has (rounded as the reply writes them, or as a percentage), in the order written."""
+    values = [float(m) for text in shown for m in _OUTPUT_NUMBER.findall(text)]
+    numbers = dict.fromkeys(_STATED_NUMBER.findall(reply))
+    return [n for n in numbers if not _shown_by(n.replace(",", ""), values)]
 
 
 def unsupported_numbers_text(numbers: list[str], code_tool: str) -> str:

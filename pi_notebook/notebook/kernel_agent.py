@@ -263,7 +263,7 @@ class NotebookAgent:
         harness.subscribe(self.runner.check_room)
         harness.on("tool_result", self.runner.note_tool_result)
         harness.on("finish_turn", self.runner.ask_for_answer)
-        harness.on("context", self.runner.set_aside_guesses)
+        harness.on("context", self.runner.on_context)
         return harness
 
     @property

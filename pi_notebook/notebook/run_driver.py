@@ -17,6 +17,7 @@ from .room import request_size
 from .save_notices import SaveNotices
 
 if TYPE_CHECKING:
+    from ..agent import AgentMessage
     from ..ai.types import AssistantMessage
     from ..harness.hooks import ContextEvent, ContextResult, FinishTurnEvent, ToolResultEvent
     from .kernel_agent import NotebookAgent
@@ -39,8 +40,8 @@ class RunDriver:
         """Whether the live run was asked to state its answer (once a run)."""
         self._numbers_asked = False
         """Whether the live run was asked to compute the numbers it stated (once a run)."""
-        self._outputs: list[str] = []
-        """The texts of the live run's tool results that did not fail."""
+        self._sent: list[AgentMessage] = []
+        """The messages of the live run's latest model request (:meth:`on_context`)."""
         self._unsupported_asked = False
         """Whether the live run was asked to print numbers no output showed (once a run)."""
         self._guesses: list[AssistantMessage] = []
@@ -66,7 +67,7 @@ class RunDriver:
         agent.write_tools.begin_run(run.number, run.cell_id)
         agent.repeat_guard.begin_run()
         self._tool_results, self._answer_asked, self._numbers_asked = 0, False, False
-        self._guesses, self._outputs, self._unsupported_asked = [], [], False
+        self._guesses, self._sent, self._unsupported_asked = [], [], False
         offer = agent.tool_offer
         run.view.set_answers_only(not offer.model_calls_tools())
         connected = agent.document.connected
@@ -225,8 +226,6 @@ class RunDriver:
         text = "".join(b.text for b in event.content if isinstance(b, TextContent))
         self._agent.repeat_guard.record(event.tool_call_id, text, failed=event.is_error)
         self._tool_results += 1
-        if not event.is_error:
-            self._outputs.append(text)
 
     def withhold_tools(self) -> None:
         """The model called code again that already gave its result: the rest of the live run
@@ -238,10 +237,12 @@ class RunDriver:
         self._withheld = harness.active_tool_names
         harness.set_active_tools([])
 
-    def set_aside_guesses(self, event: ContextEvent) -> ContextResult | None:
-        """The ``context`` hook: the live run's guessed replies are not sent again. A small
-        model shown its own guess copies it into the answer even after the code it then ran
-        printed another number; the session and the run view keep the guess."""
+    def on_context(self, event: ContextEvent) -> ContextResult | None:
+        """The ``context`` hook: notes what the model is sent (what the numbers check compares
+        a reply with) and leaves out the live run's guessed replies. A small model shown its
+        own guess copies it into the answer even after the code it then ran printed another
+        number; the session and the run view keep the guess."""
+        self._sent = event.messages
         if not self._guesses:
             return None
         from ..harness.hooks import ContextResult
@@ -280,6 +281,7 @@ class RunDriver:
         from .answer_check import (
             code_tool_among,
             refers_to_data,
+            shown_texts,
             states_numbers,
             unchecked_numbers_text,
             unsupported_numbers,
@@ -288,8 +290,8 @@ class RunDriver:
 
         harness = self._agent.harness_if_made
         ran = self._tool_results > 0
-        if harness is None or self._withheld is not None:
-            return None  # without tools it can only answer with what it has
+        if harness is None or self._withheld is not None or message.stop_reason == "length":
+            return None  # without tools it can only answer with what it has; a cut reply
         if (self._unsupported_asked if ran else self._numbers_asked) or not states_numbers(
             message.text
         ):
@@ -301,7 +303,7 @@ class RunDriver:
         if not ran:
             self._numbers_asked = True
             return unchecked_numbers_text(code_tool)
-        missing = unsupported_numbers(message.text, self._outputs, run.prompt)
+        missing = unsupported_numbers(message.text, shown_texts(self._sent))
         if not missing:
             return None
         self._unsupported_asked = True

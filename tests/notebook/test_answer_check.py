@@ -9,14 +9,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pi_notebook.ai import custom_model
+from pi_notebook.ai import custom_model, faux_assistant_message
+from pi_notebook.ai.types import TextContent, ToolResultMessage, UserMessage
 from pi_notebook.eval import ModelSpec, run_task
+from pi_notebook.harness import CustomMessage
 from pi_notebook.notebook.answer_check import (
     answer_format,
     code_tool_among,
     follow_up_text,
     lacks_answer,
     refers_to_data,
+    shown_texts,
     states_numbers,
     unchecked_numbers_text,
     unsupported_numbers,
@@ -87,20 +90,36 @@ def test_the_numbers_check_needs_a_prompt_about_data_the_kernel_has(tmp_path: Pa
     assert not refers_to_data("Look at odd.", {"odd": Odd()}, tmp_path)  # no error either
 
 
-def test_numbers_no_output_shows_are_found_allowing_for_rounding() -> None:
-    outputs = ["Origin\nEurope    27.891\nJapan     30.4506\n", "(150, 5)", "0.3726\n1.2e-05"]
-    prompt = "Round to 2 decimals. Years 1980 and later."
-    assert unsupported_numbers("@origin[Japan] @mean_mpg[30.45]", outputs, prompt) == []
-    assert unsupported_numbers("150 rows, 5 columns; 37.26 % malignant", outputs, prompt) == []
-    assert unsupported_numbers("From 1980 on, 2 decimals: 27.89", outputs, prompt) == []
-    assert unsupported_numbers("1.2e-05 is tiny", outputs, prompt) == []
-    assert unsupported_numbers("@mean_mpg[30.14] @count[406]", outputs, prompt) == ["30.14", "406"]
-    assert unsupported_numbers("It is 3.4 cm.\n@max[3.4]", ["(no output)"], "") == ["3.4"]
-    assert unsupported_numbers("1,234 sold", ["1234"], "") == []
+def test_numbers_the_model_was_not_shown_are_found_allowing_for_rounding() -> None:
+    shown = ["Origin\nEurope    27.891\nJapan     30.4506\n", "(150, 5)", "0.3726\n1.2e-05"]
+    shown.append("Round to 2 decimals. Years 1980 and later.")
+    assert unsupported_numbers("@origin[Japan] @mean_mpg[30.45]", shown) == []
+    assert unsupported_numbers("150 rows, 5 columns; 37.26 % malignant", shown) == []
+    assert unsupported_numbers("From 1980 on, 2 decimals: 27.89", shown) == []
+    assert unsupported_numbers("1.2e-05 is tiny", shown) == []
+    assert unsupported_numbers("@mean_mpg[30.14] @count[406]", shown) == ["30.14", "406"]
+    assert unsupported_numbers("It is 3.4 cm.\n@max[3.4]", ["(no output)"]) == ["3.4"]
+    assert unsupported_numbers("1,234 sold", ["1234"]) == []
     text = unsupported_numbers_text(["30.14", "406"], "run_python")
     assert text.startswith("No output of the code you ran shows 30.14, 406,")
     assert "Call run_python with code that prints" in text
     assert "insert_cell with run set to true" in unsupported_numbers_text(["1"], "insert_cell")
+
+
+def test_what_the_model_was_shown_leaves_out_its_replies_and_failures() -> None:
+    sent = [
+        UserMessage(content="How many rows? 7 columns"),
+        faux_assistant_message("@rows[99]"),
+        ToolResultMessage(
+            tool_call_id="a", tool_name="run_python", content=[TextContent(text="line 12")],
+            is_error=True,
+        ),
+        ToolResultMessage(
+            tool_call_id="b", tool_name="run_python", content=[TextContent(text="3")]
+        ),
+        CustomMessage(custom_type="data_preview", content="a\n1", display=True),
+    ]  # fmt: skip
+    assert shown_texts(sent) == ["How many rows? 7 columns", "3", "a\n1"]
 
 
 SCRIPT = """
