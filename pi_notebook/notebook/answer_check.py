@@ -76,12 +76,15 @@ def _literal_parts(form: str) -> list[str]:
 
 
 def lacks_answer(reply: str, form: str | None) -> bool:
-    """Whether ``reply`` states no answer: it is empty, or leaves out a part of ``form``."""
+    """Whether ``reply`` states no answer: it is empty, leaves out a part of ``form``, or
+    copies one of its placeholders (``@cars[count]`` for ``@cars[count]``) where a value goes."""
     if not reply.strip():
         return True
     if form is None:
         return False
-    return any(part not in reply for part in _literal_parts(form))
+    if any(part not in reply for part in _literal_parts(form)):
+        return True
+    return any(placeholder in reply for placeholder in _PLACEHOLDER.findall(form))
 
 
 def follow_up_text(form: str | None) -> str:
@@ -90,9 +93,16 @@ def follow_up_text(form: str | None) -> str:
         "State your final answer now, using the results in the tool outputs above "
         "(do not guess numbers you have not seen)."
     )
-    if form is not None:
-        text += f" Give it in exactly this format:\n{form}"
-    return text
+    if form is None:
+        return text
+    placeholders = list(dict.fromkeys(_PLACEHOLDER.findall(form)))
+    if not placeholders:
+        return text + f" Give it in exactly this format:\n{form}"
+    named = " and ".join(placeholders)
+    values = "value" if len(placeholders) == 1 else "values"
+    return (
+        text + f" Give it in exactly this format, with {named} replaced by your {values}:\n{form}"
+    )
 
 
 def code_tool_among(offered: set[str] | frozenset[str]) -> str | None:

@@ -52,11 +52,21 @@ def test_an_answer_lacks_the_format_when_a_literal_part_is_missing() -> None:
     assert lacks_answer("@mean_price[3.2]", form)
     assert not lacks_answer("Done.\n@mean_price[3.2]\n@count[10]", form)
     assert not lacks_answer("Total: 12", "Total: <number>")
+    # a placeholder copied where the value goes, or the whole format echoed
+    assert lacks_answer("@cars[count]", "@cars[count]")
+    assert lacks_answer("Answer: @mean_price[value] @count[10]", form)
+    assert not lacks_answer("@cars[406]", "@cars[count]")
 
 
 def test_the_follow_up_repeats_the_format() -> None:
     assert follow_up_text(None).startswith("State your final answer now")
-    assert follow_up_text("Total: <number>").endswith("in exactly this format:\nTotal: <number>")
+    assert follow_up_text("Total: <number>").endswith(
+        "in exactly this format, with <number> replaced by your value:\nTotal: <number>"
+    )
+    assert follow_up_text("@species[name] @mean[value]").endswith(
+        "with [name] and [value] replaced by your values:\n@species[name] @mean[value]"
+    )
+    assert follow_up_text("Answer: yes or no").endswith("this format:\nAnswer: yes or no")
 
 
 def test_the_numbers_check_asks_for_the_offered_code_tool() -> None:
