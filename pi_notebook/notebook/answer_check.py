@@ -12,9 +12,10 @@ run ends with a reply that states a number, without any tool call, while a tool 
 is offered, the notebook asks once to compute them with that tool before answering. A chat
 question ("write a list", "what is the capital of France") is never sent back.
 
-After code ran, a reply to such a prompt that states a number the model was not shown (in a
-tool's output, the prompt or the notebook's messages; allowing for rounding, and for a fraction
-given as a percentage) is asked once to print it: a small model told "(no output)", or shown a
+After code ran, a reply to such a prompt that states numbers right after the code failed, or a
+number the model was not shown (in a tool's output, the prompt or the notebook's messages other
+than the data preview; allowing for rounding, and for a fraction given as a percentage), is
+asked once to compute it: a small model told "(no output)", or shown a
 traceback, still states a value it never saw.
 
 The form is what the prompt gives after the word "format" and a colon (``Answer in this
@@ -30,12 +31,14 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from .data_preview import CUSTOM_TYPE as PREVIEW_TYPE
 from .data_preview import named_data_files
 
 __all__ = [
     "CODE_TOOLS",
     "answer_format",
     "code_tool_among",
+    "failed_code_text",
     "follow_up_text",
     "lacks_answer",
     "refers_to_data",
@@ -156,13 +159,16 @@ def _shown_by(written: str, outputs: list[float]) -> bool:
 
 
 def shown_texts(messages: Sequence[Any]) -> list[str]:
-    """The texts the model was shown in ``messages``: the prompts, the notebook's messages
-    (the change summary, the data preview) and the tool results that did not fail (a
-    traceback's line numbers are no source for a value)."""
+    """The texts in ``messages`` a stated number may come from: the prompts, the notebook's
+    messages and the tool results that did not fail. Not the data preview (its first rows are
+    no answer to a question about the whole table), nor a traceback (its line numbers are no
+    value)."""
     texts = []
     for message in messages:
         role = getattr(message, "role", None)
         if role == "assistant" or (role == "toolResult" and getattr(message, "is_error", False)):
+            continue
+        if getattr(message, "custom_type", None) == PREVIEW_TYPE:
             continue
         content = getattr(message, "content", None)
         if isinstance(content, str):
@@ -188,4 +194,14 @@ def unsupported_numbers_text(numbers: list[str], code_tool: str) -> str:
         f"No output of the code you ran shows {listed}, so your reply does not come from the "
         f"data. Call {code_tool}{how} with code that prints the values you need, then give "
         "your answer from what it prints."
+    )
+
+
+def failed_code_text(code_tool: str) -> str:
+    """The follow-up for numbers stated right after the code failed."""
+    how = " with run set to true" if code_tool == "insert_cell" else ""
+    return (
+        "Your last code failed, so the numbers in your reply were not computed from the data. "
+        f"Fix the code and call {code_tool}{how} again, then give your answer from what it "
+        "prints."
     )

@@ -43,7 +43,9 @@ class RunDriver:
         self._sent: list[AgentMessage] = []
         """The messages of the live run's latest model request (:meth:`on_context`)."""
         self._unsupported_asked = False
-        """Whether the live run was asked to print numbers no output showed (once a run)."""
+        """Whether the live run was asked to print numbers it was not shown (once a run)."""
+        self._last_failed = False
+        """Whether the live run's latest tool result was an error."""
         self._guesses: list[AssistantMessage] = []
         """Replies of the live run that stated numbers before any code ran: kept in the session,
         left out of what the model is sent next (:meth:`set_aside_guesses`)."""
@@ -68,6 +70,7 @@ class RunDriver:
         agent.repeat_guard.begin_run()
         self._tool_results, self._answer_asked, self._numbers_asked = 0, False, False
         self._guesses, self._sent, self._unsupported_asked = [], [], False
+        self._last_failed = False
         offer = agent.tool_offer
         run.view.set_answers_only(not offer.model_calls_tools())
         connected = agent.document.connected
@@ -226,6 +229,7 @@ class RunDriver:
         text = "".join(b.text for b in event.content if isinstance(b, TextContent))
         self._agent.repeat_guard.record(event.tool_call_id, text, failed=event.is_error)
         self._tool_results += 1
+        self._last_failed = event.is_error
 
     def withhold_tools(self) -> None:
         """The model called code again that already gave its result: the rest of the live run
@@ -277,9 +281,10 @@ class RunDriver:
     def _numbers_follow_up(self, run: Run, message: AssistantMessage) -> str | None:
         """For a reply about data the kernel can reach that states numbers while a code tool
         is offered: once a run, the follow-up when no code has run yet, and once when code ran
-        but no output of it shows some of the numbers."""
+        but its latest run failed or the model was not shown some of the numbers."""
         from .answer_check import (
             code_tool_among,
+            failed_code_text,
             refers_to_data,
             shown_texts,
             states_numbers,
@@ -303,6 +308,9 @@ class RunDriver:
         if not ran:
             self._numbers_asked = True
             return unchecked_numbers_text(code_tool)
+        if self._last_failed:
+            self._unsupported_asked = True
+            return failed_code_text(code_tool)
         missing = unsupported_numbers(message.text, shown_texts(self._sent))
         if not missing:
             return None

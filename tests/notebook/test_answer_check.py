@@ -16,6 +16,7 @@ from pi_notebook.harness import CustomMessage
 from pi_notebook.notebook.answer_check import (
     answer_format,
     code_tool_among,
+    failed_code_text,
     follow_up_text,
     lacks_answer,
     refers_to_data,
@@ -114,6 +115,7 @@ def test_numbers_the_model_was_not_shown_are_found_allowing_for_rounding() -> No
     assert text.startswith("No output of the code you ran shows 30.14, 406,")
     assert "Call run_python with code that prints" in text
     assert "insert_cell with run set to true" in unsupported_numbers_text(["1"], "insert_cell")
+    assert failed_code_text("run_python").startswith("Your last code failed, so the numbers")
 
 
 def test_what_the_model_was_shown_leaves_out_its_replies_and_failures() -> None:
@@ -127,9 +129,10 @@ def test_what_the_model_was_shown_leaves_out_its_replies_and_failures() -> None:
         ToolResultMessage(
             tool_call_id="b", tool_name="run_python", content=[TextContent(text="3")]
         ),
+        CustomMessage(custom_type="notebook_changes", content="In [4]: x = 5", display=True),
         CustomMessage(custom_type="data_preview", content="a\n1", display=True),
     ]  # fmt: skip
-    assert shown_texts(sent) == ["How many rows? 7 columns", "3", "a\n1"]
+    assert shown_texts(sent) == ["How many rows? 7 columns", "3", "In [4]: x = 5"]
 
 
 SCRIPT = """
@@ -288,3 +291,24 @@ def test_a_number_no_output_showed_is_sent_back_once(tmp_path: Path) -> None:
     }
     assert not any("4 rows" in json.dumps(b["messages"]) for b in bodies[2:])
     assert len(bodies) == 4  # the right answer is not sent back
+
+
+def test_numbers_stated_right_after_failing_code_are_sent_back_once(tmp_path: Path) -> None:
+    task = rows_task(tmp_path)
+    replies = [
+        call("run_python", {"code": BAD}, "call_1"),
+        answer("@rows[2]"),
+        call("run_python", {"code": GOOD}, "call_2"),
+        answer("@rows[3]"),
+    ]
+    with serving(replies) as server:
+        model = custom_model("m", f"{server.url}/v1", provider="served", max_tokens=256)
+        result = run_task(
+            "pi_notebook", task, ModelSpec("served/m", model), tmp_path / "out", time_limit=120
+        )
+        bodies = [r.json() for r in server.requests]
+    assert result.right, result
+    assert bodies[2]["messages"][-1]["content"] == [
+        {"type": "text", "text": failed_code_text("run_python")}
+    ]
+    assert len(bodies) == 4
