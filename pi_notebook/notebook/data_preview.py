@@ -6,7 +6,8 @@ its turns on the errors. When a prompt names a text data file (CSV, TSV, JSON li
 that exists in the kernel's working directory, the model gets its header and first rows, read
 from disk, as a ``custom_message`` entry before the prompt (``%tree`` and the run view show it),
 much as a coding agent attaches a file the user mentions. A file is shown once per notebook agent
-until it changes on disk; binary formats (Parquet, Excel, HDF5, SQLite) are not opened.
+until it changes on disk; binary formats (Parquet, Excel, HDF5, SQLite) are not opened. A model
+that cannot call tools gets none: it would only answer from those first rows.
 """
 
 from __future__ import annotations

@@ -399,7 +399,8 @@ class NotebookAgent:
         _ = self.approval_policy  # one set by the environment is recorded before the run
         await self.toolbox.start_mcp()
         await self.change_feed.append(self.session, changes, run.cell_id)
-        await self.data_preview.append(self.session, run.prompt)
+        if self.tool_offer.model_calls_tools():  # for code with the real names; not an answer
+            await self.data_preview.append(self.session, run.prompt)
         self.checkpoints.capture_soon("run_start")
         return await self.runner.prompt(run, run.prompt)
 

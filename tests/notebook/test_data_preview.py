@@ -3,6 +3,7 @@ first rows as on disk; missing, binary and unreadable files are passed over."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from pi_notebook.notebook.data_preview import (
     named_data_files,
     preview_text,
 )
+
+from .kernel_notebook import execute, outputs_text
 
 
 def previews(session: Session) -> list[str]:
@@ -72,3 +75,28 @@ async def test_a_file_is_shown_once_until_it_changes(tmp_path: Path) -> None:
     assert await preview.append(session, "Count the rows of t.csv again", tmp_path)
     first, second = previews(session)
     assert "a\n1\n```" in first and "a\n1\n2\n```" in second
+
+
+PREVIEW_SCRIPT = """
+from pi_notebook.ai import faux_assistant_message, register_faux_provider
+faux = register_faux_provider(tokens_per_second=1000)
+faux.set_responses([faux_assistant_message("I cannot open files."), faux_assistant_message("ok")])
+%model faux/faux-1 --tools no
+"""
+
+PREVIEW_REPORT = """
+import json, pi_notebook
+pi = pi_notebook.current()
+print(json.dumps([e.custom_type for e in pi.session.entries_of("custom_message")]))
+"""
+
+
+def test_only_a_model_that_calls_tools_is_shown_the_data(tmp_path: Path) -> None:
+    # a real kernel: an answers-only model would only answer from the first rows
+    (tmp_path / "t.csv").write_text("a\n1\n")
+    ask = "%%agent --wait\nHow many rows does t.csv have?"
+    cells = ["%load_ext pi_notebook", PREVIEW_SCRIPT, ask, PREVIEW_REPORT]
+    cells += ["%model --tools yes", ask, PREVIEW_REPORT]
+    nb = execute(cells, tmp_path, env={"PI_NOTEBOOK_CONTEXT": "off"})
+    assert json.loads(outputs_text(nb.cells[3])) == []
+    assert json.loads(outputs_text(nb.cells[6])) == [CUSTOM_TYPE]
