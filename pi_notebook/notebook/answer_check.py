@@ -12,6 +12,12 @@ run ends with a reply that states a number, without any tool call, while a tool 
 is offered, the notebook asks once to compute them with that tool before answering. A chat
 question ("write a list", "what is the capital of France") is never sent back.
 
+After code ran, a reply to such a prompt that states numbers right after the code failed, or a
+number the model was not shown (in a tool's output, the prompt or the notebook's messages other
+than the data preview; allowing for rounding, and for a fraction given as a percentage), is
+asked once to compute it: a small model told "(no output)", or shown a
+traceback, still states a value it never saw.
+
 The form is what the prompt gives after the word "format" and a colon (``Answer in this
 format: Total: <number>``); the answer has it when every literal part of it, the text outside
 placeholders such as ``[value]``, ``<number>`` or ``{x}``, appears in the reply.
@@ -20,19 +26,27 @@ placeholders such as ``[value]``, ``<number>`` or ``{x}``, appears in the reply.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
+
+from .data_preview import CUSTOM_TYPE as PREVIEW_TYPE
+from .data_preview import named_data_files
 
 __all__ = [
     "CODE_TOOLS",
     "answer_format",
     "code_tool_among",
+    "failed_code_text",
     "follow_up_text",
     "lacks_answer",
     "refers_to_data",
+    "shown_texts",
     "states_numbers",
     "unchecked_numbers_text",
+    "unsupported_numbers",
+    "unsupported_numbers_text",
 ]
 
 CODE_TOOLS = ("insert_cell", "run_python", "run_cell")
@@ -40,10 +54,11 @@ CODE_TOOLS = ("insert_cell", "run_python", "run_cell")
 open)."""
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?!\w)")
 """A number standing alone (``406``, ``26.38``, ``1,234``), not digits inside a word."""
-_DATA_FILE = re.compile(
-    r"[\w./-]+\.(?:csv|tsv|json|jsonl|parquet|feather|xlsx?|h5|hdf5|sqlite|db|txt|dat)\b", re.I
-)
 _NAME = re.compile(r"[A-Za-z_]\w*")
+_STATED_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?(?!\w)")
+"""A number standing alone, as a reply may write it (``1,234``, ``26.38``, ``1.2e-05``)."""
+_OUTPUT_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+"""A number as code prints it (``30.45``, ``1.2e-05``; the sign does not matter here)."""
 
 _FORMAT = re.compile(r"\bformat\b[^:\n]*:[ \t]*\n?(?P<form>.+?)(?:\n[ \t]*\n|\Z)", re.I | re.S)
 _PLACEHOLDER = re.compile(r"\[[^\]]*\]|<[^>]*>|\{[^}]*\}")
@@ -64,12 +79,15 @@ def _literal_parts(form: str) -> list[str]:
 
 
 def lacks_answer(reply: str, form: str | None) -> bool:
-    """Whether ``reply`` states no answer: it is empty, or leaves out a part of ``form``."""
+    """Whether ``reply`` states no answer: it is empty, leaves out a part of ``form``, or
+    copies one of its placeholders (``@cars[count]`` for ``@cars[count]``) where a value goes."""
     if not reply.strip():
         return True
     if form is None:
         return False
-    return any(part not in reply for part in _literal_parts(form))
+    if any(part not in reply for part in _literal_parts(form)):
+        return True
+    return any(placeholder in reply for placeholder in _PLACEHOLDER.findall(form))
 
 
 def follow_up_text(form: str | None) -> str:
@@ -78,9 +96,16 @@ def follow_up_text(form: str | None) -> str:
         "State your final answer now, using the results in the tool outputs above "
         "(do not guess numbers you have not seen)."
     )
-    if form is not None:
-        text += f" Give it in exactly this format:\n{form}"
-    return text
+    if form is None:
+        return text
+    placeholders = list(dict.fromkeys(_PLACEHOLDER.findall(form)))
+    if not placeholders:
+        return text + f" Give it in exactly this format:\n{form}"
+    named = " and ".join(placeholders)
+    values = "value" if len(placeholders) == 1 else "values"
+    return (
+        text + f" Give it in exactly this format, with {named} replaced by your {values}:\n{form}"
+    )
 
 
 def code_tool_among(offered: set[str] | frozenset[str]) -> str | None:
@@ -97,12 +122,8 @@ def refers_to_data(prompt: str, namespace: Mapping[str, Any], cwd: Path = Path()
     """Whether ``prompt`` names data the kernel can reach: a data file that exists (relative to
     ``cwd``, the kernel's working directory by default), or a variable of ``namespace`` holding
     a table or an array (it has a ``shape``)."""
-    for name in _DATA_FILE.findall(prompt):
-        try:
-            if (cwd / name).is_file():
-                return True
-        except OSError:
-            continue
+    if named_data_files(prompt, cwd):
+        return True
     return any(_has_shape(namespace.get(word)) for word in set(_NAME.findall(prompt)))
 
 
@@ -116,7 +137,71 @@ def _has_shape(value: Any) -> bool:
 def unchecked_numbers_text(code_tool: str) -> str:
     """The follow-up for numbers stated without running any code."""
     how = " with run set to true" if code_tool == "insert_cell" else ""
+    # The guessed reply itself is not sent again (see ``RunDriver.on_context``), so the
+    # words stand without it.
     return (
-        "You have not run any code yet, so the numbers in your reply do not come from the "
-        f"data. Call {code_tool}{how} now to compute them from the data, then give your answer."
+        "No code has run yet, so an answer now would not come from the data. "
+        f"Call {code_tool}{how} now to compute the answer from the data, then give your answer."
+    )
+
+
+def _shown_by(written: str, outputs: list[float]) -> bool:
+    """Whether the number ``written`` is one of ``outputs`` rounded as it is written, or one of
+    them as a percentage."""
+    try:
+        number = Decimal(written)
+    except InvalidOperation:  # "1,2,3" read as one number: a list, not a value
+        return True
+    value = float(number)
+    exponent = number.as_tuple().exponent
+    slack = 0.5 * 10.0 ** (exponent if isinstance(exponent, int) else 0) + 1e-12
+    return any(abs(o - value) <= slack or abs(o * 100 - value) <= slack for o in outputs)
+
+
+def shown_texts(messages: Sequence[Any]) -> list[str]:
+    """The texts in ``messages`` a stated number may come from: the prompts, the notebook's
+    messages and the tool results that did not fail. Not the data preview (its first rows are
+    no answer to a question about the whole table), nor a traceback (its line numbers are no
+    value)."""
+    texts = []
+    for message in messages:
+        role = getattr(message, "role", None)
+        if role == "assistant" or (role == "toolResult" and getattr(message, "is_error", False)):
+            continue
+        if getattr(message, "custom_type", None) == PREVIEW_TYPE:
+            continue
+        content = getattr(message, "content", None)
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.extend(b.text for b in content if isinstance(getattr(b, "text", None), str))
+    return texts
+
+
+def unsupported_numbers(reply: str, shown: list[str]) -> list[str]:
+    """The numbers standing alone in ``reply`` that none of the texts ``shown`` to the model
+    has (rounded as the reply writes them, or as a percentage), in the order written."""
+    values = [float(m) for text in shown for m in _OUTPUT_NUMBER.findall(text)]
+    numbers = dict.fromkeys(_STATED_NUMBER.findall(reply))
+    return [n for n in numbers if not _shown_by(n.replace(",", ""), values)]
+
+
+def unsupported_numbers_text(numbers: list[str], code_tool: str) -> str:
+    """The follow-up for numbers that no output of the code shows."""
+    listed = ", ".join(numbers[:5])
+    how = " with run set to true" if code_tool == "insert_cell" else ""
+    return (
+        f"No output of the code you ran shows {listed}, so your reply does not come from the "
+        f"data. Call {code_tool}{how} with code that prints the values you need, then give "
+        "your answer from what it prints."
+    )
+
+
+def failed_code_text(code_tool: str) -> str:
+    """The follow-up for numbers stated right after the code failed."""
+    how = " with run set to true" if code_tool == "insert_cell" else ""
+    return (
+        "Your last code failed, so the numbers in your reply were not computed from the data. "
+        f"Fix the code and call {code_tool}{how} again, then give your answer from what it "
+        "prints."
     )

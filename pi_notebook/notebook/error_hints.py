@@ -56,11 +56,15 @@ def _key_hint(key: Any, tb: TracebackType | None) -> str | None:
     label = key if wanted == text else wanted
     if "None of [" in wanted or "not in index" in wanted:  # a list of labels: pandas' message
         return f"Hint: not all of those labels are there. The keys are: {shown}{more}"
-    folded = {str(k).casefold(): str(k) for k in keys}
+    folded = {str(k).casefold(): k for k in keys}
     close = [folded[m] for m in difflib.get_close_matches(wanted.casefold(), list(folded), n=3)]
     lead = f"Hint: {label!r} is not there."
     if close:
         lead += " Did you mean " + " or ".join(repr(c) for c in close) + "?"
+        same = next((c for c in close if str(c) == str(label) and type(c) is not type(label)), None)
+        if same is not None:  # '1' for the integer label 1: the words alone read as the same
+            kinds = type(same).__name__, type(label).__name__
+            lead += f" The label is {kinds[0]} {same!r}, not {kinds[1]} {label!r}."
     return f"{lead} The keys are: {shown}{more}"
 
 

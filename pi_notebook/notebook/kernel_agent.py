@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..ai.thinking_levels import THINKING_LEVELS
 from .approval_policy import ApprovalPolicy, Decision
 from .change_feed import ChangeFeed, Changes
+from .data_preview import DataPreview
 from .default_model import NoModelError
 from .instructions import KEEP
 from .model_choice import ModelChoice, cassette_from_env
@@ -106,6 +107,7 @@ class NotebookAgent:
         """The notebook this kernel serves, and the session that follows it."""
         self.document.follow = self.following.follow
         self.change_feed = ChangeFeed(self.history, self.document, self.takes_images)
+        self.data_preview = DataPreview()
         """The summary of cells run since the agent's previous turn, sent before each run."""
         self.toolbox = NotebookToolbox(
             lambda: self.namespace,
@@ -261,6 +263,7 @@ class NotebookAgent:
         harness.subscribe(self.runner.check_room)
         harness.on("tool_result", self.runner.note_tool_result)
         harness.on("finish_turn", self.runner.ask_for_answer)
+        harness.on("context", self.runner.on_context)
         return harness
 
     @property
@@ -396,6 +399,8 @@ class NotebookAgent:
         _ = self.approval_policy  # one set by the environment is recorded before the run
         await self.toolbox.start_mcp()
         await self.change_feed.append(self.session, changes, run.cell_id)
+        if self.tool_offer.model_calls_tools():  # for code with the real names; not an answer
+            await self.data_preview.append(self.session, run.prompt)
         self.checkpoints.capture_soon("run_start")
         return await self.runner.prompt(run, run.prompt)
 

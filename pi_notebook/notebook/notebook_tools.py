@@ -122,7 +122,22 @@ def _run_code(code: str, namespace: dict[str, Any]) -> tuple[str, bool]:
             hint = error_hint(exc)
             if hint is not None:
                 print(hint)
-    return out.getvalue() or "(no output)", failed
+    return out.getvalue() or _no_output(tree), failed
+
+
+def _no_output(tree: ast.Module) -> str:
+    """What code that printed nothing gives back: when it ended by assigning a value, how to
+    see it (a model told only "(no output)" states a value it never saw)."""
+    final = tree.body[-1] if tree.body else None
+    targets: list[ast.expr] = []
+    if isinstance(final, ast.Assign):
+        targets = final.targets
+    elif isinstance(final, (ast.AugAssign, ast.AnnAssign)):
+        targets = [final.target]
+    names = [t.id for t in targets if isinstance(t, ast.Name)]
+    if not names:
+        return "(no output)"
+    return f"(no output: the code printed nothing. To see the value, print it: print({names[0]}))"
 
 
 def _short_path(filename: str) -> str:

@@ -17,8 +17,9 @@ from .room import request_size
 from .save_notices import SaveNotices
 
 if TYPE_CHECKING:
+    from ..agent import AgentMessage
     from ..ai.types import AssistantMessage
-    from ..harness.hooks import FinishTurnEvent, ToolResultEvent
+    from ..harness.hooks import ContextEvent, ContextResult, FinishTurnEvent, ToolResultEvent
     from .kernel_agent import NotebookAgent
     from .runs import Run
 
@@ -39,6 +40,15 @@ class RunDriver:
         """Whether the live run was asked to state its answer (once a run)."""
         self._numbers_asked = False
         """Whether the live run was asked to compute the numbers it stated (once a run)."""
+        self._sent: list[AgentMessage] = []
+        """The messages of the live run's latest model request (:meth:`on_context`)."""
+        self._unsupported_asked = False
+        """Whether the live run was asked to print numbers it was not shown (once a run)."""
+        self._last_failed = False
+        """Whether the live run's latest tool result was an error."""
+        self._guesses: list[AssistantMessage] = []
+        """Replies of the live run that stated numbers before any code ran: kept in the session,
+        left out of what the model is sent next (:meth:`set_aside_guesses`)."""
         self._withheld: list[str] | None = None
         """The tools active before :meth:`withhold_tools` took them away for the live run."""
 
@@ -59,6 +69,8 @@ class RunDriver:
         agent.write_tools.begin_run(run.number, run.cell_id)
         agent.repeat_guard.begin_run()
         self._tool_results, self._answer_asked, self._numbers_asked = 0, False, False
+        self._guesses, self._sent, self._unsupported_asked = [], [], False
+        self._last_failed = False
         offer = agent.tool_offer
         run.view.set_answers_only(not offer.model_calls_tools())
         connected = agent.document.connected
@@ -223,6 +235,7 @@ class RunDriver:
         text = "".join(b.text for b in event.content if isinstance(b, TextContent))
         self._agent.repeat_guard.record(event.tool_call_id, text, failed=event.is_error)
         self._tool_results += 1
+        self._last_failed = event.is_error
 
     def withhold_tools(self) -> None:
         """The model called code again that already gave its result: the rest of the live run
@@ -234,39 +247,78 @@ class RunDriver:
         self._withheld = harness.active_tool_names
         harness.set_active_tools([])
 
+    def on_context(self, event: ContextEvent) -> ContextResult | None:
+        """The ``context`` hook: notes what the model is sent (what the numbers check compares
+        a reply with) and leaves out the live run's guessed replies. A small model shown its
+        own guess copies it into the answer even after the code it then ran printed another
+        number; the session and the run view keep the guess."""
+        self._sent = event.messages
+        if not self._guesses:
+            return None
+        from ..harness.hooks import ContextResult
+
+        guesses = {id(message) for message in self._guesses}
+        return ContextResult([m for m in event.messages if id(m) not in guesses])
+
     def ask_for_answer(self, event: FinishTurnEvent) -> None:
-        """The ``finish_turn`` hook: a run that called tools and is ending without its answer
-        stated (no text, or not in the format the prompt asked for) gets one follow-up asking
-        for it; a run ending with numbers but no code run, while a code tool is offered, gets
-        one asking to compute them (see :mod:`.answer_check`)."""
-        from .answer_check import (
-            answer_format,
-            code_tool_among,
-            follow_up_text,
-            lacks_answer,
-            refers_to_data,
-            states_numbers,
-            unchecked_numbers_text,
-        )
+        """The ``finish_turn`` hook: a run ending with numbers that no code it ran computed
+        gets one follow-up asking to compute them (:meth:`_numbers_follow_up`); a run that
+        called tools and is ending without its answer stated (no text, or not in the format the
+        prompt asked for) gets one asking for it (see :mod:`.answer_check`)."""
+        from .answer_check import answer_format, follow_up_text, lacks_answer
 
         run, harness, message = self.active, self._agent.harness_if_made, event.message
         if run is None or harness is None or self._answer_asked:
             return
         if message.stop_reason in ("error", "aborted") or message.tool_calls:
             return
+        numbers = self._numbers_follow_up(run, message)
+        if numbers is not None:
+            self._guesses.append(message)
+            harness.follow_up(numbers)
+            return
         if not self._tool_results:
-            offered = {t.name for t in self._agent.tool_offer.offered_tools(harness.model)}
-            code_tool = code_tool_among(offered)
-            if (
-                code_tool
-                and not self._numbers_asked
-                and states_numbers(message.text)
-                and refers_to_data(run.prompt, self._agent.namespace)
-            ):
-                self._numbers_asked = True
-                harness.follow_up(unchecked_numbers_text(code_tool))
             return
         form = answer_format(run.prompt)
         if lacks_answer(message.text, form):
             self._answer_asked = True
             harness.follow_up(follow_up_text(form))
+
+    def _numbers_follow_up(self, run: Run, message: AssistantMessage) -> str | None:
+        """For a reply about data the kernel can reach that states numbers while a code tool
+        is offered: once a run, the follow-up when no code has run yet, and once when code ran
+        but its latest run failed or the model was not shown some of the numbers."""
+        from .answer_check import (
+            code_tool_among,
+            failed_code_text,
+            refers_to_data,
+            shown_texts,
+            states_numbers,
+            unchecked_numbers_text,
+            unsupported_numbers,
+            unsupported_numbers_text,
+        )
+
+        harness = self._agent.harness_if_made
+        ran = self._tool_results > 0
+        if harness is None or self._withheld is not None or message.stop_reason == "length":
+            return None  # without tools it can only answer with what it has; a cut reply
+        if (self._unsupported_asked if ran else self._numbers_asked) or not states_numbers(
+            message.text
+        ):
+            return None
+        offered = {t.name for t in self._agent.tool_offer.offered_tools(harness.model)}
+        code_tool = code_tool_among(offered)
+        if code_tool is None or not refers_to_data(run.prompt, self._agent.namespace):
+            return None
+        if not ran:
+            self._numbers_asked = True
+            return unchecked_numbers_text(code_tool)
+        if self._last_failed:
+            self._unsupported_asked = True
+            return failed_code_text(code_tool)
+        missing = unsupported_numbers(message.text, shown_texts(self._sent))
+        if not missing:
+            return None
+        self._unsupported_asked = True
+        return unsupported_numbers_text(missing, code_tool)

@@ -9,16 +9,22 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pi_notebook.ai import custom_model
+from pi_notebook.ai import custom_model, faux_assistant_message
+from pi_notebook.ai.types import TextContent, ToolResultMessage, UserMessage
 from pi_notebook.eval import ModelSpec, run_task
+from pi_notebook.harness import CustomMessage
 from pi_notebook.notebook.answer_check import (
     answer_format,
     code_tool_among,
+    failed_code_text,
     follow_up_text,
     lacks_answer,
     refers_to_data,
+    shown_texts,
     states_numbers,
     unchecked_numbers_text,
+    unsupported_numbers,
+    unsupported_numbers_text,
 )
 from tests.eval.test_baselines import rows_task, serving
 from tests.loopback import Reply, sse_chunks
@@ -47,11 +53,21 @@ def test_an_answer_lacks_the_format_when_a_literal_part_is_missing() -> None:
     assert lacks_answer("@mean_price[3.2]", form)
     assert not lacks_answer("Done.\n@mean_price[3.2]\n@count[10]", form)
     assert not lacks_answer("Total: 12", "Total: <number>")
+    # a placeholder copied where the value goes, or the whole format echoed
+    assert lacks_answer("@cars[count]", "@cars[count]")
+    assert lacks_answer("Answer: @mean_price[value] @count[10]", form)
+    assert not lacks_answer("@cars[406]", "@cars[count]")
 
 
 def test_the_follow_up_repeats_the_format() -> None:
     assert follow_up_text(None).startswith("State your final answer now")
-    assert follow_up_text("Total: <number>").endswith("in exactly this format:\nTotal: <number>")
+    assert follow_up_text("Total: <number>").endswith(
+        "in exactly this format, with <number> replaced by your value:\nTotal: <number>"
+    )
+    assert follow_up_text("@species[name] @mean[value]").endswith(
+        "with [name] and [value] replaced by your values:\n@species[name] @mean[value]"
+    )
+    assert follow_up_text("Answer: yes or no").endswith("this format:\nAnswer: yes or no")
 
 
 def test_the_numbers_check_asks_for_the_offered_code_tool() -> None:
@@ -83,6 +99,40 @@ def test_the_numbers_check_needs_a_prompt_about_data_the_kernel_has(tmp_path: Pa
             raise RuntimeError("not today")
 
     assert not refers_to_data("Look at odd.", {"odd": Odd()}, tmp_path)  # no error either
+
+
+def test_numbers_the_model_was_not_shown_are_found_allowing_for_rounding() -> None:
+    shown = ["Origin\nEurope    27.891\nJapan     30.4506\n", "(150, 5)", "0.3726\n1.2e-05"]
+    shown.append("Round to 2 decimals. Years 1980 and later.")
+    assert unsupported_numbers("@origin[Japan] @mean_mpg[30.45]", shown) == []
+    assert unsupported_numbers("150 rows, 5 columns; 37.26 % malignant", shown) == []
+    assert unsupported_numbers("From 1980 on, 2 decimals: 27.89", shown) == []
+    assert unsupported_numbers("1.2e-05 is tiny", shown) == []
+    assert unsupported_numbers("@mean_mpg[30.14] @count[406]", shown) == ["30.14", "406"]
+    assert unsupported_numbers("It is 3.4 cm.\n@max[3.4]", ["(no output)"]) == ["3.4"]
+    assert unsupported_numbers("1,234 sold", ["1234"]) == []
+    text = unsupported_numbers_text(["30.14", "406"], "run_python")
+    assert text.startswith("No output of the code you ran shows 30.14, 406,")
+    assert "Call run_python with code that prints" in text
+    assert "insert_cell with run set to true" in unsupported_numbers_text(["1"], "insert_cell")
+    assert failed_code_text("run_python").startswith("Your last code failed, so the numbers")
+
+
+def test_what_the_model_was_shown_leaves_out_its_replies_and_failures() -> None:
+    sent = [
+        UserMessage(content="How many rows? 7 columns"),
+        faux_assistant_message("@rows[99]"),
+        ToolResultMessage(
+            tool_call_id="a", tool_name="run_python", content=[TextContent(text="line 12")],
+            is_error=True,
+        ),
+        ToolResultMessage(
+            tool_call_id="b", tool_name="run_python", content=[TextContent(text="3")]
+        ),
+        CustomMessage(custom_type="notebook_changes", content="In [4]: x = 5", display=True),
+        CustomMessage(custom_type="data_preview", content="a\n1", display=True),
+    ]  # fmt: skip
+    assert shown_texts(sent) == ["How many rows? 7 columns", "3", "In [4]: x = 5"]
 
 
 SCRIPT = """
@@ -194,6 +244,14 @@ def test_numbers_without_code_are_sent_back_and_errors_can_be_acted_on(tmp_path:
         "role": "user",
         "content": [{"type": "text", "text": unchecked_numbers_text("run_python")}],
     }
+    # the file the prompt names is shown before the prompt, once
+    first = json.dumps(bodies[0]["messages"])
+    assert "t.csv (the whole file):\\n```\\na\\n1\\n2\\n3\\n```" in first
+    assert all(json.dumps(b["messages"]).count("t.csv (the whole file)") == 1 for b in bodies)
+    # the guess stays in the session but is not sent again
+    assert not any("10 rows" in json.dumps(b["messages"]) for b in bodies[1:])
+    session = Path(result.transcript).read_text()
+    assert "The table has 10 rows." in session and '"customType":"data_preview"' in session
 
     def tool_text(body: dict[str, Any]) -> str:
         return str(body["messages"][-1]["content"])
@@ -206,3 +264,51 @@ def test_numbers_without_code_are_sent_back_and_errors_can_be_acted_on(tmp_path:
     assert "print(df['A'].count())" in read and "KeyError: 'A'" in read
     assert tool_text(bodies[4]).strip() == "3"
     assert len(bodies) == 5  # asked once: the final answer is not checked again
+
+
+def test_a_number_no_output_showed_is_sent_back_once(tmp_path: Path) -> None:
+    task = rows_task(tmp_path)
+    silent = "import pandas as pd\ndf = pd.read_csv('t.csv')\nrows = len(df)"
+    replies = [
+        call("run_python", {"code": silent}, "call_1"),
+        answer("The table has 4 rows.\n@rows[4]"),
+        call("run_python", {"code": "print(rows)"}, "call_2"),
+        answer("@rows[3]"),
+    ]
+    with serving(replies) as server:
+        model = custom_model("m", f"{server.url}/v1", provider="served", max_tokens=256)
+        result = run_task(
+            "pi_notebook", task, ModelSpec("served/m", model), tmp_path / "out", time_limit=120
+        )
+        bodies = [r.json() for r in server.requests]
+    assert result.right, result
+    assert str(bodies[1]["messages"][-1]["content"]) == (
+        "(no output: the code printed nothing. To see the value, print it: print(rows))"
+    )
+    assert bodies[2]["messages"][-1] == {
+        "role": "user",
+        "content": [{"type": "text", "text": unsupported_numbers_text(["4"], "run_python")}],
+    }
+    assert not any("4 rows" in json.dumps(b["messages"]) for b in bodies[2:])
+    assert len(bodies) == 4  # the right answer is not sent back
+
+
+def test_numbers_stated_right_after_failing_code_are_sent_back_once(tmp_path: Path) -> None:
+    task = rows_task(tmp_path)
+    replies = [
+        call("run_python", {"code": BAD}, "call_1"),
+        answer("@rows[2]"),
+        call("run_python", {"code": GOOD}, "call_2"),
+        answer("@rows[3]"),
+    ]
+    with serving(replies) as server:
+        model = custom_model("m", f"{server.url}/v1", provider="served", max_tokens=256)
+        result = run_task(
+            "pi_notebook", task, ModelSpec("served/m", model), tmp_path / "out", time_limit=120
+        )
+        bodies = [r.json() for r in server.requests]
+    assert result.right, result
+    assert bodies[2]["messages"][-1]["content"] == [
+        {"type": "text", "text": failed_code_text("run_python")}
+    ]
+    assert len(bodies) == 4

@@ -50,6 +50,16 @@ def test_library_frames_between_are_counted() -> None:
     assert sum(line.startswith('  File "') for line in lines) == 3  # own frame + two innermost
 
 
+def test_code_that_prints_nothing_says_how_to_see_what_it_computed() -> None:
+    assert _run_code("import math", {}) == ("(no output)", False)
+    assert _run_code("x = 1\nlongest = round(x * 3.4, 1)", {}) == (
+        "(no output: the code printed nothing. To see the value, print it: print(longest))",
+        False,
+    )
+    assert _run_code("total: float = 2.5", {})[0].endswith("print(total))")
+    assert _run_code("x = 2\nx", {}) == ("2\n", False)
+
+
 def test_code_that_runs_is_not_an_error_and_sys_exit_does_not_escape() -> None:
     assert _run_code("x = 2\nx * 21", {}) == ("42\n", False)
     out, failed = _run_code("import sys\nprint('before')\nsys.exit(3)", {})
@@ -93,6 +103,12 @@ def test_a_pandas_key_error_names_the_closest_labels_and_the_keys_there() -> Non
     )
     counts = _error("df['sex'].value_counts()['M']", ns)
     assert error_hint(counts) == "Hint: 'M' is not there. The keys are: 1"
+    # a number written as a string: the hint says which type the label has
+    codes = pd.DataFrame({"cultivar": [1, 0, 2, 1]})
+    assert error_hint(_error("df['cultivar'].value_counts()['1']", {"df": codes})) == (
+        "Hint: '1' is not there. Did you mean 1? The label is int 1, not str '1'."
+        " The keys are: 1, 0, 2"
+    )
 
 
 def test_no_key_hint_for_long_indexes_plain_dicts_or_other_errors() -> None:
