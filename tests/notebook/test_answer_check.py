@@ -219,6 +219,19 @@ def answer(text: str) -> Reply:
     return Reply.sse(sse_chunks([chunk({"content": text}), chunk({}, "stop")], done=True))
 
 
+def _through_the_harness(
+    task: Any, replies: list[Reply], tmp_path: Path
+) -> tuple[Any, list[dict[str, Any]]]:
+    """``task`` through the evaluation harness against a model replying ``replies`` over
+    HTTP on 127.0.0.1: the result, and the request bodies the model was sent."""
+    with serving(replies) as server:
+        model = custom_model("m", f"{server.url}/v1", provider="served", max_tokens=256)
+        result = run_task(
+            "pi_notebook", task, ModelSpec("served/m", model), tmp_path / "out", time_limit=120
+        )
+        return result, [r.json() for r in server.requests]
+
+
 BAD = "import pandas as pd\ndf = pd.read_csv('t.csv')\nprint(df['A'].count())"
 GOOD = "print(df['a'].count())"
 
@@ -233,12 +246,7 @@ def test_numbers_without_code_are_sent_back_and_errors_can_be_acted_on(tmp_path:
         call("run_python", {"code": GOOD}, "call_3"),
         answer("The table has 3 rows.\n@rows[3]"),
     ]
-    with serving(replies) as server:
-        model = custom_model("m", f"{server.url}/v1", provider="served", max_tokens=256)
-        result = run_task(
-            "pi_notebook", task, ModelSpec("served/m", model), tmp_path / "out", time_limit=120
-        )
-        bodies = [r.json() for r in server.requests]
+    result, bodies = _through_the_harness(task, replies, tmp_path)
     assert result.right, result
     assert bodies[1]["messages"][-1] == {
         "role": "user",
@@ -275,12 +283,7 @@ def test_a_number_no_output_showed_is_sent_back_once(tmp_path: Path) -> None:
         call("run_python", {"code": "print(rows)"}, "call_2"),
         answer("@rows[3]"),
     ]
-    with serving(replies) as server:
-        model = custom_model("m", f"{server.url}/v1", provider="served", max_tokens=256)
-        result = run_task(
-            "pi_notebook", task, ModelSpec("served/m", model), tmp_path / "out", time_limit=120
-        )
-        bodies = [r.json() for r in server.requests]
+    result, bodies = _through_the_harness(task, replies, tmp_path)
     assert result.right, result
     assert str(bodies[1]["messages"][-1]["content"]) == (
         "(no output: the code printed nothing. To see the value, print it: print(rows))"
@@ -301,12 +304,7 @@ def test_numbers_stated_right_after_failing_code_are_sent_back_once(tmp_path: Pa
         call("run_python", {"code": GOOD}, "call_2"),
         answer("@rows[3]"),
     ]
-    with serving(replies) as server:
-        model = custom_model("m", f"{server.url}/v1", provider="served", max_tokens=256)
-        result = run_task(
-            "pi_notebook", task, ModelSpec("served/m", model), tmp_path / "out", time_limit=120
-        )
-        bodies = [r.json() for r in server.requests]
+    result, bodies = _through_the_harness(task, replies, tmp_path)
     assert result.right, result
     assert bodies[2]["messages"][-1]["content"] == [
         {"type": "text", "text": failed_code_text("run_python")}
