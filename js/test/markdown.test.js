@@ -102,7 +102,7 @@ describe("MarkdownStream", () => {
     const first = el.querySelector(".pi-md-chunk");
     stream.update(`${text} more`);
     expect(el.querySelector(".pi-md-chunk")).toBe(first); // committed chunks are not rebuilt
-  });
+  }, 60_000); // it counts work, not time: a loaded machine must not fail it on vitest's 5 s default
 
   it("does not commit before an indented continuation line", () => {
     const el = document.createElement("div");
