@@ -52,11 +52,10 @@ __all__ = [
 CODE_TOOLS = ("insert_cell", "run_python", "run_cell")
 """Tools that run code, in the order the check names them (cells first when a notebook is
 open)."""
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?!\w)")
-"""A number standing alone (``406``, ``26.38``, ``1,234``), not digits inside a word."""
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _STATED_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?(?!\w)")
-"""A number standing alone, as a reply may write it (``1,234``, ``26.38``, ``1.2e-05``)."""
+"""A number standing alone, as a reply may write it (``1,234``, ``26.38``, ``1.2e-05``), not
+digits inside a word (``alpha000``)."""
 _OUTPUT_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 """A number as code prints it (``30.45``, ``1.2e-05``; the sign does not matter here)."""
 
@@ -115,7 +114,7 @@ def code_tool_among(offered: set[str] | frozenset[str]) -> str | None:
 
 def states_numbers(reply: str) -> bool:
     """Whether ``reply`` states a number (one standing alone, not digits inside a word)."""
-    return _NUMBER.search(reply) is not None
+    return _STATED_NUMBER.search(reply) is not None
 
 
 def refers_to_data(prompt: str, namespace: Mapping[str, Any], cwd: Path = Path()) -> bool:

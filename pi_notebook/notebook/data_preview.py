@@ -7,16 +7,21 @@ that exists in the kernel's working directory, the model gets its header and fir
 from disk, as a ``custom_message`` entry before the prompt (``%tree`` and the run view show it),
 much as a coding agent attaches a file the user mentions. A file is shown once per notebook agent
 until it changes on disk; binary formats (Parquet, Excel, HDF5, SQLite) are not opened. A model
-that cannot call tools gets none: it would only answer from those first rows.
+that cannot call tools gets none: it would only answer from those first rows. A file named like
+a credentials file is never shown, and the values of the kernel's secret-looking environment
+variables are blanked out of what is.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ..ai.redaction import Redactor
 
 if TYPE_CHECKING:
     from ..harness import Session
@@ -30,6 +35,10 @@ DATA_FILE = re.compile(
 )
 """A data file's name as a prompt writes it (``sales.csv``, ``data/iris.csv``)."""
 _TEXT_SUFFIXES = {".csv", ".tsv", ".json", ".jsonl", ".txt", ".dat"}
+_SECRET_FILE = re.compile(r"secret|credential|password|passwd|token|api[_-]?key|\.env", re.I)
+"""A file named like one holding credentials is never shown, whatever its suffix."""
+_SECRET_VAR = re.compile(r"(API_KEY|_KEY|TOKEN|SECRET|PASSWORD)$", re.I)
+"""Environment variables whose values are blanked out of a preview."""
 _ROWS = 3
 """Rows shown after the header."""
 _LINE_CHARS = 400
@@ -74,7 +83,7 @@ def preview_text(paths: list[Path], cwd: Path = Path()) -> str | None:
     them is a readable text file."""
     parts = []
     for path in paths[:_MAX_FILES]:
-        if path.suffix.lower() not in _TEXT_SUFFIXES:
+        if path.suffix.lower() not in _TEXT_SUFFIXES or _SECRET_FILE.search(path.name):
             continue
         head = _first_lines(path)
         if head is None:
@@ -87,10 +96,13 @@ def preview_text(paths: list[Path], cwd: Path = Path()) -> str | None:
         parts.append(f"{path.as_posix()} ({extent}):\n```\n{block}\n```")
     if not parts:
         return None
-    return (
+    text = (
         "The data files named in the prompt, as read from disk (use these exact column names "
         "and values in code):\n\n" + "\n\n".join(parts)
     )
+    # a key of this kernel's environment copied into a data file stays out of the session
+    secrets = (v for k, v in os.environ.items() if _SECRET_VAR.search(k))
+    return Redactor(secrets).scrub(text)
 
 
 class DataPreview:

@@ -107,8 +107,9 @@ class NotebookAgent:
         """The notebook this kernel serves, and the session that follows it."""
         self.document.follow = self.following.follow
         self.change_feed = ChangeFeed(self.history, self.document, self.takes_images)
-        self.data_preview = DataPreview()
         """The summary of cells run since the agent's previous turn, sent before each run."""
+        self.data_preview = DataPreview()
+        """The first rows of the data files a prompt names, sent before its run."""
         self.toolbox = NotebookToolbox(
             lambda: self.namespace,
             self.history,

@@ -122,13 +122,13 @@ def _run_code(code: str, namespace: dict[str, Any]) -> tuple[str, bool]:
             hint = error_hint(exc)
             if hint is not None:
                 print(hint)
-    return out.getvalue() or _no_output(tree), failed
+    ending = tree.body[-1] if tree.body and last is None else None
+    return out.getvalue() or _no_output(ending), failed
 
 
-def _no_output(tree: ast.Module) -> str:
-    """What code that printed nothing gives back: when it ended by assigning a value, how to
-    see it (a model told only "(no output)" states a value it never saw)."""
-    final = tree.body[-1] if tree.body else None
+def _no_output(final: ast.stmt | None) -> str:
+    """What code that printed nothing gives back: when its last statement assigned a value,
+    how to see it (a model told only "(no output)" states a value it never saw)."""
     targets: list[ast.expr] = []
     if isinstance(final, ast.Assign):
         targets = final.targets

@@ -47,8 +47,8 @@ class RunDriver:
         self._last_failed = False
         """Whether the live run's latest tool result was an error."""
         self._guesses: list[AssistantMessage] = []
-        """Replies of the live run that stated numbers before any code ran: kept in the session,
-        left out of what the model is sent next (:meth:`set_aside_guesses`)."""
+        """Replies of the live run sent back for numbers not computed from the data: kept in
+        the session, left out of what the model is sent next (:meth:`on_context`)."""
         self._withheld: list[str] | None = None
         """The tools active before :meth:`withhold_tools` took them away for the live run."""
 

@@ -7,6 +7,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from pi_notebook.harness import Session
 from pi_notebook.notebook.data_preview import (
     CUSTOM_TYPE,
@@ -61,6 +63,19 @@ def test_binary_empty_and_undecodable_files(tmp_path: Path) -> None:
     (tmp_path / "latin.csv").write_bytes("name\ncaf\xe9\n".encode("latin-1"))
     text = preview_text([tmp_path / "latin.csv"], tmp_path)
     assert text is not None and "caf\ufffd" in text
+
+
+def test_credentials_never_reach_the_preview(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    (tmp_path / "api_keys.csv").write_text("name,key\nme,abc\n")
+    (tmp_path / "secrets.json").write_text('{"a": 1}\n')
+    (tmp_path / "runs.csv").write_text("run,key\n1,sk-test-0123456789abcdef\n")
+    named = named_data_files("see api_keys.csv, secrets.json and runs.csv", tmp_path)
+    text = preview_text(named, tmp_path)
+    assert text is not None and "api_keys" not in text and "secrets" not in text
+    assert "runs.csv" in text and "sk-test" not in text and "1,***" in text
 
 
 async def test_a_file_is_shown_once_until_it_changes(tmp_path: Path) -> None:

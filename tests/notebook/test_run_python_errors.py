@@ -58,6 +58,7 @@ def test_code_that_prints_nothing_says_how_to_see_what_it_computed() -> None:
     )
     assert _run_code("total: float = 2.5", {})[0].endswith("print(total))")
     assert _run_code("x = 2\nx", {}) == ("2\n", False)
+    assert _run_code("x = 2\nNone", {}) == ("(no output)", False)  # not about x: it ended on None
 
 
 def test_code_that_runs_is_not_an_error_and_sys_exit_does_not_escape() -> None:
