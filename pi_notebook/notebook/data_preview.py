@@ -21,8 +21,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..ai.redaction import Redactor
-
 if TYPE_CHECKING:
     from ..harness import Session
 
@@ -100,7 +98,10 @@ def preview_text(paths: list[Path], cwd: Path = Path()) -> str | None:
         "The data files named in the prompt, as read from disk (use these exact column names "
         "and values in code):\n\n" + "\n\n".join(parts)
     )
-    # a key of this kernel's environment copied into a data file stays out of the session
+    # a key of this kernel's environment copied into a data file stays out of the session;
+    # imported here because the redaction module brings the model types, which %load_ext defers
+    from ..ai.redaction import Redactor
+
     secrets = (v for k, v in os.environ.items() if _SECRET_VAR.search(k))
     return Redactor(secrets).scrub(text)
 
