@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from .construct import set_fields_set
-from .fields_sets import SharedFieldsSet
+from .construct import set_extra, set_fields_set
+from .fields_sets import NO_EXTRAS, SharedFieldsSet
 from .thinking_levels import ThinkingLevel
 
 __all__ = [
@@ -73,10 +73,12 @@ class PiModel(BaseModel):
 
     def __setattr__(self, name: str, value: Any) -> None:
         # A fields set shared with other models (``share_fields_sets``) is copied before
-        # pydantic adds the name to it.
+        # pydantic adds the name to it, and shared empty extras are replaced before it does.
         fields = self.__pydantic_fields_set__
         if type(fields) is SharedFieldsSet:
             set_fields_set(self, set(fields))
+        if self.__pydantic_extra__ is NO_EXTRAS:
+            set_extra(self, {})
         super().__setattr__(name, value)
 
 

@@ -119,8 +119,8 @@ _get_dict: Final = vars(BaseModel)["__dict__"].__get__
 
 
 def _share_fields_sets(messages: list[HarnessMessage]) -> None:
-    """Messages read to stay share their fields sets, and those of their usage, cost and
-    content blocks (see :func:`~pi_notebook.ai.fields_sets.share_fields_sets`)."""
+    """Messages read to stay share their fields sets and empty extras, and those of their
+    usage, cost and content blocks (see :func:`~pi_notebook.ai.fields_sets.share_fields_sets`)."""
     models: list[BaseModel] = []
     add, more, listed = models.append, models.extend, _LISTED
     for message in messages:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import copy
 
-from pi_notebook.ai.fields_sets import SharedFieldsSet, share_fields_sets
+import pytest
+from pydantic import BaseModel
+
+from pi_notebook.ai.fields_sets import NO_EXTRAS, SharedFieldsSet, share_fields_sets
 from pi_notebook.ai.types import AssistantMessage, Usage
 
 
@@ -63,3 +66,36 @@ def test_a_change_copies_the_set_first() -> None:
     deep = copy.deepcopy(second)
     deep.duration_ms = 5
     assert second.model_fields_set == shared and deep.model_fields_set == shared | {"duration_ms"}
+
+
+def test_models_without_extra_keys_share_one_empty_extras() -> None:
+    replies = [_reply("a", 3), _reply("b", 4)]
+    odd = AssistantMessage.model_validate({**_reply("c", 5).to_json_dict(), "note": "kept"})
+    fresh = _reply("a", 3)
+    share_fields_sets([*replies, odd, *(r.usage for r in replies)])
+    first, second = replies
+    assert first.__pydantic_extra__ is NO_EXTRAS and second.__pydantic_extra__ is NO_EXTRAS
+    assert first.usage.__pydantic_extra__ is NO_EXTRAS
+    assert odd.model_extra == {"note": "kept"}
+    assert first == fresh and first.model_dump() == fresh.model_dump()
+    assert first.model_extra == {}
+
+    first.note = "late"  # an extra key: this model gets extras of its own
+    assert first.model_extra == {"note": "late"}
+    assert second.model_extra == {} and NO_EXTRAS == {}
+    assert first.to_json_dict()["note"] == "late" and "note" not in second.to_json_dict()
+    for copied in (second.model_copy(), copy.deepcopy(second)):
+        copied.other = 1
+        assert copied.model_extra == {"other": 1} and second.model_extra == {}
+    with pytest.raises(TypeError):
+        second.model_extra["x"] = 1  # type: ignore[index]
+    assert NO_EXTRAS == {}
+
+
+def test_models_that_keep_no_extras_are_left_alone() -> None:
+    class Strict(BaseModel):
+        name: str
+
+    models = [Strict(name="a"), Strict(name="b")]
+    share_fields_sets(models)
+    assert [m.model_extra for m in models] == [None, None]
