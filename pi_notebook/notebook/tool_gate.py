@@ -91,6 +91,9 @@ class ToolGate:
         agent = self._agent
         name, tools = event.tool_name, agent.write_tools
         decided = agent.reply_changes.take(event.tool_call_id)
+        unchanged = await tools.unchanged(name, dict(event.input))
+        if unchanged is not None:  # nothing to ask about, whatever the policy
+            return ToolCallResult(block=True, reason=unchanged)
         if not tools.needs_approval(name):
             return None
         run = agent.active_run

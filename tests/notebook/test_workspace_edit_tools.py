@@ -25,7 +25,12 @@ from pi_notebook.notebook.workspace.document import (
     NotebookDocument,
     NotebookNotConnected,
 )
-from pi_notebook.notebook.workspace.edit_tools import WriteTools, new_cell_id, unified_diff
+from pi_notebook.notebook.workspace.edit_tools import (
+    WriteTools,
+    new_cell_id,
+    same_code,
+    unified_diff,
+)
 from pi_notebook.notebook.workspace.history import ExecutionHistory, OutputSummary
 
 from .kernel_notebook import execute, outputs_text
@@ -556,3 +561,35 @@ def test_nbclient_without_a_frontend_is_deterministic(tmp_path: Path) -> None:
     assert "cell abc was not run" in unknown[1]
     # the executed notebook shows the proposal in the %%agent cell's output
     assert "df.describe()" in outputs_text(nb.cells[3])
+
+
+async def test_an_edit_that_changes_nothing_the_cell_runs_is_refused_without_asking(
+    workspace: Setup,
+) -> None:
+    frontend, _document, tools, made = workspace
+    frontend.cells += [
+        {"id": "bad", "cell_type": "code", "source": "{'a': 1}['b']"},
+        {"id": "ok", "cell_type": "code", "source": "x = {'a': 1}"},
+    ]
+    await call(tools, made, "run_cell", {"cell_id": "bad"}, approve=True)
+    await call(tools, made, "run_cell", {"cell_id": "ok"}, approve=True)
+    reformatted = await tools.unchanged("edit_cell", {"cell_id": "bad", "source": '{"a":1}["b"]'})
+    assert reformatted is not None
+    assert reformatted.startswith("This edit only reformats the code cell")
+    assert "fail again with KeyError: 'b'. Nothing was changed" in reformatted
+    same = await tools.unchanged("edit_cell", {"cell_id": "later", "source": "# notes\n"})
+    assert same is not None and "already has exactly this source" in same
+    # what is asked as before: a real change, a reformat of a cell that worked, other tools
+    assert await tools.unchanged("edit_cell", {"cell_id": "bad", "source": "{'a': 1}['a']"}) is None
+    assert await tools.unchanged("edit_cell", {"cell_id": "ok", "source": 'x = {"a": 1}'}) is None
+    assert await tools.unchanged("run_cell", {"cell_id": "bad"}) is None
+    assert await tools.unchanged("edit_cell", {"cell_id": "nope", "source": "x"}) is None
+    # a cell edited by hand since it failed: its failure says nothing of its source now
+    frontend.cells[-2]["source"] = "{'a': 1}['c']"
+    assert await tools.unchanged("edit_cell", {"cell_id": "bad", "source": '{"a":1}["c"]'}) is None
+
+
+def test_same_code_compares_what_runs() -> None:
+    assert same_code("print('a')  # say it", 'print( "a" )')
+    assert not same_code("print('a')", "print('b')")
+    assert not same_code("%time x = 1", "%time x = 1 ")  # a magic does not parse: no guess

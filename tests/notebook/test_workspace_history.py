@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
+from pi_notebook.notebook.workspace.fix import fix_prompt
 from pi_notebook.notebook.workspace.history import (
     MAX_OUTPUT_CHARS,
     MAX_OUTPUTS,
@@ -53,6 +54,29 @@ def test_records_result_error_and_counts(shell: tuple[Any, ExecutionHistory]) ->
     assert history.last_error() == failed
     assert [r.index for r in history.records(since=start)] == [start, start + 1, start + 2]
     assert history.records(since=start + 2) == [printed]
+
+
+def test_a_users_key_error_and_missing_import_carry_the_hint_for_fix(
+    shell: tuple[Any, ExecutionHistory],
+) -> None:
+    ip, history = shell
+    start = history.mark
+    ip.run_cell(
+        "import pandas\nframe = pandas.DataFrame({'bmi': [1.0], 'age': [3]})\nframe['BMI'].mean()",
+        store_history=True,
+        cell_id="key",
+    )
+    ip.run_cell("np.zeros(3)", store_history=True, cell_id="alias")
+    ip.run_cell("1 / 0", store_history=True, cell_id="plain")
+    key, alias, plain = history.records(since=start)
+    assert key.error is not None and "'bmi'" in key.error.hint and "'age'" in key.error.hint
+    assert (
+        alias.error is not None and alias.error.hint == "Hint: import it first: import numpy as np"
+    )
+    assert plain.error is not None and plain.error.hint == ""
+    prompt = fix_prompt(key)
+    assert key.error.hint in prompt and prompt.index("Traceback") < prompt.index(key.error.hint)
+    assert "Hint" not in fix_prompt(plain)
 
 
 def test_syntax_error_is_recorded(shell: tuple[Any, ExecutionHistory]) -> None:

@@ -191,3 +191,30 @@ async def test_a_review_nobody_answers_applies_nothing(workspace: Setup) -> None
     assert "Nobody reviewed the 2 proposed changes within 30 s" in decided.words
     later = pending.take("b")
     assert later is not None and not later.accepted
+
+
+async def test_an_edit_that_changes_nothing_leaves_the_review(workspace: Setup) -> None:
+    frontend, _document, tools, _made = workspace
+    frontend.cells.append({"id": "target", "cell_type": "code", "source": "rate = 0.2"})
+    pending = ReplyChanges()
+    pending.note_reply(
+        reply(
+            ToolCall(
+                id="same", name="edit_cell", arguments={"cell_id": "target", "source": "rate = 0.2"}
+            ),
+            ToolCall(id="ins", name="insert_cell", arguments={"source": "a = 1"}),
+            ToolCall(id="ins2", name="insert_cell", arguments={"source": "b = 2"}),
+        )
+    )
+    asked: list[list[str]] = []
+
+    async def ask(
+        listed: list[tuple[str, str, Mapping[str, Any], ApprovalPreview]], timeout: float | None
+    ) -> dict[str, bool]:
+        asked.append([c[0] for c in listed])
+        return dict.fromkeys(asked[-1], True)
+
+    assert await pending.review("same", tools, ask, 30.0) is None  # refused on its own
+    decided = await pending.review("ins", tools, ask, 30.0)
+    assert decided is not None and decided.accepted
+    assert asked == [["ins", "ins2"]]

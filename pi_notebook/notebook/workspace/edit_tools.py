@@ -30,6 +30,7 @@ session tree shows what every branch did to the notebook.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from collections.abc import Awaitable, Callable
@@ -105,6 +106,15 @@ def unified_diff(old: str, new: str, name: str = "cell") -> str:
     )
     text = "\n".join(lines)
     return text if len(text) <= _MAX_DIFF else text[:_MAX_DIFF] + "\n[... diff cut]"
+
+
+def same_code(old: str, new: str) -> bool:
+    """Whether Python source ``new`` runs exactly what ``old`` runs: the same syntax tree
+    (quotes, spacing, line breaks and comments aside); False where either does not parse."""
+    try:
+        return ast.dump(ast.parse(old)) == ast.dump(ast.parse(new))
+    except (SyntaxError, ValueError):
+        return False
 
 
 def new_cell_id(tool_call_id: str) -> str:
@@ -245,6 +255,33 @@ class WriteTools:
             "diff": "",
             "always": True,
         }
+
+    async def unchanged(self, tool_name: str, args: dict[str, Any]) -> str | None:
+        """Why an ``edit_cell`` call is answered without asking the user: its source is the
+        cell's own, or it only reformats a cell whose last run of that source failed (it
+        would fail again the same way). None for any other call, or a cell not found."""
+        if tool_name != "edit_cell":
+            return None
+        try:
+            cell = await self._cell(str(args.get("cell_id", "")))
+        except (DocumentError, NotebookNotConnected):
+            return None  # the call itself reports it
+        new = str(args.get("source", ""))
+        label = self.describe_cell(cell)
+        if new.rstrip() == cell.source.rstrip():
+            return f"The {label} already has exactly this source; nothing was changed."
+        if cell.cell_type != "code" or not same_code(cell.source, new):
+            return None
+        runs = (r for r in reversed(self.history.records()) if r.cell_id == cell.id)
+        last = next(runs, None)
+        if last is None or last.error is None or last.source != cell.source:
+            return None
+        error = f"{last.error.ename}: {last.error.evalue}"
+        error = error if len(error) <= 200 else error[:199] + "…"
+        return (
+            f"This edit only reformats the {label}: the code it runs is the same, so it would "
+            f"fail again with {error}. Nothing was changed; change what the code does."
+        )
 
     async def _anchor_words(self) -> str:
         if self.anchor_cell_id is None:

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from ..error_hints import error_hint
+
 __all__ = [
     "IMAGE_MIME_TYPES",
     "MAX_CELL_IMAGES",
@@ -102,6 +104,9 @@ class ErrorInfo:
     evalue: str
     traceback: str
     """The last frames of the cell's own code, no IPython internals, no ANSI colours."""
+    hint: str = ""
+    """How to get past it, where the error says too little (the keys a pandas ``KeyError``
+    could have meant, the import a ``NameError`` needs), else empty."""
 
 
 @dataclass(frozen=True)
@@ -272,7 +277,12 @@ def _error_info(exc: BaseException, code_names: dict[str, int]) -> ErrorInfo:
     text = strip_ansi("\n".join(lines))
     if len(text) > MAX_TRACEBACK_CHARS:
         text = "[...]\n" + text[-MAX_TRACEBACK_CHARS:]
-    return ErrorInfo(ename=type(exc).__name__, evalue=strip_ansi(str(exc)), traceback=text)
+    return ErrorInfo(
+        ename=type(exc).__name__,
+        evalue=strip_ansi(str(exc)),
+        traceback=text,
+        hint=error_hint(exc) or "",  # read now: the frames it looks at go with the traceback
+    )
 
 
 @dataclass

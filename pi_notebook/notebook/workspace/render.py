@@ -66,10 +66,11 @@ def is_conversation_cell(record: ExecutionRecord) -> bool:
 def describe_error(record: ExecutionRecord, *, traceback: bool = True) -> str:
     if record.error is None:
         return "interrupted" if record.status == "interrupted" else ""
-    head = f"{record.error.ename}: {record.error.evalue}"
-    if traceback and record.error.traceback:
-        return f"{head}\nTraceback (most recent call last):\n{record.error.traceback}"
-    return head
+    error = record.error
+    head = f"{error.ename}: {error.evalue}"
+    if traceback and error.traceback:
+        head = f"{head}\nTraceback (most recent call last):\n{error.traceback}"
+    return f"{head}\n{error.hint}" if error.hint else head
 
 
 def describe_record(

@@ -84,8 +84,9 @@ class ReplyChanges:
     ) -> Decision | None:
         """Review ``tool_call_id`` with the reply's later write calls on one card when there
         are two or more that need approval; None when there are not (the call gets the
-        single-change card). A change whose preview fails (its cell is gone) is left out: its
-        own call reports why."""
+        single-change card). A change whose preview fails (its cell is gone), or that changes
+        nothing the cell runs (:meth:`WriteTools.unchanged`), is left out: its own call reports
+        why."""
         ids = [call_id for call_id, _name, _args in self._calls]
         if tool_call_id not in ids:
             return None
@@ -97,6 +98,8 @@ class ReplyChanges:
         changes: list[tuple[str, str, Mapping[str, Any], ApprovalPreview]] = []
         inserted = False
         for call_id, name, args in pending:
+            if await tools.unchanged(name, args) is not None:
+                continue  # refused without asking: its own call says why
             try:
                 preview = await tools.preview(name, args, follows_insert=inserted)
             except (DocumentError, NotebookNotConnected):
