@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from .construct import set_extra, set_fields_set
-from .fields_sets import NO_EXTRAS, SharedFieldsSet
+from .fields_sets import SharedExtras, SharedFieldsSet
 from .thinking_levels import ThinkingLevel
 
 __all__ = [
@@ -77,7 +77,7 @@ class PiModel(BaseModel):
         fields = self.__pydantic_fields_set__
         if type(fields) is SharedFieldsSet:
             set_fields_set(self, set(fields))
-        if self.__pydantic_extra__ is NO_EXTRAS:
+        if type(self.__pydantic_extra__) is SharedExtras:
             set_extra(self, {})
         super().__setattr__(name, value)
 

@@ -4,6 +4,7 @@ never shows in another."""
 from __future__ import annotations
 
 import copy
+import pickle
 
 import pytest
 from pydantic import BaseModel
@@ -99,3 +100,14 @@ def test_models_that_keep_no_extras_are_left_alone() -> None:
     models = [Strict(name="a"), Strict(name="b")]
     share_fields_sets(models)
     assert [m.model_extra for m in models] == [None, None]
+
+
+def test_a_pickled_model_with_shared_slots_takes_changes() -> None:
+    replies = [_reply("a", 3), _reply("b", 4)]
+    share_fields_sets(replies)
+    copied = pickle.loads(pickle.dumps(replies[0]))
+    assert copied == replies[0]
+    copied.note = "extra"  # its extras and fields set were shared ones: it gets its own
+    copied.error_message = "late"
+    assert copied.model_extra == {"note": "extra"} and replies[0].model_extra == {}
+    assert "error_message" not in replies[1].model_fields_set
