@@ -100,11 +100,15 @@ def follow_up_text(form: str | None) -> str:
     placeholders = list(dict.fromkeys(_PLACEHOLDER.findall(form)))
     if not placeholders:
         return text + f" Give it in exactly this format:\n{form}"
-    named = " and ".join(placeholders)
     values = "value" if len(placeholders) == 1 else "values"
-    return (
-        text + f" Give it in exactly this format, with {named} replaced by your {values}:\n{form}"
-    )
+    inner = [p[1:-1].strip() for p in placeholders if p.startswith("[")]
+    if len(inner) == len(placeholders) and all(inner):
+        # "[count] replaced by your value" reads as: drop the brackets too; they are the form
+        named = " and ".join(inner)
+        how = f"keeping the square brackets, with {named} inside them replaced by your {values}"
+    else:
+        how = f"with {' and '.join(placeholders)} replaced by your {values}"
+    return text + f" Give it in exactly this format, {how}:\n{form}"
 
 
 def code_tool_among(offered: set[str] | frozenset[str]) -> str | None:

@@ -1,4 +1,4 @@
-"""One line after a failed ``run_python`` that says how to fix the two errors small models most
+"""One line after a failed ``run_python`` that says how to fix the errors small models most
 often cannot get past alone.
 
 - A ``KeyError`` from pandas (a column or label that is not there, such as ``'BMI'`` for
@@ -7,6 +7,8 @@ often cannot get past alone.
   raised (the ``self`` of the innermost pandas frame).
 - A ``NameError`` for a usual alias (``np``, ``pd``, ``plt``, ``stats``, ``sns``): the import
   that defines it.
+- ``return`` at the top level of the code (a ``SyntaxError``): the model resends it unchanged,
+  because the code reads like a function body to it; the hint says to print the value.
 
 Anything else gets no hint: a wrong guess would cost the model more than silence.
 """
@@ -39,6 +41,11 @@ def error_hint(exc: BaseException) -> str | None:
             return _key_hint(exc.args[0], exc.__traceback__)
         except Exception:  # a half-built pandas object: no hint rather than a second error
             return None
+    if isinstance(exc, SyntaxError) and exc.msg == "'return' outside function":
+        return (
+            "Hint: this code runs at the top level, not inside a function, so it cannot "
+            "return: print the value instead."
+        )
     if isinstance(exc, NameError) and not isinstance(exc, UnboundLocalError):
         fix = _ALIASES.get(getattr(exc, "name", None) or "")
         return f"Hint: import it first: {fix}" if fix else None

@@ -64,8 +64,16 @@ def test_the_follow_up_repeats_the_format() -> None:
     assert follow_up_text("Total: <number>").endswith(
         "in exactly this format, with <number> replaced by your value:\nTotal: <number>"
     )
+    # square brackets stay: only the word inside them is the placeholder
     assert follow_up_text("@species[name] @mean[value]").endswith(
-        "with [name] and [value] replaced by your values:\n@species[name] @mean[value]"
+        "keeping the square brackets, with name and value inside them replaced by your values:"
+        "\n@species[name] @mean[value]"
+    )
+    assert follow_up_text("@malignant[count]").endswith(
+        "with count inside them replaced by your value:\n@malignant[count]"
+    )
+    assert follow_up_text("Mean: [value] ± <error>").endswith(
+        "with [value] and <error> replaced by your values:\nMean: [value] ± <error>"
     )
     assert follow_up_text("Answer: yes or no").endswith("this format:\nAnswer: yes or no")
 

@@ -120,3 +120,13 @@ def test_no_key_hint_for_long_indexes_plain_dicts_or_other_errors() -> None:
     assert error_hint(_error("1 / 0", {})) is None
     assert error_hint(_error("np.mean([1])", {})) == "Hint: import it first: import numpy as np"
     assert error_hint(_error("undefined_thing", {})) is None
+
+
+def test_a_top_level_return_says_to_print_the_value() -> None:
+    out, failed = _run_code("x = 6 * 7\nprint(x)\nreturn x", {})
+    assert failed
+    assert out.endswith(
+        "SyntaxError: 'return' outside function\nHint: this code runs at the top level, not "
+        "inside a function, so it cannot return: print the value instead.\n"
+    )
+    assert "Hint" not in _run_code("def f():\n    return 1\nprint(f())", {})[0]
