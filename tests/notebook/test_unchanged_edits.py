@@ -20,8 +20,7 @@ __all__ = ["agent", "shell"]  # fixtures used here
 async def test_a_reformat_of_a_failing_cell_is_refused_and_nothing_is_asked(
     agent: NotebookAgent, shell: tuple[Any, ExecutionHistory]
 ) -> None:
-    ip, history = shell
-    agent.write_tools.history = history  # the fixture's history, as the agent's
+    ip, _history = shell
     frontend = connect(agent, ip)
     ip.run_cell("df = {'Revenue': 1}", store_history=True, cell_id="load")
     ip.run_cell("df['revenue']", store_history=True, cell_id="bad")

@@ -65,6 +65,7 @@ def agent(tmp_path: Path, shell: tuple[Any, ExecutionHistory]) -> Iterator[Noteb
     made = NotebookAgent(tmp_path / "t.ipynb.pi.jsonl", {})
     made.history = history
     made.document.history = history
+    made.write_tools.history = history
     made.document.follow = None  # the notebook's path and session id are not tested here
     try:
         yield made
