@@ -8,7 +8,8 @@ Each tree runs in its own Python processes (``PYTHONPATH`` set to the tree, so t
 meet in one interpreter), in alternating order over ``--rounds`` rounds of ``--reps`` timed
 repetitions (after a warm-up open); medians of all of them. Memory: ``tracemalloc``'s traced
 bytes while the opened session is alive, less those before the open, divided by the entries,
-after the open and again after ``build_context`` (which builds every message of the branch).
+after the open, after ``build_context``, and after reading every message of the context (a
+context's messages are validated from their lines when first read).
 pi 1.6 (``tests/golden/pi-1.6/sessions/open_bench.mjs``, Node 22): ``SessionManager.open`` and
 ``buildSessionContext``; its memory is the V8 heap used with the manager alive, after a full
 collection, less the same before. The files are written once by ``bench.session_bench``'s
@@ -38,7 +39,7 @@ if mode == "time":
     session = Session.open(path)
     session.build_context()
     del session
-    opens, builds, messages = [], [], 0
+    opens, builds, reads, messages = [], [], [], 0
     for _ in range(reps):
         gc.collect()
         start = time.perf_counter()
@@ -46,11 +47,13 @@ if mode == "time":
         opened = time.perf_counter()
         context = session.build_context()
         built = time.perf_counter()
+        messages = len(list(context.messages))
+        read = time.perf_counter()
         opens.append(opened - start)
         builds.append(built - opened)
-        messages = len(context.messages)
+        reads.append(read - built)
         del session, context
-    print(json.dumps({"open": opens, "build": builds, "messages": messages,
+    print(json.dumps({"open": opens, "build": builds, "read": reads, "messages": messages,
                       "module": pi_notebook.__file__}))
 else:
     Session.open(path).build_context()  # imports, caches
@@ -63,7 +66,11 @@ else:
     context = session.build_context()
     gc.collect()
     built = tracemalloc.get_traced_memory()[0] - before
-    print(json.dumps({"open_bytes": opened, "built_bytes": built, "entries": len(session)}))
+    len(list(context.messages))
+    gc.collect()
+    read = tracemalloc.get_traced_memory()[0] - before
+    print(json.dumps({"open_bytes": opened, "built_bytes": built, "read_bytes": read,
+                      "entries": len(session)}))
 """
 
 
@@ -172,6 +179,7 @@ def main() -> None:
             print(f"{entries:,} entries ({megabytes:.1f} MB)", flush=True)
             opens: dict[str, list[float]] = {name: [] for name, _ in trees}
             builds: dict[str, list[float]] = {name: [] for name, _ in trees}
+            reads: dict[str, list[float]] = {name: [] for name, _ in trees}
             messages: dict[str, int] = {}
             for round_ in range(args.rounds):
                 order = trees if round_ % 2 == 0 else trees[::-1]
@@ -179,6 +187,7 @@ def main() -> None:
                     result = _child(tree, "time", path, args.reps)
                     opens[name] += result["open"]
                     builds[name] += result["build"]
+                    reads[name] += result.get("read", [0.0] * len(result["build"]))
                     messages[name] = result["messages"]
                     if not result["module"].startswith(str(tree.resolve())):
                         raise RuntimeError(f"{name} imported {result['module']}")
@@ -187,14 +196,17 @@ def main() -> None:
             row = [f"{entries:,}", f"{megabytes:.1f}"]
             total = {n: stats([o + b for o, b in zip(opens[n], builds[n], strict=True)]).median
                      for n, _ in trees}  # fmt: skip
+            whole = {n: stats([sum(t) for t in zip(opens[n], builds[n], reads[n], strict=True)])
+                     .median for n, _ in trees}  # fmt: skip
             for name, _ in trees:
-                row += [fmt_ms(stats(opens[name]).median), fmt_ms(total[name])]
+                row += [fmt_ms(stats(opens[name]).median), fmt_ms(total[name]), fmt_ms(whole[name])]
             mem_row = [f"{entries:,}", f"{megabytes * 1e6 / entries:,.0f}"]
             for _, tree in trees:
                 held = _child(tree, "memory", path, 1)
                 mem_row += [
                     f"{held['open_bytes'] / entries:,.0f}",
                     f"{held['built_bytes'] / entries:,.0f}",
+                    f"{held.get('read_bytes', held['built_bytes']) / entries:,.0f}",
                 ]
             if with_pi:
                 done = subprocess.run(
@@ -225,24 +237,26 @@ def main() -> None:
                     [name, f"{entries:,}", f"{(opened - base) / entries / 1e3:,.1f} k",
                      f"{(built - base) / entries / 1e3:,.1f} k"]
                 )  # fmt: skip
-    names = [name for name, _ in trees] + (["pi 1.6"] if with_pi else [])
     headers = ["entries", "MB"]
-    for name in names:
-        headers += [f"{name} open", f"{name} open+context"]
+    for name, _ in trees:
+        headers += [f"{name} open", f"{name} open+context", f"{name} +read"]
+    if with_pi:
+        headers += ["pi 1.6 open", "pi 1.6 open+context"]
     print_table(
-        "Open and open + build_context of a pi 1.6-style session (ms, median)",
+        "Open, open + build_context, and + reading every context message (ms, median)",
         headers,
         times,
         note=(
             f"{args.rounds} processes × {args.reps} opens per tree and size, trees alternating; "
             "pi 1.6: SessionManager.open + buildSessionContext, Node 22, "
-            f"{args.reps * args.rounds} opens after a warm-up. Every reader gives the same "
-            "number of context messages (checked)."
+            f"{args.reps * args.rounds} opens after a warm-up (its context's messages are "
+            "objects already: nothing more to read). Every reader gives the same number of "
+            "context messages (checked)."
         ),
     )
     mem_headers = ["entries", "bytes/line"]
     for name, _ in trees:
-        mem_headers += [f"{name} open", f"{name} + context"]
+        mem_headers += [f"{name} open", f"{name} + context", f"{name} + read"]
     if with_pi:
         mem_headers.append("pi 1.6 open")
     print_table(
@@ -251,7 +265,7 @@ def main() -> None:
         memory,
         note=(
             "Python: tracemalloc's traced bytes with the session alive, less before the open "
-            "(and after build_context, which builds every message on the branch). pi: V8 heap "
+            "(then after build_context, then after reading every context message). pi: V8 heap "
             "used with the SessionManager alive after a full collection, less before."
         ),
     )

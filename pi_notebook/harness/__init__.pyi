@@ -16,6 +16,7 @@ from .compaction import (
     compact as compact,
     prepare_compaction as prepare_compaction,
 )
+from .context_messages import ContextMessages as ContextMessages
 from .entries import (
     ActiveToolsChangeEntry as ActiveToolsChangeEntry,
     BranchSummaryEntry as BranchSummaryEntry,

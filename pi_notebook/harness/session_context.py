@@ -4,7 +4,8 @@
 
 The steps read the index's lists (types, ids) to find the settings, the compaction and the
 context edits on the path, so a long branch of messages is read in C-level passes and only the
-entries that matter are read (and built from their lines).
+entries that matter are read (and built from their lines). The messages themselves are read
+when the context's :class:`~pi_notebook.harness.context_messages.ContextMessages` is first read.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from itertools import compress, count, repeat
 from operator import eq
 from typing import Any, TypeVar
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, field_serializer
 
 from ..ai.system_message import current_system_message, system_message_text
 from ..ai.types import AssistantMessage, PiModel, SystemMessage, TextContent, Tool
+from .context_messages import ContextMessages
 from .entries import (
     ActiveToolsChangeEntry,
     BranchSummaryEntry,
@@ -48,6 +50,7 @@ __all__ = [
     "last_of",
     "latest_edits",
     "model_source",
+    "system_messages",
     "where",
 ]
 
@@ -67,16 +70,23 @@ class SessionContext(PiModel):
     ``active_tool_names`` is ``None`` when the branch never changed them (use the defaults).
     ``system_prompt``, ``tools`` and ``tool_names`` are the replayed state of the system
     messages among ``messages`` (pi 1.6), ``None`` when there are none.
-    The messages are the session's own objects: treat them as read-only.
+    ``messages`` is a sequence read from the session's lines on first use (a list when the
+    context is made by hand); they are the session's own objects: treat them as read-only.
     """
 
-    messages: list[HarnessMessage] = Field(default_factory=list)
+    messages: Sequence[HarnessMessage] = Field(default_factory=list)
     thinking_level: str = "off"
     model: ModelRef | None = None
     active_tool_names: list[str] | None = None
     system_prompt: str | None = None
     tools: list[Tool] | None = None
     tool_names: list[str] | None = None
+
+    @field_serializer("messages", mode="wrap")
+    def _messages_as_list(
+        self, messages: Sequence[HarnessMessage], handler: SerializerFunctionWrapHandler
+    ) -> Any:
+        return handler(list(messages))  # (a context's own sequence is read first)
 
 
 _KIND: dict[type[Any], str] = {
@@ -223,16 +233,24 @@ def collect_messages(
         messages.append(message)
 
 
-def _without_system(entries: EntryList, positions: list[int], kinds: list[str]) -> list[int]:
-    """``positions`` less those of system messages (read as messages where they can be)."""
-    chosen = where(positions, kinds, "message")
-    found = entries.messages(chosen)
+def system_messages(
+    entries: EntryList, positions: list[int], kinds: list[str]
+) -> dict[int, SystemMessage]:
+    """The system messages among the entries at ``positions``, by position, in path order
+    (only the lines that may hold one are read)."""
+    chosen = entries.may_hold_system(where(positions, kinds, "message"))
+    found: Sequence[HarnessMessage | None] | None = entries.messages(chosen)
     if found is None:  # (a hand-made or unreadable entry)
-        return [
-            p for p, e in zip(positions, entries.take(positions), strict=True) if not is_system(e)
-        ]
-    system = {p for p, message in zip(chosen, found, strict=True) if type(message) is SystemMessage}
-    return [p for p in positions if p not in system] if system else positions
+        found = [e.message if isinstance(e, MessageEntry) else None for e in entries.take(chosen)]
+    return {p: m for p, m in zip(chosen, found, strict=True) if type(m) is SystemMessage}
+
+
+def _without(positions: list[int], left_out: list[int]) -> list[int]:
+    """``positions`` less ``left_out``."""
+    if not left_out:
+        return positions
+    drop = set(left_out)
+    return [p for p in positions if p not in drop]
 
 
 def build_context(
@@ -283,10 +301,12 @@ def context_at(index: SessionIndex, positions: list[int]) -> SessionContext:
         type(entries[p]) is ContextEditEntry for p in where(positions, kinds, "context_edit")
     )
 
-    messages: list[HarnessMessage]
+    # The messages are read when the context's sequence is first read; the system prompt
+    # and tools are replayed now from the system messages alone.
+    prefix: list[HarnessMessage] = []
     if at < 0:
-        edits = context_edits(entries, positions, kinds) if edited else None
-        messages = context_messages(entries, ids, positions, kinds, present, edits)
+        context, context_kinds = positions, kinds
+        edits = context_edits(entries, context, context_kinds) if edited else None
     else:
         compaction = entries[positions[at]]
         assert isinstance(compaction, CompactionEntry)
@@ -294,26 +314,33 @@ def context_at(index: SessionIndex, positions: list[int]) -> SessionContext:
         kept_ids = list(map(ids.__getitem__, kept))
         first = compaction.first_kept_entry_id
         kept = kept[kept_ids.index(first) if first in kept_ids else len(kept) :]
-        kept = _without_system(entries, kept, list(map(types.__getitem__, kept)))
-        after = positions[at + 1 :]
-        context = kept + after
+        kept_kinds = list(map(types.__getitem__, kept))
+        kept = _without(kept, list(system_messages(entries, kept, kept_kinds)))
+        context = kept + positions[at + 1 :]
         context_kinds = list(map(types.__getitem__, context))
         edits = context_edits(entries, context, context_kinds) if edited else None
         edit = None if edits is None else edits.get(compaction.id)
-        messages = []
         if edit is None or edit.replacement is not None:  # (a compaction is not editable)
             if compaction.system_message is not None:
-                messages.append(compaction.system_message)
-            messages.append(
+                prefix.append(compaction.system_message)
+            prefix.append(
                 CompactionSummaryMessage(
                     summary=compaction.summary,
                     tokens_before=compaction.tokens_before,
                     timestamp=entry_ms(compaction.timestamp),
                 )
             )
-        messages += context_messages(
-            entries, ids, context, context_kinds, set(context_kinds), edits
-        )
+    shown = system_messages(entries, context, context_kinds)
+    if edits:  # (an edit hides a system message; it never replaces its content)
+        for at_id in [p for p in shown if ids[p] in edits]:
+            if edits[ids[at_id]].replacement is None:
+                del shown[at_id]
+    systems = [m for m in prefix if type(m) is SystemMessage]
+    systems += shown.values()
+    present_kinds = set(context_kinds)
+
+    def read() -> list[HarnessMessage]:
+        return prefix + context_messages(entries, ids, context, context_kinds, present_kinds, edits)
 
     model = None
     if isinstance(source, ModelChangeEntry):
@@ -322,15 +349,12 @@ def context_at(index: SessionIndex, positions: list[int]) -> SessionContext:
         model = ModelRef(provider=source.provider, model_id=source.model)
     system_prompt: str | None = None
     tools: list[Tool] | None = None
-    message_types = list(map(type, messages))
-    if SystemMessage in message_types:
-        systems = {t for t in set(message_types) if issubclass(t, SystemMessage)}
-        state = current_system_message(compress(messages, map(systems.__contains__, message_types)))
-        if state is not None:
-            system_prompt = system_message_text(state)
-            tools = list(state.tools_added or ())
+    state = current_system_message(systems) if systems else None
+    if state is not None:
+        system_prompt = system_message_text(state)
+        tools = list(state.tools_added or ())
     return SessionContext.model_construct(
-        messages=messages,
+        messages=ContextMessages(read),
         thinking_level=thinking_level,
         model=model,
         active_tool_names=None if active_tools is None else list(active_tools),
