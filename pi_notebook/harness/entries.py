@@ -50,6 +50,7 @@ __all__ = [
     "ThinkingLevelChangeEntry",
     "UnknownEntry",
     "UsageEntry",
+    "is_system_entry",
     "iso_now",
     "iso_to_ms",
     "new_id",
@@ -130,6 +131,11 @@ class MessageEntry(_Record):
     parent_id: str | None
     timestamp: str
     message: HarnessMessage
+
+
+def is_system_entry(entry: object) -> bool:
+    """Whether ``entry`` is a message entry holding a system message."""
+    return type(entry) is MessageEntry and type(entry.message) is SystemMessage
 
 
 class ThinkingLevelChangeEntry(_Record):

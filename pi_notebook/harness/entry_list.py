@@ -18,8 +18,6 @@ from __future__ import annotations
 import warnings
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import compress, repeat
-from operator import eq, or_
 from typing import Any, Final, Required, get_args, overload
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, with_config
@@ -300,31 +298,6 @@ class EntryList(Sequence[SessionEntry]):
             if fresh:
                 _share_fields_sets(fresh)
         return chosen
-
-    def may_hold_system(self, positions: Sequence[int]) -> list[int]:
-        """Those of ``positions`` whose entry may be a system message, found without reading
-        lines: a line that has ``system`` in it, or an escape that could spell it (``\\u``),
-        a system message, or a message entry holding one. Read them to know."""
-        chosen: list[Any] = list(map(self._items.__getitem__, positions))
-        kinds = list(map(type, chosen))
-        present = set(kinds)
-        # Read before (each turn's context): compare the types in one C-level pass.
-        if present <= _MESSAGE_TYPES:
-            return list(compress(positions, map(eq, kinds, repeat(SystemMessage))))
-        if present == {bytes}:  # (the first context after an open)
-            named = map(bytes.__contains__, chosen, repeat(b"system"))
-            escaped = map(bytes.__contains__, chosen, repeat(b"\\u"))
-            return list(compress(positions, map(or_, named, escaped)))
-        found = []
-        for position, item, kind in zip(positions, chosen, kinds, strict=True):
-            if kind is bytes:
-                if b"system" in item or b"\\u" in item:
-                    found.append(position)
-            elif kind is SystemMessage or (
-                kind is MessageEntry and type(item.message) is SystemMessage
-            ):
-                found.append(position)
-        return found
 
     def _entry(self, position: int) -> SessionEntry:
         """The entry of a message held alone (see :meth:`messages`), made and kept."""

@@ -32,7 +32,7 @@ from typing_extensions import TypedDict
 
 from .._gc import gc_paused
 from ..ai.js_json import stringify_owned
-from .entries import LeafEntry, SessionEntry, SessionHeader
+from .entries import LeafEntry, SessionEntry, SessionHeader, is_system_entry
 from .entry_list import (
     ENTRY_ADAPTER,
     EntryList,
@@ -66,13 +66,19 @@ _SLICE_BYTES = 1 << 18
 """How much of a session file is read and cut into lines at a time."""
 
 
+class _Role(TypedDict, total=False):
+    role: str
+
+
 class _Structure(TypedDict, total=False):
-    """What opening a file reads of an entry line (the rest is read with the entry)."""
+    """What opening a file reads of an entry line (the rest is read with the entry): the tree's
+    fields, and a message's role (system messages are indexed: a context replays them)."""
 
     type: Required[str]
     id: Required[str]
     parentId: str | None
     timestamp: str | None
+    message: _Role
 
 
 _STRUCTURE = TypeAdapter(_Structure).validator
@@ -134,6 +140,8 @@ class _Decoder:
         self.timestamps: list[str | None] = []
         self.parent_positions: list[int] = []
         """Each entry's parent's position when it came earlier in the file, else -1."""
+        self.systems: list[int] = []
+        """The positions of the system messages."""
         self.forward = False
         """Some entry's parent id was not (yet) seen when it was added: only then can there be
         a cycle (a parent always earlier in the file makes one impossible)."""
@@ -146,7 +154,10 @@ class _Decoder:
         )
 
     def add_entry(self, line: int, entry: SessionEntry, stacklevel: int = 5) -> None:
+        position = len(self.entries)
         self.add(line, entry, entry.id, entry.parent_id, entry.type, entry.timestamp, stacklevel)
+        if len(self.entries) > position and is_system_entry(entry):
+            self.systems.append(position)
 
     def add(
         self,
@@ -200,6 +211,8 @@ class _Decoder:
         skipped: list[tuple[int, int, str | None]] | None = None
         """(entries before it, line number, reason or None for a blank line) of each line
         that is no entry."""
+        systems: list[int] = []
+        """Where the system messages are among ``items``."""
         for line in lines:
             try:
                 fields = structure(line)
@@ -209,6 +222,9 @@ class _Decoder:
                 kind = later.get(fields["type"])
                 stamp = fields.get("timestamp")
                 if kind is not None and type(stamp) is str and "parentId" in fields:
+                    message = fields.get("message")
+                    if message is not None and message.get("role") == "system":
+                        systems.append(len(items))
                     items.append(line)
                     ids.append(fields["id"])
                     parents.append(fields["parentId"])
@@ -224,27 +240,39 @@ class _Decoder:
                 blank = not line or line.isspace()
                 skipped.append((len(items), here, None if blank else invalid_reason(exc)))
                 continue
+            if is_system_entry(entry):
+                systems.append(len(items))
             items.append(entry)
             ids.append(entry.id)
             parents.append(entry.parent_id)
             kinds.append(entry.type)
             stamps.append(entry.timestamp)
+
+        def add(at: int, line_number: int) -> None:
+            position = len(self.entries)
+            self.add(line_number, items[at], ids[at], parents[at], kinds[at], stamps[at], 6)
+            if len(self.entries) > position and at in systems:
+                self.systems.append(position)
+
         if skipped is None:
-            if not self._file(number, items, ids, parents, kinds, stamps):
+            base = len(self.entries)
+            if self._file(number, items, ids, parents, kinds, stamps):
+                self.systems.extend(base + at for at in systems)
+            else:
                 for at, line_number in enumerate(range(number, number + len(items))):
-                    self.add(line_number, items[at], ids[at], parents[at], kinds[at], stamps[at], 5)
+                    add(at, line_number)
             return
         line_number, done = number, 0
         for before, here, reason in skipped:
             for at in range(done, before):
-                self.add(line_number, items[at], ids[at], parents[at], kinds[at], stamps[at], 5)
+                add(at, line_number)
                 line_number += 1
             done = before
             if reason is not None:
                 self.reject(here, reason, 5)
             line_number += 1
         for at in range(done, len(items)):
-            self.add(line_number, items[at], ids[at], parents[at], kinds[at], stamps[at], 5)
+            add(at, line_number)
             line_number += 1
 
     def _file(
@@ -302,6 +330,7 @@ class _Decoder:
             self.timestamps,
             self.ids,
             self.parent_positions,
+            self.systems,
         )
 
     def break_cycles(self) -> None:

@@ -45,7 +45,6 @@ __all__ = [
     "context_at",
     "context_edits",
     "context_messages",
-    "is_system",
     "last_at",
     "last_of",
     "latest_edits",
@@ -100,10 +99,6 @@ _KIND: dict[type[Any], str] = {
 def where(positions: list[int], kinds: list[str], kind: str) -> list[int]:
     """The positions whose entry is of type ``kind``."""
     return list(compress(positions, map(eq, kinds, repeat(kind))))
-
-
-def is_system(entry: SessionEntry) -> bool:
-    return isinstance(entry, MessageEntry) and type(entry.message) is SystemMessage
 
 
 def last_at(
@@ -233,14 +228,15 @@ def collect_messages(
         messages.append(message)
 
 
-def system_messages(
-    entries: EntryList, positions: list[int], kinds: list[str]
-) -> dict[int, SystemMessage]:
+def system_messages(index: SessionIndex, positions: list[int]) -> dict[int, SystemMessage]:
     """The system messages among the entries at ``positions``, by position, in path order
-    (only the lines that may hold one are read)."""
-    chosen = entries.may_hold_system(where(positions, kinds, "message"))
+    (the index knows where they are: only they are read)."""
+    if not index.systems:
+        return {}
+    chosen = list(compress(positions, map(set(index.systems).__contains__, positions)))
+    entries = index.entries
     found: Sequence[HarnessMessage | None] | None = entries.messages(chosen)
-    if found is None:  # (a hand-made or unreadable entry)
+    if found is None:  # (an unreadable entry, read leniently)
         found = [e.message if isinstance(e, MessageEntry) else None for e in entries.take(chosen)]
     return {p: m for p, m in zip(chosen, found, strict=True) if type(m) is SystemMessage}
 
@@ -314,8 +310,7 @@ def context_at(index: SessionIndex, positions: list[int]) -> SessionContext:
         kept_ids = list(map(ids.__getitem__, kept))
         first = compaction.first_kept_entry_id
         kept = kept[kept_ids.index(first) if first in kept_ids else len(kept) :]
-        kept_kinds = list(map(types.__getitem__, kept))
-        kept = _without(kept, list(system_messages(entries, kept, kept_kinds)))
+        kept = _without(kept, list(system_messages(index, kept)))
         context = kept + positions[at + 1 :]
         context_kinds = list(map(types.__getitem__, context))
         edits = context_edits(entries, context, context_kinds) if edited else None
@@ -330,7 +325,7 @@ def context_at(index: SessionIndex, positions: list[int]) -> SessionContext:
                     timestamp=entry_ms(compaction.timestamp),
                 )
             )
-    shown = system_messages(entries, context, context_kinds)
+    shown = system_messages(index, context)
     if edits:  # (an edit hides a system message; it never replaces its content)
         for at_id in [p for p in shown if ids[p] in edits]:
             if edits[ids[at_id]].replacement is None:

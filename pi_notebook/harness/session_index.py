@@ -19,6 +19,7 @@ from itertools import compress, count, islice, repeat
 from operator import attrgetter, eq, ge, ne
 from typing import TYPE_CHECKING, cast
 
+from .entries import is_system_entry
 from .entry_list import EntryList
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class SessionIndex:
         "marks",
         "parent_ids",
         "positions",
+        "systems",
         "timestamps",
         "types",
     )
@@ -65,6 +67,8 @@ class SessionIndex:
         """Each id's position (an id given twice: its last entry, as ``get_entry`` finds it)."""
         self.marks: list[int] = []
         """Positions of the entries of :data:`MARKED_TYPES`, in file order."""
+        self.systems: list[int] = []
+        """Positions of the system messages, in file order (a context replays them)."""
         self._tree_parents: list[int] = []
         self._leaves: set[int] = set()
         self._chain = 0
@@ -83,14 +87,16 @@ class SessionIndex:
         timestamps: list[str | None],
         positions: dict[str, int],
         parent_positions: list[int],
+        systems: list[int],
     ) -> SessionIndex:
         """The index of ``entries`` from their fields, collected as they were decoded (the
         lists are taken, not copied): ``parent_positions`` holds each parent's position when
         it came earlier in the file (else :data:`NO_POSITION`), from which the tree parents
-        are made at once."""
+        are made at once; ``systems`` the system messages' positions."""
         index = cls(EntryList())
         index.entries, index.ids, index.parent_ids = entries, ids, parent_ids
         index.types, index.timestamps, index.positions = types, timestamps, positions
+        index.systems = systems
         entries.hold_messages(ids, parent_ids, timestamps)
         new = range(len(ids))
         if ids and parent_ids[0] is None:
@@ -139,6 +145,7 @@ class SessionIndex:
             self._extend_chain()
         self.marks.extend(compress(new, map(MARKED_TYPES.__contains__, types)))
         self._leaves.update(compress(new, map(eq, types, repeat(LEAF_TYPE))))
+        self.systems.extend(compress(new, map(is_system_entry, entries)))
 
     def _extend_chain(self) -> None:
         chain, parent_ids = self._chain, self.parent_ids
@@ -166,6 +173,8 @@ class SessionIndex:
             self._leaves.add(position)
         elif entry.type in MARKED_TYPES:
             self.marks.append(position)
+        elif is_system_entry(entry):
+            self.systems.append(position)
         if self._chain == position:  # a conversation goes on: the chain with it
             parent = entry.parent_id
             if position == 0 if parent is None else self.positions.get(parent) == position - 1:

@@ -69,10 +69,11 @@ def test_the_settings_come_without_reading_the_messages(tmp_path: Path) -> None:
     cold = _entries(session).cold()
     context = session.build_context()
     assert isinstance(context.messages, ContextMessages) and not context.messages.loaded
-    # read: the lines that may hold a system message (the quoted role and the tool call's
-    # arguments were read and found not to be one), and those back to the last assistant
-    # message (the model); not the greeting and its reply
-    assert cold == 8 and _entries(session).cold() == 2
+    # read: the system messages (the open found them) and the lines back to the last
+    # assistant message (the model); not the greeting, its reply, the quoted role or the
+    # tool call whose arguments hold one
+    assert cold == 8 and _entries(session).cold() == 4
+    assert session.index.systems == [0, 5]
     expected = written.build_context()
     assert context.system_prompt == expected.system_prompt
     assert context.system_prompt is not None and "Use lists." in context.system_prompt

@@ -12,7 +12,7 @@ import pytest
 
 from pi_notebook.ai import UserMessage, faux_assistant_message
 from pi_notebook.harness import InMemorySessionStorage, LeafEntry, Session, UnknownEntry
-from pi_notebook.harness.entries import SessionEntry
+from pi_notebook.harness.entries import SessionEntry, is_system_entry
 from pi_notebook.harness.jsonl import SessionFileWarning, encode_record
 from pi_notebook.harness.session_index import MARKED_TYPES, NO_POSITION, SessionIndex
 
@@ -45,6 +45,7 @@ def check(index: SessionIndex, entries: list[SessionEntry]) -> None:
     assert index.timestamps == [e.timestamp for e in entries]
     assert index.positions == {e.id: i for i, e in enumerate(entries)}
     assert index.marks == [i for i, e in enumerate(entries) if e.type in MARKED_TYPES]
+    assert index.systems == [i for i, e in enumerate(entries) if is_system_entry(e)]
     assert index.moves == sum(type(e) is LeafEntry for e in entries)
     assert index.tree_parents() == reference_tree_parents(entries)
     for position, entry in enumerate(entries):
@@ -67,6 +68,8 @@ def grow(session: Session, steps: int, seed: int) -> None:
             session.append_session_info(f"name {step}")
         elif roll < 0.16:
             session.append_custom("state", {"step": step})
+        elif roll < 0.17:
+            session.append_system_message(f"Note {step}.")
         elif roll < 0.18 and session.leaf_id is not None:
             branch = [e for e in session.get_branch() if e.type == "message"]
             if branch and branch[-1].message.role in ("user", "assistant"):

@@ -42,14 +42,13 @@ from pi_notebook.harness import (
     UnknownEntry,
     jsonl,
 )
-from pi_notebook.harness.entries import SessionEntry
+from pi_notebook.harness.entries import SessionEntry, is_system_entry
 from pi_notebook.harness.jsonl import decode_session, decode_session_file
 from pi_notebook.harness.messages import CompactionSummaryMessage
 from pi_notebook.harness.session_context import (
     ModelRef,
     SessionContext,
     collect_messages,
-    is_system,
     latest_edits,
 )
 from pi_notebook.harness.session_index import SessionIndex
@@ -73,7 +72,8 @@ def _line(draw: st.DrawFn) -> bytes:
     record: dict[str, Any] = {"type": kind, "id": draw(_IDS), "parentId": draw(st.none() | _IDS)}
     record["timestamp"] = _STAMP
     if kind == "message":
-        record["message"] = {"role": "user", "content": draw(st.text(max_size=3)), "timestamp": 1}
+        role = draw(st.sampled_from(["user", "user", "system"]))
+        record["message"] = {"role": role, "content": draw(st.text(max_size=3)), "timestamp": 1}
     elif kind == "leaf":
         record["targetId"] = draw(st.none() | _IDS)
     else:
@@ -113,11 +113,13 @@ def _outcome(decode: Any) -> Any:
             return ("error", exc.line, exc.reason)
     index = decoded.index
     check_paths(index)
+    assert index.systems == [p for p, e in enumerate(decoded.entries) if is_system_entry(e)]
     fields = (index.ids, index.parent_ids, index.types, index.timestamps, index.positions)
     return (
         read,
         fields,
         index.marks,
+        index.systems,
         index.tree_parents(),
         [str(w.message) for w in caught if issubclass(w.category, SessionFileWarning)],
     )
@@ -285,7 +287,7 @@ def reference_context(session: Session) -> SessionContext:
         first = next(
             (i for i, e in enumerate(kept) if e.id == compaction.first_kept_entry_id), len(kept)
         )
-        kept = [e for e in kept[first:] if not is_system(e)]
+        kept = [e for e in kept[first:] if not is_system_entry(e)]
         after = path[compaction_at + 1 :]
         edits = latest_edits([compaction, *kept, *after]) if edited else None
         edit = None if edits is None else edits.get(compaction.id)
