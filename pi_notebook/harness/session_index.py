@@ -68,7 +68,8 @@ class SessionIndex:
         self.marks: list[int] = []
         """Positions of the entries of :data:`MARKED_TYPES`, in file order."""
         self.systems: list[int] = []
-        """Positions of the system messages, in file order (a context replays them)."""
+        """Positions of the system messages, in file order (a context replays them). A line
+        that turns out to be damaged when read is among them: readers check what they read."""
         self._tree_parents: list[int] = []
         self._leaves: set[int] = set()
         self._chain = 0

@@ -182,3 +182,23 @@ def test_the_sequence_behaves_as_the_list_it_reads(tmp_path: Path) -> None:
     assert SessionContext(messages=list(written)).messages == messages
     with pytest.raises(TypeError):
         hash(messages)
+
+
+def test_a_damaged_system_message_is_reported_by_the_build(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    _session(path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert b'"sections"' in lines[6]
+    lines[6] = lines[6].replace(b'"content":""', b'"content":null')  # still a role "system"
+    path.write_bytes(b"".join(lines))
+    session = Session.open(path)
+    assert session.index.systems == [0, 5]  # what the open saw
+    where = re.escape(str(path))
+    with pytest.raises(SessionFileError, match=rf"{where}:7: invalid entry: message\.message"):
+        session.build_context()  # the system prompt needs that line
+
+    lenient = Session.open(path, strict=False)
+    with pytest.warns(SessionFileWarning, match=rf"{where}:7: .*unknown content"):
+        context = lenient.build_context()
+    assert context.system_prompt is not None and "Use lists." not in context.system_prompt
+    assert [m.role for m in context.messages].count("system") == 1
