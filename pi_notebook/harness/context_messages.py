@@ -21,8 +21,9 @@ __all__ = ["ContextMessages"]
 class ContextMessages(Sequence[HarnessMessage]):
     """A read-only sequence of typed messages, made by ``read`` on first use and kept.
 
-    It compares equal to a list (or any sequence) of the same messages, and ``+`` with a list
-    gives a list. The messages are the session's own objects: treat them as read-only.
+    It compares equal to a list or tuple of the same messages (and to another such sequence),
+    and ``+`` with a list gives a list. The messages are the session's own objects: treat them
+    as read-only.
     """
 
     __slots__ = ("_messages", "_read")

@@ -67,6 +67,8 @@ _SLICE_BYTES = 1 << 18
 
 
 class _Role(TypedDict, total=False):
+    """A message read for its role alone (its other keys are skipped)."""
+
     role: str
 
 
